@@ -1,0 +1,522 @@
+#include "compiler/lexer.h"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace remit {
+
+namespace {
+
+struct Spelling {
+    Tok kind;
+    std::string_view text;
+};
+
+constexpr Spelling kPunctuation[] = {
+#define REMIT_X(name, text) {Tok::name, text},
+    REMIT_PUNCTUATION(REMIT_X)
+#undef REMIT_X
+};
+
+constexpr Spelling kKeywords[] = {
+#define REMIT_X(name, text) {Tok::Kw##name, text},
+    REMIT_KEYWORDS(REMIT_X)
+#undef REMIT_X
+};
+
+bool isDigit(char c) { return c >= '0' && c <= '9'; }
+bool isIdentStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool isIdentChar(char c) { return isIdentStart(c) || isDigit(c); }
+
+// Length of the valid UTF-8 sequence at `s[i]`, or 0 when it is malformed (overlong forms,
+// surrogates and code points above U+10FFFF are malformed too).
+size_t utf8SequenceLength(std::string_view s, size_t i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) return 1;
+    size_t len;
+    uint32_t cp;
+    if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; }
+    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; }
+    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; }
+    else return 0;
+    if (i + len > s.size()) return 0;
+    for (size_t k = 1; k < len; ++k) {
+        unsigned char cc = static_cast<unsigned char>(s[i + k]);
+        if ((cc & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (cc & 0x3F);
+    }
+    static constexpr uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMinForLength[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    return len;
+}
+
+class Lexer {
+public:
+    Lexer(std::string_view text, std::string_view file, const FrontendLimits& limits, DiagnosticList& diags,
+          uint32_t line, uint32_t col, bool isFragment)
+        : src_(text), file_(file), limits_(limits), diags_(diags), line_(line), col_(col), isFragment_(isFragment) {}
+
+    LexResult run() {
+        if (!isFragment_ && !checkWholeFile()) {
+            finish();
+            return std::move(out_);
+        }
+        while (pos_ < src_.size() && !out_.fatal) step();
+        finish();
+        return std::move(out_);
+    }
+
+private:
+    std::string_view src_;
+    std::string_view file_;
+    const FrontendLimits& limits_;
+    DiagnosticList& diags_;
+    size_t pos_ = 0;
+    uint32_t line_, col_;
+    bool isFragment_;
+    uint32_t lastCodeLine_ = 0;     // the line of the last non-newline token (for trailing comments)
+    std::vector<char> brackets_;    // open ( [ { in order
+    LexResult out_;
+
+    void error(DiagCode code, std::string message, Span span, std::string hint = {}) {
+        Diagnostic d;
+        d.code = code;
+        d.message = std::move(message);
+        d.file = std::string(file_);
+        d.span = span;
+        d.hint = std::move(hint);
+        diags_.add(std::move(d));
+    }
+    void fatal(DiagCode code, std::string message, Span span, std::string hint = {}) {
+        error(code, std::move(message), span, std::move(hint));
+        out_.fatal = true;
+    }
+    Span here(uint32_t width = 1) const { return Span{line_, col_, line_, col_ + width}; }
+
+    // Encoding and per-line limits are checked once over the whole file, before any token.
+    bool checkWholeFile() {
+        if (src_.size() > limits_.maxSourceBytes) {
+            fatal(DiagCode::E0003,
+                  fmt::format("source is {} bytes, over the limit of {} bytes", src_.size(), limits_.maxSourceBytes),
+                  Span{1, 1, 1, 2}, "split the program, or move data into inputs and fixtures");
+            return false;
+        }
+        uint32_t line = 1, col = 1;
+        size_t lineStart = 0;
+        for (size_t i = 0; i < src_.size();) {
+            if (src_[i] == '\n') {
+                if (i - lineStart > limits_.maxLineBytes) break;
+                ++line;
+                col = 1;
+                lineStart = ++i;
+                continue;
+            }
+            size_t len = utf8SequenceLength(src_, i);
+            if (len == 0) {
+                fatal(DiagCode::E0001, "source is not valid UTF-8", Span{line, col, line, col + 1},
+                      "save the file as UTF-8");
+                return false;
+            }
+            i += len;
+            ++col;
+        }
+        // Report the first over-long line (if the loop stopped early, or the last line is long).
+        line = 1;
+        lineStart = 0;
+        for (size_t i = 0; i <= src_.size(); ++i) {
+            if (i == src_.size() || src_[i] == '\n') {
+                if (i - lineStart > limits_.maxLineBytes) {
+                    fatal(DiagCode::E0003,
+                          fmt::format("line {} is {} bytes long, over the limit of {} bytes", line, i - lineStart,
+                                      limits_.maxLineBytes),
+                          Span{line, 1, line, 2}, "break the line, or move long text into inputs");
+                    return false;
+                }
+                ++line;
+                lineStart = i + 1;
+            }
+        }
+        return true;
+    }
+
+    void push(Token token) {
+        if (out_.tokens.size() >= limits_.maxTokens) {
+            fatal(DiagCode::E0003, fmt::format("more than {} tokens", limits_.maxTokens), token.span,
+                  "split the program into smaller programs");
+            return;
+        }
+        if (token.kind != Tok::Newline) lastCodeLine_ = token.span.endLine;
+        out_.tokens.push_back(std::move(token));
+    }
+
+    Token make(Tok kind, size_t begin, Span span) const {
+        Token t;
+        t.kind = kind;
+        t.span = span;
+        t.text = src_.substr(begin, pos_ - begin);
+        return t;
+    }
+
+    bool newlinesSignificant() const { return brackets_.empty() || brackets_.back() == '{'; }
+
+    void finish() {
+        Span end{line_, col_, line_, col_};
+        if (out_.tokens.empty() || out_.tokens.back().kind != Tok::Newline) {
+            Token nl;
+            nl.kind = Tok::Newline;
+            nl.span = end;
+            out_.tokens.push_back(nl);
+        }
+        Token eof;
+        eof.kind = Tok::Eof;
+        eof.span = end;
+        out_.tokens.push_back(eof);
+    }
+
+    // Advance over one code point on the current line.
+    void advanceChar() {
+        size_t len = utf8SequenceLength(src_, pos_);
+        pos_ += len ? len : 1;
+        ++col_;
+    }
+
+    void step() {
+        char c = src_[pos_];
+        if (c == '\n') {
+            if (newlinesSignificant() && !out_.tokens.empty() && out_.tokens.back().kind != Tok::Newline) {
+                Token nl;
+                nl.kind = Tok::Newline;
+                nl.span = here();
+                nl.text = src_.substr(pos_, 1);
+                out_.tokens.push_back(nl);
+            }
+            ++pos_;
+            ++line_;
+            col_ = 1;
+            return;
+        }
+        if (c == ' ' || c == '\t' || c == '\r') {
+            ++pos_;
+            ++col_;
+            return;
+        }
+        if (c == '#') return lexComment();
+        if (isDigit(c)) return lexNumber();
+        if (isIdentStart(c)) return lexWord();
+        if (c == '"') return lexString();
+        for (const Spelling& p : kPunctuation) {
+            if (src_.substr(pos_, p.text.size()) == p.text) return lexPunctuation(p);
+        }
+        Span span = here();
+        std::string shown = c >= 0x20 && c < 0x7F ? fmt::format("'{}'", c)
+                                                  : std::string(src_.substr(pos_, std::max<size_t>(1, utf8SequenceLength(src_, pos_))));
+        if (static_cast<unsigned char>(c) < 0x20) shown = fmt::format("U+{:04X}", static_cast<int>(c));
+        else if (static_cast<unsigned char>(c) >= 0x80) shown = fmt::format("'{}'", shown);
+        advanceChar();
+        error(DiagCode::E0001, fmt::format("unexpected character {}", shown), span,
+              c == '\'' ? "strings use double quotes" : "");
+    }
+
+    void lexComment() {
+        size_t begin = pos_;
+        Span start = here();
+        if (isFragment_) {
+            fatal(DiagCode::E0001, "a comment cannot appear inside a string interpolation", start,
+                  "use \\# ... or move the expression out of the string");
+            return;
+        }
+        size_t end = src_.find('\n', pos_);
+        if (end == std::string_view::npos) end = src_.size();
+        std::string_view text = src_.substr(begin, end - begin);
+        while (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+        uint32_t width = static_cast<uint32_t>(codePointCount(text));
+        Comment comment;
+        comment.text = std::string(text);
+        comment.span = Span{line_, col_, line_, col_ + width};
+        comment.trailing = lastCodeLine_ == line_;
+        out_.comments.push_back(std::move(comment));
+        col_ += static_cast<uint32_t>(codePointCount(src_.substr(begin, end - begin)));
+        pos_ = end;
+    }
+
+    void lexPunctuation(const Spelling& p) {
+        size_t begin = pos_;
+        Span span = here(static_cast<uint32_t>(p.text.size()));
+        pos_ += p.text.size();
+        col_ += static_cast<uint32_t>(p.text.size());
+        if (p.kind == Tok::LParen || p.kind == Tok::LBracket || p.kind == Tok::LBrace) {
+            if (brackets_.size() >= limits_.maxNesting) {
+                fatal(DiagCode::E0003, fmt::format("nesting deeper than {} levels", limits_.maxNesting), span,
+                      "flatten the expression with let bindings or helper functions");
+                return;
+            }
+            brackets_.push_back(p.text[0]);
+        } else if (p.kind == Tok::RParen || p.kind == Tok::RBracket || p.kind == Tok::RBrace) {
+            if (!brackets_.empty()) brackets_.pop_back();
+        }
+        push(make(p.kind, begin, span));
+    }
+
+    void lexWord() {
+        size_t begin = pos_;
+        Span start = here();
+        while (pos_ < src_.size() && isIdentChar(src_[pos_])) ++pos_;
+        uint32_t width = static_cast<uint32_t>(pos_ - begin);
+        col_ += width;
+        Span span{start.line, start.col, start.line, start.col + width};
+        std::string_view word = src_.substr(begin, pos_ - begin);
+        if (word.size() > limits_.maxIdentifierLength) {
+            error(DiagCode::E0003,
+                  fmt::format("identifier is {} characters long, over the limit of {}", word.size(),
+                              limits_.maxIdentifierLength),
+                  span, "use a shorter name");
+        }
+        Tok kind = Tok::Ident;
+        for (const Spelling& k : kKeywords)
+            if (k.text == word) kind = k.kind;
+        push(make(kind, begin, span));
+    }
+
+    void lexNumber() {
+        size_t begin = pos_;
+        Span start = here();
+        auto scanDigits = [&] {
+            while (pos_ < src_.size() && (isDigit(src_[pos_]) || src_[pos_] == '_')) ++pos_;
+        };
+        scanDigits();
+        bool isFloat = false;
+        if (pos_ + 1 < src_.size() && src_[pos_] == '.' && isDigit(src_[pos_ + 1])) {
+            isFloat = true;
+            ++pos_;
+            scanDigits();
+        }
+        std::string_view body = src_.substr(begin, pos_ - begin);
+        auto spanTo = [&](size_t end) {
+            return Span{start.line, start.col, start.line, start.col + static_cast<uint32_t>(end - begin)};
+        };
+        auto followedByWordChar = [&](size_t at) { return at < src_.size() && isIdentChar(src_[at]); };
+        // A duration: 500ms, 10s, 2m (only meaningful after `timeout`; the parser says so).
+        double durationScale = 0;
+        size_t suffix = 0;
+        if (src_.substr(pos_, 2) == "ms" && !followedByWordChar(pos_ + 2)) { durationScale = 0.001; suffix = 2; }
+        else if (pos_ < src_.size() && (src_[pos_] == 's' || src_[pos_] == 'm') && !followedByWordChar(pos_ + 1)) {
+            durationScale = src_[pos_] == 's' ? 1.0 : 60.0;
+            suffix = 1;
+        }
+        if (suffix == 0 && followedByWordChar(pos_)) {
+            size_t end = pos_;
+            while (end < src_.size() && isIdentChar(src_[end])) ++end;
+            pos_ = end;
+            col_ = start.col + static_cast<uint32_t>(end - begin);
+            error(DiagCode::E0001, fmt::format("invalid number literal '{}'", src_.substr(begin, end - begin)),
+                  spanTo(end), "separate the number from the name, or remove the letters");
+            push(make(Tok::Int, begin, spanTo(end)));  // a placeholder, so the parser does not cascade
+            return;
+        }
+        // Underscores only between digits: 1_000 yes, 1_ and 1__0 no.
+        std::string digits;
+        bool badUnderscore = false;
+        for (size_t i = 0; i < body.size(); ++i) {
+            if (body[i] == '_') {
+                bool between = i > 0 && i + 1 < body.size() && isDigit(body[i - 1]) && isDigit(body[i + 1]);
+                if (!between) badUnderscore = true;
+                continue;
+            }
+            digits += body[i];
+        }
+        pos_ += suffix;
+        col_ = start.col + static_cast<uint32_t>(pos_ - begin);
+        Span span = spanTo(pos_);
+        if (badUnderscore) {
+            error(DiagCode::E0001, fmt::format("invalid number literal '{}'", src_.substr(begin, pos_ - begin)), span,
+                  "underscores may only separate digits, as in 1_000");
+            push(make(Tok::Int, begin, span));
+            return;
+        }
+        Token t = make(Tok::Int, begin, span);
+        if (isFloat || suffix) {
+            double value = 0;
+            std::from_chars(digits.data(), digits.data() + digits.size(), value);
+            if (suffix) {
+                t.kind = Tok::Duration;
+                value *= durationScale;
+            } else {
+                t.kind = Tok::Float;
+            }
+            if (!std::isfinite(value)) {
+                error(DiagCode::E0001, fmt::format("number literal '{}' is too large", t.text), span);
+                value = 0;
+            }
+            t.floatValue = value;
+        } else {
+            auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), t.intValue);
+            if (ec != std::errc()) {
+                error(DiagCode::E0001, fmt::format("integer literal '{}' does not fit in 64 bits", t.text), span,
+                      "Int is a 64-bit signed integer");
+                t.intValue = 0;
+            }
+        }
+        push(std::move(t));
+    }
+
+    void lexString() {
+        size_t begin = pos_;
+        Span start = here();
+        ++pos_;
+        ++col_;
+        std::vector<StrPiece> pieces;
+        std::string buffer;
+        auto flush = [&] {
+            if (!buffer.empty()) {
+                StrPiece piece;
+                piece.text = std::move(buffer);
+                pieces.push_back(std::move(piece));
+                buffer.clear();
+            }
+        };
+        // On an error inside the string, skip to its end (or the end of the line) and go on.
+        auto abandon = [&] {
+            while (pos_ < src_.size() && src_[pos_] != '\n') {
+                if (src_[pos_] == '\\' && pos_ + 1 < src_.size() && src_[pos_ + 1] != '\n') {
+                    pos_ += 2;
+                    col_ += 2;
+                    continue;
+                }
+                bool quote = src_[pos_] == '"';
+                advanceChar();
+                if (quote) break;
+            }
+        };
+        while (true) {
+            if (pos_ >= src_.size() || src_[pos_] == '\n') {
+                error(DiagCode::E0001, "unterminated string literal", Span{start.line, start.col, start.line, start.col + 1},
+                      "close the string with \" (strings cannot span lines; use \\n)");
+                return;
+            }
+            char c = src_[pos_];
+            if (c == '"') {
+                ++pos_;
+                ++col_;
+                break;
+            }
+            if (c == '\\') {
+                Span escSpan = here(2);
+                char e = pos_ + 1 < src_.size() ? src_[pos_ + 1] : '\0';
+                char decoded = 0;
+                switch (e) {
+                    case 'n': decoded = '\n'; break;
+                    case 't': decoded = '\t'; break;
+                    case '"': decoded = '"'; break;
+                    case '\\': decoded = '\\'; break;
+                    case '{': decoded = '{'; break;
+                    case '}': decoded = '}'; break;
+                    default: break;
+                }
+                if (!decoded) {
+                    std::string shown = e == '\n' || e == '\0' ? std::string("\\") : fmt::format("\\{}", e);
+                    error(DiagCode::E0001, fmt::format("unknown escape '{}'", shown), escSpan,
+                          "valid escapes: \\n \\t \\\" \\\\ \\{ \\}");
+                    abandon();
+                    return;
+                }
+                buffer += decoded;
+                pos_ += 2;
+                col_ += 2;
+                continue;
+            }
+            if (c == '{') {
+                Span open = here();
+                size_t exprBegin = pos_ + 1;
+                size_t k = exprBegin;
+                int depth = 1;
+                bool bad = false;
+                while (k < src_.size() && depth > 0) {
+                    char kc = src_[k];
+                    if (kc == '{') ++depth;
+                    else if (kc == '}') --depth;
+                    else if (kc == '"' || kc == '\n') { bad = true; break; }
+                    ++k;
+                }
+                if (bad) {
+                    error(DiagCode::E0001,
+                          "string interpolation must be a simple expression on one line without quotes", open,
+                          "bind the value with let first, then interpolate the name");
+                    abandon();
+                    return;
+                }
+                if (depth != 0) {
+                    error(DiagCode::E0001, "unclosed '{' in string interpolation", open,
+                          "close it with }, or write \\{ for a literal brace");
+                    abandon();
+                    return;
+                }
+                flush();
+                StrPiece piece;
+                piece.isExpr = true;
+                piece.text = std::string(src_.substr(exprBegin, k - 1 - exprBegin));
+                piece.line = open.line;
+                piece.col = open.col + 1;
+                pieces.push_back(std::move(piece));
+                col_ += static_cast<uint32_t>(codePointCount(src_.substr(pos_, k - pos_)));
+                pos_ = k;
+                continue;
+            }
+            if (c == '}') {
+                error(DiagCode::E0001, "unmatched '}' in string", here(), "write \\} for a literal brace");
+                abandon();
+                return;
+            }
+            size_t len = utf8SequenceLength(src_, pos_);
+            buffer.append(src_.substr(pos_, len ? len : 1));
+            advanceChar();
+        }
+        if (!buffer.empty() || pieces.empty()) {
+            StrPiece piece;
+            piece.text = std::move(buffer);
+            pieces.push_back(std::move(piece));
+        }
+        Token t = make(Tok::Str, begin, Span{start.line, start.col, line_, col_});
+        t.pieces = std::move(pieces);
+        push(std::move(t));
+    }
+};
+
+}  // namespace
+
+bool isKeyword(Tok kind) { return kind >= Tok::KwProgram; }
+
+std::string_view tokenSpelling(Tok kind) {
+    for (const Spelling& p : kPunctuation)
+        if (p.kind == kind) return p.text;
+    for (const Spelling& k : kKeywords)
+        if (k.kind == kind) return k.text;
+    switch (kind) {
+        case Tok::Eof: return "end of file";
+        case Tok::Newline: return "end of line";
+        case Tok::Ident: return "name";
+        case Tok::Int: return "integer";
+        case Tok::Float: return "number";
+        case Tok::Str: return "string literal";
+        case Tok::Duration: return "duration";
+        default: return "token";
+    }
+}
+
+std::string describeToken(const Token& token) {
+    switch (token.kind) {
+        case Tok::Eof: return "end of file";
+        case Tok::Newline: return "end of line";
+        case Tok::Str: return "string literal";
+        default: return fmt::format("'{}'", token.text);
+    }
+}
+
+LexResult lex(std::string_view text, std::string_view file, const FrontendLimits& limits, DiagnosticList& diags,
+              uint32_t startLine, uint32_t startCol, bool isFragment) {
+    return Lexer(text, file, limits, diags, startLine, startCol, isFragment).run();
+}
+
+}  // namespace remit

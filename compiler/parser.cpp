@@ -1,0 +1,1081 @@
+#include "compiler/parser.h"
+
+#include <fmt/format.h>
+
+#include "compiler/lexer.h"
+
+namespace remit {
+
+using namespace ast;
+
+namespace {
+
+// Thrown after a syntax error has been recorded; caught at the nearest recovery point.
+struct SyntaxError {};
+// Thrown when parsing must stop: too many errors, or a limit was exceeded.
+struct ParseStop {};
+
+// State shared by a parser and the sub-parsers of string interpolations in the same file.
+struct ParseContext {
+    std::string_view file;
+    DiagnosticList& diags;
+    const FrontendLimits& limits;
+    uint32_t nextId = 1;
+    size_t errors = 0;
+    size_t depth = 0;
+};
+
+class Parser {
+public:
+    Parser(ParseContext& ctx, LexResult lexed) : ctx_(ctx), toks_(std::move(lexed.tokens)), comments_(std::move(lexed.comments)) {
+        taken_.assign(comments_.size(), false);
+    }
+
+    std::unique_ptr<Program> program();
+    std::unique_ptr<HostInterface> host();
+    // An interpolated expression: exactly one expression and nothing after it.
+    ExprPtr fragment();
+
+private:
+    ParseContext& ctx_;
+    std::vector<Token> toks_;
+    std::vector<Comment> comments_;
+    std::vector<bool> taken_;
+    size_t pos_ = 0;
+    Span lastSpan_;  // the span of the last consumed token
+
+    // ------------------------------------------------------------ tokens
+
+    const Token& peek(size_t ahead = 0) const { return toks_[std::min(pos_ + ahead, toks_.size() - 1)]; }
+    bool at(Tok kind) const { return peek().kind == kind; }
+    const Token& advance() {
+        const Token& t = toks_[pos_];
+        lastSpan_ = t.span;
+        if (pos_ + 1 < toks_.size()) ++pos_;
+        return t;
+    }
+    bool accept(Tok kind) {
+        if (!at(kind)) return false;
+        advance();
+        return true;
+    }
+
+    NodeId newId() { return NodeId{ctx_.nextId++}; }
+    Span from(const Span& start) const { return Span{start.line, start.col, lastSpan_.endLine, lastSpan_.endCol}; }
+
+    [[noreturn]] void fail(std::string message, Span span, std::string hint = {}) {
+        record(DiagCode::E0100, std::move(message), span, std::move(hint));
+        throw SyntaxError{};
+    }
+    [[noreturn]] void failAt(std::string message, std::string hint = {}) { fail(std::move(message), peek().span, std::move(hint)); }
+    void record(DiagCode code, std::string message, Span span, std::string hint = {}) {
+        Diagnostic d;
+        d.code = code;
+        d.message = std::move(message);
+        d.file = std::string(ctx_.file);
+        d.span = span;
+        d.hint = std::move(hint);
+        if (ctx_.diags.add(std::move(d))) ++ctx_.errors;
+        if (ctx_.errors >= ctx_.limits.maxErrors) throw ParseStop{};
+    }
+
+    const Token& expect(Tok kind, std::string hint = {}) {
+        if (!at(kind)) failAt(fmt::format("expected '{}', found {}", tokenSpelling(kind), describeToken(peek())), std::move(hint));
+        return advance();
+    }
+    const Token& expectIdent(std::string_view what) {
+        if (!at(Tok::Ident)) {
+            std::string hint = isKeyword(peek().kind) ? fmt::format("'{}' is a reserved word", peek().text) : "";
+            failAt(fmt::format("expected {}, found {}", what, describeToken(peek())), hint);
+        }
+        return advance();
+    }
+    // A name where keywords are harmless: field names, agent setting keys, dotted path parts.
+    const Token& expectNameOrKeyword(std::string_view what) {
+        if (!at(Tok::Ident) && !isKeyword(peek().kind))
+            failAt(fmt::format("expected {}, found {}", what, describeToken(peek())));
+        return advance();
+    }
+    int64_t intLiteral(std::string_view what) {
+        if (!at(Tok::Int))
+            failAt(fmt::format("expected an integer literal for {}, found {}", what, describeToken(peek())),
+                   fmt::format("{} must be a constant so that bounds can be computed before running", what));
+        return advance().intValue;
+    }
+    double number() {
+        bool negative = accept(Tok::Minus);
+        if (!at(Tok::Int) && !at(Tok::Float)) failAt(fmt::format("expected a number, found {}", describeToken(peek())));
+        const Token& t = advance();
+        double value = t.kind == Tok::Int ? static_cast<double>(t.intValue) : t.floatValue;
+        return negative ? -value : value;
+    }
+    std::string plainString(std::string_view what) {
+        if (!at(Tok::Str) || peek().pieces.size() != 1 || peek().pieces[0].isExpr)
+            failAt(fmt::format("expected a plain string literal for {}, found {}", what, describeToken(peek())),
+                   at(Tok::Str) ? "interpolation is not allowed here" : "");
+        return advance().pieces[0].text;
+    }
+
+    void skipNewlines() {
+        while (at(Tok::Newline) || at(Tok::Semicolon)) advance();
+    }
+    void endStatement(std::string_view hint = "put each statement on its own line") {
+        if (at(Tok::Newline) || at(Tok::Semicolon)) {
+            skipNewlines();
+            return;
+        }
+        if (at(Tok::RBrace) || at(Tok::Eof)) return;
+        failAt(fmt::format("expected end of statement, found {}", describeToken(peek())), std::string(hint));
+    }
+
+    // Nesting guard: brackets, blocks, prefix operators and `else if` chains all count.
+    struct Nest {
+        Parser& p;
+        explicit Nest(Parser& parser) : p(parser) {
+            if (++p.ctx_.depth > p.ctx_.limits.maxNesting) {
+                p.record(DiagCode::E0003, fmt::format("nesting deeper than {} levels", p.ctx_.limits.maxNesting),
+                         p.peek().span, "flatten the expression with let bindings or helper functions");
+                throw ParseStop{};
+            }
+        }
+        ~Nest() { --p.ctx_.depth; }
+    };
+
+    // ------------------------------------------------------------ comments
+
+    std::vector<std::string> takeComments(uint32_t beforeLine) {
+        std::vector<std::string> out;
+        for (size_t i = 0; i < comments_.size() && comments_[i].span.line < beforeLine; ++i) {
+            if (taken_[i]) continue;
+            taken_[i] = true;
+            out.push_back(comments_[i].text);
+        }
+        return out;
+    }
+    std::string takeTrailing(uint32_t line) {
+        for (size_t i = 0; i < comments_.size() && comments_[i].span.line <= line; ++i) {
+            if (!taken_[i] && comments_[i].span.line == line && comments_[i].trailing) {
+                taken_[i] = true;
+                return comments_[i].text;
+            }
+        }
+        return {};
+    }
+    // After a node that may span lines: comments inside it join its leading comments (they stay
+    // near their code), and a comment ending its last line becomes its trailing comment.
+    void attachComments(Comments& comments, const Span& span) {
+        if (!(at(Tok::Newline) || at(Tok::Semicolon) || at(Tok::RBrace) || at(Tok::Eof))) return;
+        std::string trailing = takeTrailing(span.endLine);
+        std::vector<std::string> inner = takeComments(span.endLine + 1);
+        comments.leading.insert(comments.leading.end(), inner.begin(), inner.end());
+        comments.trailing = std::move(trailing);
+    }
+
+    // ------------------------------------------------------------ recovery
+
+    // Skip the rest of a broken statement: to the next newline or ';' outside brackets, or to the
+    // '}' that closes the current block (left for the caller).
+    void synchronizeStatement() {
+        int depth = 0;
+        while (!at(Tok::Eof)) {
+            Tok k = peek().kind;
+            if (depth == 0 && (k == Tok::Newline || k == Tok::Semicolon)) {
+                skipNewlines();
+                return;
+            }
+            if (depth == 0 && k == Tok::RBrace) return;
+            if (k == Tok::LBrace || k == Tok::LParen || k == Tok::LBracket) ++depth;
+            if ((k == Tok::RBrace || k == Tok::RParen || k == Tok::RBracket) && depth > 0) --depth;
+            advance();
+        }
+    }
+    // Skip to the next line that starts with one of `starters` (a declaration keyword).
+    void synchronizeDeclaration(std::initializer_list<Tok> starters) {
+        while (!at(Tok::Eof)) {
+            if (at(Tok::Newline)) {
+                skipNewlines();
+                for (Tok k : starters)
+                    if (at(k)) return;
+                continue;
+            }
+            advance();
+        }
+    }
+
+    // ------------------------------------------------------------ grammar
+
+    std::string dottedName(Span& span) {
+        const Token& first = expectIdent("name");
+        span = first.span;
+        std::string name(first.text);
+        while (at(Tok::Dot) && (peek(1).kind == Tok::Ident || isKeyword(peek(1).kind))) {
+            advance();
+            name += ".";
+            name += advance().text;
+        }
+        span = from(span);
+        return name;
+    }
+
+    TypePtr typeExpr();
+    std::vector<Param> params(bool capability);
+    DeclPtr typeDecl();
+    DeclPtr fnDecl();
+    DeclPtr agentDecl();
+    DeclPtr testDecl();
+    DeclPtr capabilityDecl();
+    DeclPtr modelDecl();
+    DeclPtr inputDecl();
+
+    BlockPtr block();
+    StmtPtr statement();
+
+    ExprPtr expr();
+    ExprPtr orExpr();
+    ExprPtr andExpr();
+    ExprPtr notExpr();
+    ExprPtr comparison();
+    ExprPtr additive();
+    ExprPtr multiplicative();
+    ExprPtr unary();
+    ExprPtr postfix();
+    ExprPtr primary();
+    ExprPtr stringLiteral();
+    ExprPtr ifExpr();
+    ExprPtr forExpr();
+    ExprPtr matchExpr();
+    void callArgs(CallExpr& call);
+    void callModifiers(CallExpr& call, const Span& start);
+
+    template <class T> std::unique_ptr<T> node(const Span& start) {
+        auto n = std::make_unique<T>();
+        n->span = start;
+        n->id = newId();
+        return n;
+    }
+    ExprPtr binary(BinaryOp op, ExprPtr left, ExprPtr right) {
+        auto n = node<BinaryExpr>(left->span);
+        n->op = op;
+        n->left = std::move(left);
+        n->right = std::move(right);
+        n->span = from(n->left->span);
+        return n;
+    }
+    template <class T> DeclPtr decl(DeclKind kind, const Span& start, T payload) {
+        auto d = std::make_unique<Decl>(Decl{kind, from(start), newId(), {}, std::move(payload)});
+        return d;
+    }
+};
+
+// ---------------------------------------------------------------- types
+
+TypePtr Parser::typeExpr() {
+    Span start = peek().span;
+    auto t = std::make_unique<TypeExpr>();
+    t->id = newId();
+    if (at(Tok::Str)) {
+        t->kind = TypeKind::Union;
+        t->options.push_back(plainString("an enum option"));
+        while (accept(Tok::Pipe)) t->options.push_back(plainString("an enum option"));
+    } else if (at(Tok::LBrace)) {
+        Nest nest(*this);
+        advance();
+        t->kind = TypeKind::Record;
+        skipNewlines();
+        while (!at(Tok::RBrace)) {
+            const Token& name = expectNameOrKeyword("a field name");
+            for (const TypeField& f : t->fields)
+                if (f.name == name.text) fail(fmt::format("duplicate field '{}'", name.text), name.span);
+            TypeField field;
+            field.name = std::string(name.text);
+            field.nameSpan = name.span;
+            expect(Tok::Colon, "record fields are written name: Type");
+            field.type = typeExpr();
+            t->fields.push_back(std::move(field));
+            skipNewlines();
+            if (accept(Tok::Comma)) skipNewlines();
+            else if (!at(Tok::RBrace))
+                failAt(fmt::format("expected ',' or '}}' in record type, found {}", describeToken(peek())));
+        }
+        advance();
+    } else {
+        const Token& name = expectIdent("a type name");
+        t->kind = TypeKind::Named;
+        t->name = std::string(name.text);
+        if (at(Tok::LBracket)) {
+            Nest nest(*this);
+            advance();
+            t->args.push_back(typeExpr());
+            while (accept(Tok::Comma)) t->args.push_back(typeExpr());
+            expect(Tok::RBracket);
+        }
+        if (accept(Tok::KwMax)) t->max = intLiteral("a list size bound");
+    }
+    t->span = from(start);
+    return t;
+}
+
+// ---------------------------------------------------------------- declarations
+
+std::vector<Param> Parser::params(bool capability) {
+    Nest nest(*this);
+    expect(Tok::LParen);
+    std::vector<Param> out;
+    while (!at(Tok::RParen)) {
+        const Token& name = expectIdent("a parameter name");
+        for (const Param& p : out)
+            if (p.name == name.text) fail(fmt::format("duplicate parameter '{}'", name.text), name.span);
+        Param p;
+        p.name = std::string(name.text);
+        expect(Tok::Colon, "parameters need a type, e.g. (name: Str)");
+        p.type = typeExpr();
+        while (capability && (at(Tok::KwDeny) || at(Tok::KwApprove))) {
+            bool deny = advance().kind == Tok::KwDeny;
+            std::vector<std::string>& into = deny ? p.deny : p.approve;
+            if (accept(Tok::LParen)) {
+                into.emplace_back(expectIdent("a tag").text);
+                while (accept(Tok::Comma)) into.emplace_back(expectIdent("a tag").text);
+                expect(Tok::RParen);
+            } else {
+                into.emplace_back(expectIdent("a tag").text);
+            }
+        }
+        if (!capability && (at(Tok::KwDeny) || at(Tok::KwApprove)))
+            failAt("'deny' and 'approve' belong on capability parameters in the host interface");
+        p.span = from(name.span);
+        out.push_back(std::move(p));
+        if (accept(Tok::Comma)) continue;
+        if (!at(Tok::RParen))
+            failAt(fmt::format("expected ',' or ')' in parameter list, found {}", describeToken(peek())));
+    }
+    advance();
+    return out;
+}
+
+DeclPtr Parser::typeDecl() {
+    Span start = advance().span;
+    TypeDecl d;
+    const Token& name = expectIdent("a type name");
+    d.name = std::string(name.text);
+    d.nameSpan = name.span;
+    expect(Tok::Assign, "type declarations are written type Name = T");
+    d.type = typeExpr();
+    return decl(DeclKind::Type, start, std::move(d));
+}
+
+DeclPtr Parser::fnDecl() {
+    Span start = advance().span;
+    FnDecl d;
+    const Token& name = expectIdent("a function name");
+    d.name = std::string(name.text);
+    d.nameSpan = name.span;
+    d.params = params(false);
+    if (accept(Tok::Arrow)) d.ret = typeExpr();
+    d.body = block();
+    return decl(DeclKind::Fn, start, std::move(d));
+}
+
+DeclPtr Parser::agentDecl() {
+    Span start = advance().span;
+    AgentDecl d;
+    const Token& name = expectIdent("an agent name");
+    d.name = std::string(name.text);
+    d.nameSpan = name.span;
+    {
+        Nest nest(*this);
+        expect(Tok::LBrace);
+        skipNewlines();
+        bool seenModel = false, seenSystem = false, seenMaxCalls = false;
+        while (!at(Tok::RBrace)) {
+            auto inner = takeComments(peek().span.line);
+            d.innerComments.insert(d.innerComments.end(), inner.begin(), inner.end());
+            if (!at(Tok::Ident) && !isKeyword(peek().kind))
+                failAt(fmt::format("expected an agent setting (model, system, max_calls), found {}", describeToken(peek())));
+            const Token& key = advance();
+            expect(Tok::Colon, "agent settings are written key: value");
+            auto once = [&](bool& seen) {
+                if (seen) fail(fmt::format("duplicate agent setting '{}'", key.text), key.span);
+                seen = true;
+            };
+            if (key.text == "model") {
+                once(seenModel);
+                const Token& model = expectIdent("a model name");
+                d.model = std::string(model.text);
+                d.modelSpan = model.span;
+            } else if (key.text == "system") {
+                once(seenSystem);
+                d.system = plainString("system");
+            } else if (key.text == "max_calls") {
+                once(seenMaxCalls);
+                d.maxCalls = intLiteral("max_calls");
+            } else {
+                fail(fmt::format("unknown agent setting '{}'", key.text), key.span, "valid settings: model, system, max_calls");
+            }
+            std::string trailing = takeTrailing(lastSpan_.endLine);
+            if (!trailing.empty()) d.innerComments.push_back(trailing);
+            // Settings are separated by commas or newlines; on one line, by spaces.
+            if (accept(Tok::Comma) || at(Tok::Newline) || at(Tok::Semicolon)) skipNewlines();
+            else if (!at(Tok::RBrace) && !((at(Tok::Ident) || isKeyword(peek().kind)) && peek(1).kind == Tok::Colon))
+                failAt(fmt::format("expected a new line or '}}' after an agent setting, found {}", describeToken(peek())),
+                       "put each agent setting on its own line");
+        }
+        auto inner = takeComments(peek().span.line);
+        d.innerComments.insert(d.innerComments.end(), inner.begin(), inner.end());
+        advance();
+        if (!seenModel) fail(fmt::format("agent '{}' needs a 'model:' setting", d.name), start, "add a line such as: model: llm");
+    }
+    return decl(DeclKind::Agent, start, std::move(d));
+}
+
+DeclPtr Parser::testDecl() {
+    Span start = advance().span;
+    TestDecl d;
+    d.name = plainString("the test name");
+    if (at(Tok::Ident) && peek().text == "fixtures") {
+        advance();
+        d.fixtures = plainString("the fixtures path");
+    }
+    d.body = block();
+    return decl(DeclKind::Test, start, std::move(d));
+}
+
+DeclPtr Parser::capabilityDecl() {
+    Span start = advance().span;
+    CapabilityDecl d;
+    d.name = dottedName(d.nameSpan);
+    if (d.name.find('.') == std::string::npos)
+        fail("capability names must be namespaced, e.g. email.send", d.nameSpan);
+    d.params = params(true);
+    if (accept(Tok::Arrow)) d.ret = typeExpr();
+    Span signatureEnd = lastSpan_;
+    std::string signatureTrailing = takeTrailing(signatureEnd.endLine);
+    endStatement("attributes (tags, clears, cost, idempotent, approval always) go on the following lines");
+    auto isAttribute = [&] {
+        return at(Tok::KwTags) || at(Tok::KwClears) || at(Tok::KwCost) || at(Tok::KwIdempotent) || at(Tok::KwApproval);
+    };
+    while (isAttribute()) {
+        auto inner = takeComments(peek().span.line);
+        d.innerComments.insert(d.innerComments.end(), inner.begin(), inner.end());
+        Tok kind = advance().kind;
+        if (kind == Tok::KwTags || kind == Tok::KwClears) {
+            std::vector<std::string>& into = kind == Tok::KwTags ? d.tags : d.clears;
+            into.emplace_back(expectIdent("a tag").text);
+            while (accept(Tok::Comma)) into.emplace_back(expectIdent("a tag").text);
+        } else if (kind == Tok::KwCost) {
+            d.cost = number();
+        } else if (kind == Tok::KwIdempotent) {
+            d.idempotent = true;
+        } else {
+            expect(Tok::KwAlways, "the only approval attribute is: approval always");
+            d.approvalAlways = true;
+        }
+        std::string trailing = takeTrailing(lastSpan_.endLine);
+        if (!trailing.empty()) d.innerComments.push_back(trailing);
+        endStatement("put each capability attribute on its own line");
+    }
+    DeclPtr out = decl(DeclKind::Capability, start, std::move(d));
+    out->span = Span{start.line, start.col, signatureEnd.endLine, signatureEnd.endCol};
+    out->comments.trailing = std::move(signatureTrailing);
+    return out;
+}
+
+DeclPtr Parser::modelDecl() {
+    Span start = advance().span;
+    ModelDecl d;
+    const Token& name = expectIdent("a model name");
+    d.name = std::string(name.text);
+    d.nameSpan = name.span;
+    if (accept(Tok::KwCost)) d.cost = number();
+    return decl(DeclKind::Model, start, std::move(d));
+}
+
+DeclPtr Parser::inputDecl() {
+    Span start = advance().span;
+    InputDecl d;
+    const Token& name = expectIdent("an input name");
+    d.name = std::string(name.text);
+    d.nameSpan = name.span;
+    expect(Tok::KwTags, "inputs are declared as: input NAME tags TAG, TAG");
+    d.tags.emplace_back(expectIdent("a tag").text);
+    while (accept(Tok::Comma)) d.tags.emplace_back(expectIdent("a tag").text);
+    return decl(DeclKind::Input, start, std::move(d));
+}
+
+std::unique_ptr<Program> Parser::program() {
+    auto prog = std::make_unique<Program>();
+    prog->file = std::string(ctx_.file);
+    try {
+        skipNewlines();
+        prog->headerComments = takeComments(peek().span.line);
+        try {
+            if (!at(Tok::KwProgram))
+                failAt("a Remit program must start with 'program <name>'", "add a first line such as: program my_workflow");
+            Span start = advance().span;
+            prog->name = std::string(expectIdent("a program name").text);
+            prog->span = from(start);
+            prog->programTrailing = takeTrailing(lastSpan_.endLine);
+            endStatement();
+        } catch (SyntaxError&) {
+            // Without a header, read on as if there were one: later errors are still worth seeing.
+            while (!at(Tok::Eof) && !at(Tok::KwUses) && !at(Tok::KwBudget) && !at(Tok::KwFn) && !at(Tok::KwType) &&
+                   !at(Tok::KwAgent) && !at(Tok::KwTest))
+                advance();
+        }
+        while (at(Tok::KwUses) || at(Tok::KwBudget)) {
+            try {
+                auto leading = takeComments(peek().span.line);
+                prog->usesComments.insert(prog->usesComments.end(), leading.begin(), leading.end());
+                if (accept(Tok::KwUses)) {
+                    if (!prog->usesTrailing.empty()) prog->usesComments.push_back(std::move(prog->usesTrailing));
+                    do {
+                        UseEntry entry;
+                        entry.name = dottedName(entry.span);
+                        prog->uses.push_back(std::move(entry));
+                    } while (accept(Tok::Comma));
+                    prog->usesTrailing = takeTrailing(lastSpan_.endLine);
+                } else {
+                    Span budget = advance().span;
+                    if (prog->budgetUsd) fail("duplicate 'budget' line", budget, "a program has one budget");
+                    expect(Tok::KwUsd, "budgets are written: budget usd 0.50");
+                    prog->budgetUsd = number();
+                    prog->budgetSpan = from(budget);
+                    prog->budgetTrailing = takeTrailing(lastSpan_.endLine);
+                }
+                endStatement();
+            } catch (SyntaxError&) {
+                synchronizeStatement();
+            }
+        }
+        while (!at(Tok::Eof)) {
+            auto leading = takeComments(peek().span.line);
+            try {
+                DeclPtr d;
+                switch (peek().kind) {
+                    case Tok::KwType: d = typeDecl(); break;
+                    case Tok::KwFn: d = fnDecl(); break;
+                    case Tok::KwAgent: d = agentDecl(); break;
+                    case Tok::KwTest: d = testDecl(); break;
+                    case Tok::KwUses:
+                    case Tok::KwBudget:
+                        failAt(fmt::format("'{}' must appear in the program header, before any declaration", peek().text),
+                               "move it up, right after the 'program' line");
+                    default:
+                        failAt(fmt::format("expected a declaration (type, fn, agent, test), found {}", describeToken(peek())));
+                }
+                d->comments.leading = std::move(leading);
+                attachComments(d->comments, d->span);
+                prog->decls.push_back(std::move(d));
+                endStatement();
+            } catch (SyntaxError&) {
+                synchronizeDeclaration({Tok::KwType, Tok::KwFn, Tok::KwAgent, Tok::KwTest, Tok::KwUses, Tok::KwBudget});
+            }
+        }
+        prog->endComments = takeComments(UINT32_MAX);
+    } catch (ParseStop&) {
+    }
+    return prog;
+}
+
+std::unique_ptr<HostInterface> Parser::host() {
+    auto h = std::make_unique<HostInterface>();
+    h->file = std::string(ctx_.file);
+    try {
+        skipNewlines();
+        while (!at(Tok::Eof)) {
+            auto leading = takeComments(peek().span.line);
+            try {
+                DeclPtr d;
+                bool ownsLine = true;
+                switch (peek().kind) {
+                    case Tok::KwType: d = typeDecl(); break;
+                    case Tok::KwCapability: d = capabilityDecl(); ownsLine = false; break;
+                    case Tok::KwModel: d = modelDecl(); break;
+                    case Tok::KwInput: d = inputDecl(); break;
+                    default:
+                        failAt(fmt::format("expected a host declaration (type, capability, model, input), found {}",
+                                           describeToken(peek())));
+                }
+                d->comments.leading = std::move(leading);
+                if (ownsLine) {
+                    attachComments(d->comments, d->span);
+                    endStatement("put each host declaration on its own line");
+                }
+                h->decls.push_back(std::move(d));
+            } catch (SyntaxError&) {
+                synchronizeDeclaration({Tok::KwType, Tok::KwCapability, Tok::KwModel, Tok::KwInput});
+            }
+        }
+        h->endComments = takeComments(UINT32_MAX);
+    } catch (ParseStop&) {
+    }
+    return h;
+}
+
+// ---------------------------------------------------------------- statements
+
+BlockPtr Parser::block() {
+    Nest nest(*this);
+    Span open = expect(Tok::LBrace, "blocks are written with braces").span;
+    auto b = std::make_unique<Block>();
+    b->id = newId();
+    skipNewlines();
+    while (!at(Tok::RBrace)) {
+        if (at(Tok::Eof)) fail("unclosed block: expected '}'", open, "add the missing '}'");
+        auto leading = takeComments(peek().span.line);
+        try {
+            StmtPtr s = statement();
+            s->comments.leading = std::move(leading);
+            attachComments(s->comments, s->span);
+            b->stmts.push_back(std::move(s));
+            endStatement();
+        } catch (SyntaxError&) {
+            synchronizeStatement();
+        }
+    }
+    b->closingComments = takeComments(peek().span.line);
+    advance();
+    b->span = from(open);
+    return b;
+}
+
+StmtPtr Parser::statement() {
+    Span start = peek().span;
+    if (at(Tok::KwLet) || at(Tok::KwVar)) {
+        auto s = std::make_unique<Stmt>(StmtKind::Let);
+        s->id = newId();
+        s->isVar = advance().kind == Tok::KwVar;
+        const Token& name = expectIdent("a variable name");
+        s->name = std::string(name.text);
+        s->nameSpan = name.span;
+        if (accept(Tok::Colon)) s->type = typeExpr();
+        expect(Tok::Assign, "variables must be initialised: let x = ...");
+        s->value = expr();
+        s->span = from(start);
+        return s;
+    }
+    if (at(Tok::KwReturn)) {
+        auto s = std::make_unique<Stmt>(StmtKind::Return);
+        s->id = newId();
+        advance();
+        if (!(at(Tok::Newline) || at(Tok::Semicolon) || at(Tok::RBrace) || at(Tok::Eof))) s->value = expr();
+        s->span = from(start);
+        return s;
+    }
+    if (at(Tok::KwExpect)) {
+        auto s = std::make_unique<Stmt>(StmtKind::Expect);
+        s->id = newId();
+        advance();
+        s->value = expr();
+        if (accept(Tok::Comma)) s->message = plainString("the expect message");
+        s->span = from(start);
+        return s;
+    }
+    if (at(Tok::KwBreak)) {
+        auto s = std::make_unique<Stmt>(StmtKind::Break);
+        s->id = newId();
+        advance();
+        s->span = from(start);
+        return s;
+    }
+    if (at(Tok::Ident) && peek(1).kind == Tok::Assign) {
+        auto s = std::make_unique<Stmt>(StmtKind::Assign);
+        s->id = newId();
+        const Token& name = advance();
+        s->name = std::string(name.text);
+        s->nameSpan = name.span;
+        advance();
+        s->value = expr();
+        s->span = from(start);
+        return s;
+    }
+    auto s = std::make_unique<Stmt>(StmtKind::Expr);
+    s->id = newId();
+    s->value = expr();
+    if (at(Tok::Assign))
+        failAt("only a variable can be assigned to", "to change a field, rebuild the record: r = {a: r.a, b: 2}");
+    s->span = from(start);
+    return s;
+}
+
+// ---------------------------------------------------------------- expressions
+
+ExprPtr Parser::expr() { return orExpr(); }
+
+ExprPtr Parser::orExpr() {
+    ExprPtr left = andExpr();
+    while (accept(Tok::KwOr)) left = binary(BinaryOp::Or, std::move(left), andExpr());
+    return left;
+}
+
+ExprPtr Parser::andExpr() {
+    ExprPtr left = notExpr();
+    while (accept(Tok::KwAnd)) left = binary(BinaryOp::And, std::move(left), notExpr());
+    return left;
+}
+
+ExprPtr Parser::notExpr() {
+    if (!at(Tok::KwNot)) return comparison();
+    Nest nest(*this);
+    auto n = node<UnaryExpr>(advance().span);
+    n->op = UnaryOp::Not;
+    n->operand = notExpr();
+    n->span = from(n->span);
+    return n;
+}
+
+static bool comparisonOp(Tok kind, BinaryOp& op) {
+    switch (kind) {
+        case Tok::EqEq: op = BinaryOp::Eq; return true;
+        case Tok::NotEq: op = BinaryOp::Ne; return true;
+        case Tok::Less: op = BinaryOp::Lt; return true;
+        case Tok::LessEq: op = BinaryOp::Le; return true;
+        case Tok::Greater: op = BinaryOp::Gt; return true;
+        case Tok::GreaterEq: op = BinaryOp::Ge; return true;
+        case Tok::KwIn: op = BinaryOp::In; return true;
+        default: return false;
+    }
+}
+
+ExprPtr Parser::comparison() {
+    ExprPtr left = additive();
+    BinaryOp op;
+    if (comparisonOp(peek().kind, op)) {
+        advance();
+        left = binary(op, std::move(left), additive());
+        BinaryOp again;
+        if (comparisonOp(peek().kind, again))
+            failAt("comparisons cannot be chained", "use 'and': a < b and b < c");
+    }
+    return left;
+}
+
+ExprPtr Parser::additive() {
+    ExprPtr left = multiplicative();
+    while (at(Tok::Plus) || at(Tok::Minus)) {
+        BinaryOp op = advance().kind == Tok::Plus ? BinaryOp::Add : BinaryOp::Sub;
+        left = binary(op, std::move(left), multiplicative());
+    }
+    return left;
+}
+
+ExprPtr Parser::multiplicative() {
+    ExprPtr left = unary();
+    while (at(Tok::Star) || at(Tok::Slash) || at(Tok::Percent)) {
+        Tok k = advance().kind;
+        BinaryOp op = k == Tok::Star ? BinaryOp::Mul : k == Tok::Slash ? BinaryOp::Div : BinaryOp::Mod;
+        left = binary(op, std::move(left), unary());
+    }
+    return left;
+}
+
+ExprPtr Parser::unary() {
+    if (!at(Tok::Minus)) return postfix();
+    Nest nest(*this);
+    auto n = node<UnaryExpr>(advance().span);
+    n->op = UnaryOp::Neg;
+    n->operand = unary();
+    n->span = from(n->span);
+    return n;
+}
+
+// The dotted path of a callee (`f`, `ns.cap`, `Agent.ask`), or false when `e` is not one.
+static bool calleePath(const Expr& e, std::vector<std::string>& path) {
+    if (e.kind == ExprKind::Name) {
+        path.push_back(e.as<NameExpr>().name);
+        return true;
+    }
+    if (e.kind == ExprKind::Field) {
+        const auto& f = e.as<FieldExpr>();
+        if (!calleePath(*f.object, path)) return false;
+        path.push_back(f.name);
+        return true;
+    }
+    return false;
+}
+
+ExprPtr Parser::postfix() {
+    Span start = peek().span;
+    ExprPtr e = primary();
+    while (true) {
+        if (at(Tok::Dot)) {
+            advance();
+            const Token& name = expectNameOrKeyword("a field name");
+            auto f = node<FieldExpr>(start);
+            f->object = std::move(e);
+            f->name = std::string(name.text);
+            f->nameSpan = name.span;
+            f->span = from(start);
+            e = std::move(f);
+        } else if (at(Tok::LBracket)) {
+            Nest nest(*this);
+            advance();
+            auto ix = node<IndexExpr>(start);
+            ix->object = std::move(e);
+            ix->index = expr();
+            expect(Tok::RBracket);
+            ix->span = from(start);
+            e = std::move(ix);
+        } else if (at(Tok::LParen)) {
+            auto call = node<CallExpr>(start);
+            if (!calleePath(*e, call->callee))
+                failAt("only named functions and capabilities can be called", "call a function by name: f(x)");
+            call->calleeSpan = e->span;
+            callArgs(*call);
+            callModifiers(*call, start);
+            e = std::move(call);
+        } else {
+            return e;
+        }
+    }
+}
+
+void Parser::callArgs(CallExpr& call) {
+    Nest nest(*this);
+    expect(Tok::LParen);
+    bool named = false;
+    while (!at(Tok::RParen)) {
+        CallArg arg;
+        Span start = peek().span;
+        if (at(Tok::Ident) && peek(1).kind == Tok::Colon) {
+            arg.name = std::string(advance().text);
+            advance();
+            named = true;
+        } else if (named) {
+            failAt("positional arguments must come before named arguments", "move this argument before the named ones");
+        }
+        arg.value = expr();
+        arg.span = from(start);
+        call.args.push_back(std::move(arg));
+        if (accept(Tok::Comma)) continue;
+        if (!at(Tok::RParen))
+            failAt(fmt::format("expected ',' or ')' in argument list, found {}", describeToken(peek())));
+    }
+    advance();
+}
+
+void Parser::callModifiers(CallExpr& call, const Span& start) {
+    while (true) {
+        if (at(Tok::KwRetry)) {
+            if (call.retry) failAt("duplicate 'retry'", "a call has at most one retry modifier");
+            advance();
+            call.retry = intLiteral("the retry count");
+        } else if (at(Tok::KwTimeout)) {
+            if (call.timeoutSeconds) failAt("duplicate 'timeout'", "a call has at most one timeout modifier");
+            advance();
+            if (!at(Tok::Duration))
+                failAt(fmt::format("expected a duration such as 10s or 500ms after 'timeout', found {}", describeToken(peek())));
+            call.timeoutSeconds = advance().floatValue;
+        } else if (at(Tok::KwElse)) {
+            if (call.fallback) failAt("duplicate 'else'", "a call has at most one fallback");
+            advance();
+            call.fallback = unary();
+        } else {
+            break;
+        }
+    }
+    call.span = from(start);
+}
+
+ExprPtr Parser::primary() {
+    const Token& t = peek();
+    switch (t.kind) {
+        case Tok::Int: {
+            auto n = node<IntLit>(t.span);
+            n->value = advance().intValue;
+            return n;
+        }
+        case Tok::Float: {
+            auto n = node<FloatLit>(t.span);
+            n->value = advance().floatValue;
+            return n;
+        }
+        case Tok::Duration:
+            failAt("durations are only allowed after 'timeout'", "write a number without the unit");
+        case Tok::Str: return stringLiteral();
+        case Tok::KwTrue:
+        case Tok::KwFalse: {
+            auto n = node<BoolLit>(t.span);
+            n->value = advance().kind == Tok::KwTrue;
+            return n;
+        }
+        case Tok::KwIf: return ifExpr();
+        case Tok::KwFor: return forExpr();
+        case Tok::KwMatch: return matchExpr();
+        case Tok::KwMax:  // the builtin max(a, b) shares its name with the `max` keyword
+        case Tok::Ident: {
+            auto n = node<NameExpr>(t.span);
+            n->name = std::string(advance().text);
+            return n;
+        }
+        case Tok::LParen: {
+            Nest nest(*this);
+            advance();
+            ExprPtr inner = expr();
+            expect(Tok::RParen);
+            return inner;
+        }
+        case Tok::LBracket: {
+            Nest nest(*this);
+            auto n = node<ListExpr>(advance().span);
+            while (!at(Tok::RBracket)) {
+                n->items.push_back(expr());
+                if (accept(Tok::Comma)) continue;
+                if (!at(Tok::RBracket))
+                    failAt(fmt::format("expected ',' or ']' in list, found {}", describeToken(peek())));
+            }
+            advance();
+            n->span = from(n->span);
+            return n;
+        }
+        case Tok::LBrace: {
+            Nest nest(*this);
+            auto n = node<RecordExpr>(advance().span);
+            skipNewlines();
+            while (!at(Tok::RBrace)) {
+                const Token& name = expectNameOrKeyword("a field name");
+                for (const RecordField& f : n->fields)
+                    if (f.name == name.text) fail(fmt::format("duplicate field '{}'", name.text), name.span);
+                RecordField field;
+                field.name = std::string(name.text);
+                field.nameSpan = name.span;
+                expect(Tok::Colon, "record fields are written name: value");
+                field.value = expr();
+                n->fields.push_back(std::move(field));
+                skipNewlines();
+                if (accept(Tok::Comma)) skipNewlines();
+                else if (!at(Tok::RBrace))
+                    failAt(fmt::format("expected ',' or '}}' in record, found {}", describeToken(peek())));
+            }
+            advance();
+            n->span = from(n->span);
+            return n;
+        }
+        default:
+            if (isKeyword(t.kind))
+                failAt(fmt::format("unexpected keyword '{}' in expression", t.text));
+            failAt(fmt::format("expected an expression, found {}", describeToken(t)));
+    }
+}
+
+ExprPtr Parser::stringLiteral() {
+    const Token& t = advance();
+    bool plain = t.pieces.size() == 1 && !t.pieces[0].isExpr;
+    if (plain) {
+        auto n = node<StrLit>(t.span);
+        n->value = t.pieces[0].text;
+        return n;
+    }
+    auto n = node<InterpExpr>(t.span);
+    for (const StrPiece& piece : t.pieces) {
+        InterpPart part;
+        if (!piece.isExpr) {
+            part.text = piece.text;
+        } else {
+            LexResult sub = lex(piece.text, ctx_.file, ctx_.limits, ctx_.diags, piece.line, piece.col, true);
+            if (sub.fatal) throw SyntaxError{};
+            Parser inner(ctx_, std::move(sub));
+            part.expr = inner.fragment();
+        }
+        n->parts.push_back(std::move(part));
+    }
+    return n;
+}
+
+ExprPtr Parser::fragment() {
+    if (at(Tok::Newline) || at(Tok::Eof))
+        failAt("empty string interpolation", "put an expression between the braces, or write \\{ \\} for braces");
+    ExprPtr e = expr();
+    if (!at(Tok::Newline) && !at(Tok::Eof))
+        failAt(fmt::format("unexpected {} in string interpolation", describeToken(peek())));
+    return e;
+}
+
+ExprPtr Parser::ifExpr() {
+    Nest nest(*this);
+    auto n = node<IfExpr>(advance().span);
+    n->cond = expr();
+    n->thenBlock = block();
+    if (accept(Tok::KwElse)) {
+        if (at(Tok::KwIf)) n->elseIf = ifExpr();
+        else n->elseBlock = block();
+    }
+    n->span = from(n->span);
+    return n;
+}
+
+ExprPtr Parser::forExpr() {
+    auto n = node<ForExpr>(advance().span);
+    const Token& var = expectIdent("a loop variable");
+    n->var = std::string(var.text);
+    n->varSpan = var.span;
+    expect(Tok::KwIn, "loops are written: for x in xs { ... }");
+    n->iter = expr();
+    if (accept(Tok::KwLimit)) n->limit = intLiteral("the loop limit");
+    if (accept(Tok::KwIf)) n->filter = expr();
+    n->body = block();
+    n->span = from(n->span);
+    return n;
+}
+
+ExprPtr Parser::matchExpr() {
+    auto n = node<MatchExpr>(advance().span);
+    n->subject = expr();
+    Nest nest(*this);
+    expect(Tok::LBrace, "a match is written: match x { \"a\" => 1, _ => 2 }");
+    skipNewlines();
+    while (!at(Tok::RBrace)) {
+        MatchArm arm;
+        arm.comments.leading = takeComments(peek().span.line);
+        Span start = peek().span;
+        if (at(Tok::Str)) arm.pattern = plainString("a match pattern");
+        else if (at(Tok::Ident) && peek().text == "_") advance();
+        else failAt("match patterns must be string literals or '_'", "write \"value\" => ... or _ => ...");
+        expect(Tok::FatArrow, "match arms are written: \"value\" => result");
+        if (at(Tok::LBrace)) {
+            arm.body = block();
+            arm.braced = true;
+        } else {
+            Span bodyStart = peek().span;
+            auto s = std::make_unique<Stmt>(StmtKind::Expr);
+            s->id = newId();
+            s->value = expr();
+            s->span = from(bodyStart);
+            arm.body = std::make_unique<Block>();
+            arm.body->id = newId();
+            arm.body->span = s->span;
+            arm.body->stmts.push_back(std::move(s));
+        }
+        arm.span = from(start);
+        arm.comments.trailing = takeTrailing(lastSpan_.endLine);
+        n->arms.push_back(std::move(arm));
+        if (accept(Tok::Comma)) skipNewlines();
+        else if (at(Tok::Newline) || at(Tok::Semicolon)) skipNewlines();
+        else if (!at(Tok::RBrace))
+            failAt(fmt::format("expected ',' or a new line between match arms, found {}", describeToken(peek())));
+    }
+    n->closingComments = takeComments(peek().span.line);
+    advance();
+    n->span = from(n->span);
+    return n;
+}
+
+template <class Tree, class Parse>
+std::unique_ptr<Tree> parseFile(const SourceFile& source, DiagnosticList& diags, const FrontendLimits& limits, Parse parse) {
+    ParseContext ctx{source.name(), diags, limits};
+    LexResult lexed = lex(source.text(), source.name(), limits, diags);
+    if (lexed.fatal) return nullptr;
+    Parser parser(ctx, std::move(lexed));
+    return parse(parser);
+}
+
+}  // namespace
+
+std::unique_ptr<Program> parseProgram(const SourceFile& source, DiagnosticList& diags, const FrontendLimits& limits) {
+    return parseFile<Program>(source, diags, limits, [](Parser& p) { return p.program(); });
+}
+
+std::unique_ptr<HostInterface> parseHost(const SourceFile& source, DiagnosticList& diags, const FrontendLimits& limits) {
+    return parseFile<HostInterface>(source, diags, limits, [](Parser& p) { return p.host(); });
+}
+
+}  // namespace remit

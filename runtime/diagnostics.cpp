@@ -1,0 +1,111 @@
+#include "runtime/diagnostics.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace remit {
+
+namespace {
+
+constexpr DiagInfo kDiagTable[] = {
+#define REMIT_DIAG(code, severity, name, summary) {#code, Severity::severity, name, summary},
+#include "runtime/diagnostics.def"
+#undef REMIT_DIAG
+};
+
+std::string_view severityWord(Severity severity) {
+    switch (severity) {
+        case Severity::Error: return "error";
+        case Severity::Warning: return "warning";
+        case Severity::Runtime: return "runtime error";
+    }
+    return "error";
+}
+
+}  // namespace
+
+const DiagInfo& diagInfo(DiagCode code) { return kDiagTable[static_cast<size_t>(code)]; }
+
+std::optional<DiagCode> parseDiagCode(std::string_view text) {
+    for (size_t i = 0; i < std::size(kDiagTable); ++i)
+        if (kDiagTable[i].code == text) return static_cast<DiagCode>(i);
+    return std::nullopt;
+}
+
+const std::vector<DiagCode>& allDiagCodes() {
+    static const std::vector<DiagCode> codes = [] {
+        std::vector<DiagCode> out;
+        for (size_t i = 0; i < std::size(kDiagTable); ++i) out.push_back(static_cast<DiagCode>(i));
+        return out;
+    }();
+    return codes;
+}
+
+bool DiagnosticList::add(Diagnostic diagnostic) {
+    bool isError = diagnostic.isError();
+    if (isError && full()) return false;
+    for (const Diagnostic& seen : items_)
+        if (seen.code == diagnostic.code && seen.span.line == diagnostic.span.line &&
+            seen.span.col == diagnostic.span.col && seen.message == diagnostic.message)
+            return false;
+    items_.push_back(std::move(diagnostic));
+    if (isError) ++errorCount_;
+    return true;
+}
+
+void DiagnosticList::sortByPosition() {
+    std::stable_sort(items_.begin(), items_.end(), [](const Diagnostic& a, const Diagnostic& b) {
+        return std::pair(a.span.line, a.span.col) < std::pair(b.span.line, b.span.col);
+    });
+}
+
+std::string renderText(const Diagnostic& d, const SourceFile* source) {
+    const DiagInfo& info = diagInfo(d.code);
+    std::string out;
+    if (d.span.valid())
+        out = fmt::format("{}:{}:{}: {}[{}]: {}", d.file, d.span.line, d.span.col, severityWord(info.severity),
+                          info.code, d.message);
+    else
+        out = fmt::format("{}: {}[{}]: {}", d.file.empty() ? "<unknown>" : d.file, severityWord(info.severity),
+                          info.code, d.message);
+    if (d.span.valid() && source && d.span.line <= source->lineCount()) {
+        std::string_view text = source->lineText(d.span.line);
+        // Keep a pathological line (a 16 KiB line, a 50 MB file without newlines) readable.
+        constexpr size_t kMaxExcerpt = 400;
+        std::string gutter = fmt::format("{:>4} | ", d.span.line);
+        size_t width = 1;
+        if (d.span.endLine == d.span.line && d.span.endCol > d.span.col) width = d.span.endCol - d.span.col;
+        size_t indent = d.span.col - 1;
+        if (text.size() <= kMaxExcerpt && indent <= kMaxExcerpt) {
+            out += fmt::format("\n{}{}\n{}{}", gutter, text, std::string(gutter.size() + indent, ' '),
+                               std::string(std::min<size_t>(width, kMaxExcerpt), '^'));
+        }
+    }
+    for (const std::string& note : d.notes) out += fmt::format("\n  note: {}", note);
+    if (!d.hint.empty()) out += fmt::format("\n  hint: {}", d.hint);
+    return out;
+}
+
+nlohmann::json toJson(const Diagnostic& d) {
+    const DiagInfo& info = diagInfo(d.code);
+    nlohmann::json j = nlohmann::json::object();
+    j["code"] = info.code;
+    j["severity"] = info.severity == Severity::Warning ? "warning" : "error";
+    j["message"] = d.message;
+    j["file"] = d.file;
+    if (d.span.valid()) {
+        j["line"] = d.span.line;
+        j["col"] = d.span.col;
+        j["end_line"] = d.span.endLine;
+        j["end_col"] = d.span.endCol;
+    } else {
+        j["line"] = j["col"] = j["end_line"] = j["end_col"] = nullptr;
+    }
+    j["hint"] = d.hint.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.hint);
+    j["notes"] = d.notes;
+    if (!d.details.is_null()) j["details"] = d.details;
+    return j;
+}
+
+}  // namespace remit

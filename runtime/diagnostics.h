@@ -1,0 +1,81 @@
+// The one diagnostics engine every phase uses: the lexer, parser, host and policy loaders, the
+// checker, the VM's runtime errors and the broker. Codes come from diagnostics.def; rendering is
+// the prototype's text layout (shared/DESIGN.md A2) or JSON. A Diagnostic never carries host
+// paths other than the file name as the user gave it, nor exception text.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/source.h"
+
+namespace remit {
+
+enum class Severity : uint8_t { Error, Warning, Runtime };
+
+enum class DiagCode : uint16_t {
+#define REMIT_DIAG(code, severity, name, summary) code,
+#include "runtime/diagnostics.def"
+#undef REMIT_DIAG
+};
+
+struct DiagInfo {
+    std::string_view code;  // "E0100"
+    Severity severity;
+    std::string_view name;  // "SyntaxError"
+    std::string_view summary;
+};
+
+const DiagInfo& diagInfo(DiagCode code);
+std::optional<DiagCode> parseDiagCode(std::string_view text);
+// Every registered code, in table order (tests and docs walk it).
+const std::vector<DiagCode>& allDiagCodes();
+
+struct Diagnostic {
+    DiagCode code{};
+    std::string message;
+    std::string file;          // as given on the command line, or a virtual name
+    Span span;                 // may be invalid (no position)
+    std::string hint;          // empty: no hint
+    std::vector<std::string> notes;
+    nlohmann::json details;    // structured payload for repair tools; null when there is none
+
+    Severity severity() const { return diagInfo(code).severity; }
+    bool isError() const { return severity() != Severity::Warning; }
+};
+
+// Collects diagnostics in the order they are found, drops exact repeats (same code, message and
+// position, as the prototype does) and stops accepting errors after `maxErrors`.
+class DiagnosticList {
+public:
+    explicit DiagnosticList(size_t maxErrors = 1000) : maxErrors_(maxErrors) {}
+
+    // Returns false when the diagnostic was dropped (a repeat, or the error cap is reached).
+    bool add(Diagnostic diagnostic);
+    bool full() const { return errorCount_ >= maxErrors_; }
+    size_t errorCount() const { return errorCount_; }
+    size_t warningCount() const { return items_.size() - errorCount_; }
+    bool hasErrors() const { return errorCount_ > 0; }
+    const std::vector<Diagnostic>& items() const { return items_; }
+    std::vector<Diagnostic>& items() { return items_; }
+    // Stable sort by line, then column: the order users read a file in.
+    void sortByPosition();
+
+private:
+    size_t maxErrors_;
+    size_t errorCount_ = 0;
+    std::vector<Diagnostic> items_;
+};
+
+// `file:line:col: error[E0100]: message`, the source line under a gutter, a caret under the span,
+// then `  note: ...` lines and `  hint: ...`. `source` may be null (no excerpt is printed).
+std::string renderText(const Diagnostic& diagnostic, const SourceFile* source);
+// {"code","severity","message","file","line","col","end_line","end_col","hint","notes"[,"details"]}
+nlohmann::json toJson(const Diagnostic& diagnostic);
+
+}  // namespace remit
