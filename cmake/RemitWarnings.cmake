@@ -1,7 +1,8 @@
 # Warnings and sanitizers live on one private interface target that every Remit target links, so
 # consumers of the libraries never inherit our flags.
 add_library(remit_warnings INTERFACE)
-target_compile_options(remit_warnings INTERFACE -Wall -Wextra -Wpedantic -Wshadow=local
+target_compile_options(remit_warnings INTERFACE -Wall -Wextra -Wpedantic
+                       $<$<CXX_COMPILER_ID:GNU>:-Wshadow=local>
                        $<$<BOOL:${REMIT_WERROR}>:-Werror>)
 if(REMIT_SANITIZE)
   target_compile_options(remit_warnings INTERFACE -fsanitize=address,undefined

@@ -166,6 +166,9 @@ struct BinaryExpr : Expr {
 struct CallExpr : Expr {
     std::vector<std::string> callee;  // the dotted path
     Span calleeSpan;
+    // `.ask(T, prompt, context: e)`: the output type, when the first argument is written as a
+    // type (`Summary`, `List[Str] max 5`, `{a: Int}`, `"yes" | "no"`). It is not among `args`.
+    TypePtr askType;
     std::vector<CallArg> args;
     std::optional<int64_t> retry;
     std::optional<double> timeoutSeconds;

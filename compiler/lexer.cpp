@@ -31,28 +31,6 @@ bool isDigit(char c) { return c >= '0' && c <= '9'; }
 bool isIdentStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool isIdentChar(char c) { return isIdentStart(c) || isDigit(c); }
 
-// Length of the valid UTF-8 sequence at `s[i]`, or 0 when it is malformed (overlong forms,
-// surrogates and code points above U+10FFFF are malformed too).
-size_t utf8SequenceLength(std::string_view s, size_t i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) return 1;
-    size_t len;
-    uint32_t cp;
-    if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; }
-    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; }
-    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; }
-    else return 0;
-    if (i + len > s.size()) return 0;
-    for (size_t k = 1; k < len; ++k) {
-        unsigned char cc = static_cast<unsigned char>(s[i + k]);
-        if ((cc & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (cc & 0x3F);
-    }
-    static constexpr uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMinForLength[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-    return len;
-}
-
 class Lexer {
 public:
     Lexer(std::string_view text, std::string_view file, const FrontendLimits& limits, DiagnosticList& diags,
@@ -79,9 +57,12 @@ private:
     bool isFragment_;
     uint32_t lastCodeLine_ = 0;     // the line of the last non-newline token (for trailing comments)
     std::vector<char> brackets_;    // open ( [ { in order
+    size_t errors_ = 0;
     LexResult out_;
 
     void error(DiagCode code, std::string message, Span span, std::string hint = {}) {
+        // Past the error cap nothing new would be shown: stop rather than scan a hostile file.
+        if (++errors_ >= limits_.maxErrors) out_.fatal = true;
         Diagnostic d;
         d.code = code;
         d.message = std::move(message);
@@ -362,6 +343,14 @@ private:
         push(std::move(t));
     }
 
+    // After a broken string literal: an empty string token in its place, so the parser goes on
+    // without a cascade of follow-on errors.
+    void pushPlaceholderString(size_t begin, const Span& start) {
+        Token t = make(Tok::Str, begin, Span{start.line, start.col, line_, col_});
+        t.pieces.emplace_back();
+        push(std::move(t));
+    }
+
     void lexString() {
         size_t begin = pos_;
         Span start = here();
@@ -394,6 +383,7 @@ private:
             if (pos_ >= src_.size() || src_[pos_] == '\n') {
                 error(DiagCode::E0001, "unterminated string literal", Span{start.line, start.col, start.line, start.col + 1},
                       "close the string with \" (strings cannot span lines; use \\n)");
+                pushPlaceholderString(begin, start);
                 return;
             }
             char c = src_[pos_];
@@ -420,6 +410,7 @@ private:
                     error(DiagCode::E0001, fmt::format("unknown escape '{}'", shown), escSpan,
                           "valid escapes: \\n \\t \\\" \\\\ \\{ \\}");
                     abandon();
+                    pushPlaceholderString(begin, start);
                     return;
                 }
                 buffer += decoded;
@@ -444,13 +435,25 @@ private:
                     error(DiagCode::E0001,
                           "string interpolation must be a simple expression on one line without quotes", open,
                           "bind the value with let first, then interpolate the name");
-                    abandon();
+                    // A quote inside braces usually means a nested string: the literal most
+                    // likely ends at the last quote on this line.
+                    size_t lineEnd = src_.find('\n', pos_);
+                    if (lineEnd == std::string_view::npos) lineEnd = src_.size();
+                    size_t lastQuote = src_.substr(0, lineEnd).rfind('"');
+                    if (lastQuote != std::string_view::npos && lastQuote > k) {
+                        col_ += static_cast<uint32_t>(codePointCount(src_.substr(pos_, lastQuote + 1 - pos_)));
+                        pos_ = lastQuote + 1;
+                    } else {
+                        abandon();
+                    }
+                    pushPlaceholderString(begin, start);
                     return;
                 }
                 if (depth != 0) {
                     error(DiagCode::E0001, "unclosed '{' in string interpolation", open,
                           "close it with }, or write \\{ for a literal brace");
                     abandon();
+                    pushPlaceholderString(begin, start);
                     return;
                 }
                 flush();
@@ -467,6 +470,7 @@ private:
             if (c == '}') {
                 error(DiagCode::E0001, "unmatched '}' in string", here(), "write \\} for a literal brace");
                 abandon();
+                pushPlaceholderString(begin, start);
                 return;
             }
             size_t len = utf8SequenceLength(src_, pos_);

@@ -244,6 +244,7 @@ private:
     ExprPtr ifExpr();
     ExprPtr forExpr();
     ExprPtr matchExpr();
+    bool atAskType() const;
     void callArgs(CallExpr& call);
     void callModifiers(CallExpr& call, const Span& start);
 
@@ -620,7 +621,11 @@ BlockPtr Parser::block() {
     b->id = newId();
     skipNewlines();
     while (!at(Tok::RBrace)) {
-        if (at(Tok::Eof)) fail("unclosed block: expected '}'", open, "add the missing '}'");
+        if (at(Tok::Eof)) {
+            // Every enclosing block is unclosed too; one report is enough.
+            record(DiagCode::E0100, "unclosed block: expected '}'", open, "add the missing '}'");
+            throw ParseStop{};
+        }
         auto leading = takeComments(peek().span.line);
         try {
             StmtPtr s = statement();
@@ -829,9 +834,26 @@ ExprPtr Parser::postfix() {
     }
 }
 
+// Does the first argument of `X.ask(` start a type? An uppercase name (`Summary`, `List[...]`),
+// a record type, or a union of string literals. Anything else is an ordinary argument (and the
+// checker says the type is missing).
+bool Parser::atAskType() const {
+    const Token& t = peek();
+    if (t.kind == Tok::Ident) return !t.text.empty() && t.text[0] >= 'A' && t.text[0] <= 'Z' && peek(1).kind != Tok::LParen;
+    if (t.kind == Tok::LBrace) return peek(1).kind == Tok::RBrace || peek(2).kind == Tok::Colon;
+    if (t.kind == Tok::Str) return peek(1).kind == Tok::Pipe;
+    return false;
+}
+
 void Parser::callArgs(CallExpr& call) {
     Nest nest(*this);
     expect(Tok::LParen);
+    if (call.callee.size() == 2 && call.callee[1] == "ask" && atAskType()) {
+        call.askType = typeExpr();
+        if (!at(Tok::RParen) && !accept(Tok::Comma))
+            failAt(fmt::format("expected ',' after the output type, found {}", describeToken(peek())),
+                   "write X.ask(Type, \"prompt\", context: value)");
+    }
     bool named = false;
     while (!at(Tok::RParen)) {
         CallArg arg;
@@ -1065,7 +1087,9 @@ std::unique_ptr<Tree> parseFile(const SourceFile& source, DiagnosticList& diags,
     LexResult lexed = lex(source.text(), source.name(), limits, diags);
     if (lexed.fatal) return nullptr;
     Parser parser(ctx, std::move(lexed));
-    return parse(parser);
+    auto tree = parse(parser);
+    diags.sortByPosition();
+    return tree;
 }
 
 }  // namespace

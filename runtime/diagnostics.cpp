@@ -45,10 +45,9 @@ const std::vector<DiagCode>& allDiagCodes() {
 bool DiagnosticList::add(Diagnostic diagnostic) {
     bool isError = diagnostic.isError();
     if (isError && full()) return false;
-    for (const Diagnostic& seen : items_)
-        if (seen.code == diagnostic.code && seen.span.line == diagnostic.span.line &&
-            seen.span.col == diagnostic.span.col && seen.message == diagnostic.message)
-            return false;
+    std::string key = fmt::format("{}:{}:{}:{}", static_cast<int>(diagnostic.code), diagnostic.span.line,
+                                  diagnostic.span.col, diagnostic.message);
+    if (!seen_.insert(std::move(key)).second) return false;
     items_.push_back(std::move(diagnostic));
     if (isError) ++errorCount_;
     return true;
@@ -78,7 +77,7 @@ std::string renderText(const Diagnostic& d, const SourceFile* source) {
         if (d.span.endLine == d.span.line && d.span.endCol > d.span.col) width = d.span.endCol - d.span.col;
         size_t indent = d.span.col - 1;
         if (text.size() <= kMaxExcerpt && indent <= kMaxExcerpt) {
-            out += fmt::format("\n{}{}\n{}{}", gutter, text, std::string(gutter.size() + indent, ' '),
+            out += fmt::format("\n{}{}\n{}{}", gutter, sanitizeUtf8(text), std::string(gutter.size() + indent, ' '),
                                std::string(std::min<size_t>(width, kMaxExcerpt), '^'));
         }
     }
@@ -87,9 +86,9 @@ std::string renderText(const Diagnostic& d, const SourceFile* source) {
     return out;
 }
 
-nlohmann::json toJson(const Diagnostic& d) {
+nlohmann::ordered_json toJson(const Diagnostic& d) {
     const DiagInfo& info = diagInfo(d.code);
-    nlohmann::json j = nlohmann::json::object();
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
     j["code"] = info.code;
     j["severity"] = info.severity == Severity::Warning ? "warning" : "error";
     j["message"] = d.message;
@@ -102,7 +101,7 @@ nlohmann::json toJson(const Diagnostic& d) {
     } else {
         j["line"] = j["col"] = j["end_line"] = j["end_col"] = nullptr;
     }
-    j["hint"] = d.hint.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.hint);
+    j["hint"] = d.hint.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(d.hint);
     j["notes"] = d.notes;
     if (!d.details.is_null()) j["details"] = d.details;
     return j;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -43,7 +44,7 @@ struct Diagnostic {
     Span span;                 // may be invalid (no position)
     std::string hint;          // empty: no hint
     std::vector<std::string> notes;
-    nlohmann::json details;    // structured payload for repair tools; null when there is none
+    nlohmann::ordered_json details;    // structured payload for repair tools; null when there is none
 
     Severity severity() const { return diagInfo(code).severity; }
     bool isError() const { return severity() != Severity::Warning; }
@@ -70,12 +71,13 @@ private:
     size_t maxErrors_;
     size_t errorCount_ = 0;
     std::vector<Diagnostic> items_;
+    std::unordered_set<std::string> seen_;  // code, position and message of each item
 };
 
 // `file:line:col: error[E0100]: message`, the source line under a gutter, a caret under the span,
 // then `  note: ...` lines and `  hint: ...`. `source` may be null (no excerpt is printed).
 std::string renderText(const Diagnostic& diagnostic, const SourceFile* source);
 // {"code","severity","message","file","line","col","end_line","end_col","hint","notes"[,"details"]}
-nlohmann::json toJson(const Diagnostic& diagnostic);
+nlohmann::ordered_json toJson(const Diagnostic& diagnostic);
 
 }  // namespace remit

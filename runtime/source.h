@@ -40,5 +40,10 @@ private:
 
 // Number of code points in a UTF-8 string (continuation bytes are not counted).
 size_t codePointCount(std::string_view utf8);
+// Length of the valid UTF-8 sequence starting at `text[i]`, or 0 when it is malformed (overlong
+// forms, surrogates and code points above U+10FFFF count as malformed).
+size_t utf8SequenceLength(std::string_view text, size_t i);
+// `text` with each malformed byte replaced by U+FFFD, so output stays valid UTF-8.
+std::string sanitizeUtf8(std::string_view text);
 
 }  // namespace remit

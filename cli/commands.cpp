@@ -1,0 +1,247 @@
+#include "cli/commands.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "compiler/driver.h"
+#include "compiler/manifest.h"
+
+namespace remit::cli {
+
+bool Args::has(std::string_view name) const {
+    for (const auto& [key, value] : options)
+        if (key == name) return true;
+    return false;
+}
+
+const std::string* Args::value(std::string_view name) const {
+    const std::string* found = nullptr;
+    for (const auto& [key, value] : options)
+        if (key == name) found = &value;  // the last one wins, as with argparse
+    return found;
+}
+
+bool parseArgs(std::string_view tool, const std::vector<std::string>& argv, const std::vector<std::string>& switches,
+               const std::vector<std::string>& valued, Args& out) {
+    auto contains = [](const std::vector<std::string>& list, const std::string& s) {
+        for (const std::string& item : list)
+            if (item == s) return true;
+        return false;
+    };
+    bool onlyPositional = false;
+    for (size_t i = 0; i < argv.size(); ++i) {
+        const std::string& arg = argv[i];
+        if (onlyPositional || arg.size() < 2 || arg[0] != '-') {
+            out.positional.push_back(arg);
+            continue;
+        }
+        if (arg == "--") {
+            onlyPositional = true;
+            continue;
+        }
+        std::string name = arg, value;
+        bool inlineValue = false;
+        if (size_t eq = arg.find('='); eq != std::string::npos && arg.rfind("--", 0) == 0) {
+            name = arg.substr(0, eq);
+            value = arg.substr(eq + 1);
+            inlineValue = true;
+        }
+        if (contains(switches, name) && !inlineValue) {
+            out.options.emplace_back(name, "");
+        } else if (contains(valued, name)) {
+            if (!inlineValue) {
+                if (i + 1 >= argv.size()) {
+                    fmt::print(stderr, "{}: error: option {} needs a value\n", tool, name);
+                    return false;
+                }
+                value = argv[++i];
+            }
+            out.options.emplace_back(name, value);
+        } else {
+            fmt::print(stderr, "{}: error: unknown option {}\n", tool, arg);
+            return false;
+        }
+    }
+    return true;
+}
+
+namespace {
+
+void printDiagnostics(const CheckOutcome& outcome) {
+    for (const Diagnostic& d : outcome.diags.items())
+        fmt::print(stderr, "{}\n", renderText(d, outcome.sourceFor(d.file)));
+}
+
+nlohmann::ordered_json checkJson(const CheckOutcome& outcome) {
+    nlohmann::ordered_json diagnostics = nlohmann::ordered_json::array();
+    for (const Diagnostic& d : outcome.diags.items()) diagnostics.push_back(toJson(d));
+    nlohmann::ordered_json j;
+    j["file"] = outcome.file;
+    j["ok"] = outcome.ok();
+    j["diagnostics"] = std::move(diagnostics);
+    j["manifest"] = outcome.ok() && outcome.checked ? manifestToJson(outcome.checked->manifest)
+                                                    : nlohmann::ordered_json(nullptr);
+    j["policy"] = outcome.policyPath ? nlohmann::ordered_json(*outcome.policyPath) : nlohmann::ordered_json(nullptr);
+    return j;
+}
+
+}  // namespace
+
+int checkCommand(std::string_view tool, const std::vector<std::string>& argv) {
+    Args args;
+    if (!parseArgs(tool, argv, {"--json"}, {"--host", "--policy"}, args)) return kUsage;
+    if (args.positional.empty()) {
+        fmt::print(stderr, "{}: error: check needs at least one FILE or directory\n", tool);
+        return kUsage;
+    }
+    CheckOptions options;
+    if (const std::string* host = args.value("--host")) options.hostPath = *host;
+    if (const std::string* policy = args.value("--policy")) options.policyPath = *policy;
+    bool json = args.has("--json");
+
+    std::vector<IoError> ioErrors;
+    std::vector<std::string> files = expandProgramPaths(args.positional, ioErrors);
+    int exit = kOk;
+    for (const IoError& e : ioErrors) {
+        fmt::print(stderr, "{}: error: {}\n", tool, e.message);
+        exit = kUsage;
+    }
+    nlohmann::ordered_json results = nlohmann::ordered_json::array();
+    for (const std::string& file : files) {
+        CheckOutcome outcome = checkProgramFile(file, options);
+        if (outcome.ioError) {
+            fmt::print(stderr, "{}: error: {}\n", tool, outcome.ioError->message);
+            exit = kUsage;
+            continue;
+        }
+        if (!outcome.ok() && exit == kOk) exit = kFailure;
+        if (json) {
+            results.push_back(checkJson(outcome));
+            continue;
+        }
+        printDiagnostics(outcome);
+        if (outcome.ok()) {
+            if (outcome.checked) fmt::print("{}", manifestSummary(outcome.checked->manifest));
+            if (outcome.policyPath) fmt::print("ok: {} (policy {})\n", file, *outcome.policyPath);
+            else fmt::print("ok: {} (no policy checked)\n", file);
+        } else {
+            fmt::print(stderr, "{} error(s) in {}\n", outcome.diags.errorCount(), file);
+        }
+    }
+    if (json && !results.empty()) {
+        // One file gives one object, several a list (as the prototype prints them).
+        const nlohmann::ordered_json& shown = results.size() == 1 ? results[0] : results;
+        fmt::print("{}\n", shown.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+    }
+    return exit;
+}
+
+// Checks one program for a command that needs it to be valid: prints its diagnostics (warnings
+// too) and returns null when it does not check.
+static std::optional<CheckOutcome> checkedOrReport(std::string_view tool, const std::string& file,
+                                                   const CheckOptions& options, int& exit) {
+    CheckOutcome outcome = checkProgramFile(file, options);
+    if (outcome.ioError) {
+        fmt::print(stderr, "{}: error: {}\n", tool, outcome.ioError->message);
+        exit = kUsage;
+        return std::nullopt;
+    }
+    printDiagnostics(outcome);
+    if (!outcome.ok() || !outcome.checked) {
+        fmt::print(stderr, "{} error(s) in {}\n", outcome.diags.errorCount(), file);
+        exit = kFailure;
+        return std::nullopt;
+    }
+    return outcome;
+}
+
+int manifestCommand(std::string_view tool, const std::vector<std::string>& argv) {
+    Args args;
+    if (!parseArgs(tool, argv, {}, {"--host", "--policy"}, args)) return kUsage;
+    if (args.positional.size() != 1) {
+        fmt::print(stderr, "{}: error: manifest needs exactly one PROGRAM\n", tool);
+        return kUsage;
+    }
+    CheckOptions options;
+    if (const std::string* host = args.value("--host")) options.hostPath = *host;
+    if (const std::string* policy = args.value("--policy")) options.policyPath = *policy;
+    int exit = kOk;
+    auto outcome = checkedOrReport(tool, args.positional[0], options, exit);
+    if (!outcome) return exit;
+    fmt::print("{}\n", manifestToJson(outcome->checked->manifest).dump(2));
+    return kOk;
+}
+
+int diffCommand(std::string_view tool, const std::vector<std::string>& argv) {
+    Args args;
+    if (!parseArgs(tool, argv, {"--json"}, {"--host"}, args)) return kUsage;
+    if (args.positional.size() != 2) {
+        fmt::print(stderr, "{}: error: diff needs OLD and NEW programs\n", tool);
+        return kUsage;
+    }
+    CheckOptions options;
+    if (const std::string* host = args.value("--host")) options.hostPath = *host;
+    int exit = kOk;
+    auto before = checkedOrReport(tool, args.positional[0], options, exit);
+    if (!before) return exit;
+    auto after = checkedOrReport(tool, args.positional[1], options, exit);
+    if (!after) return exit;
+    AuthorityDiff diff = diffManifests(before->checked->manifest, after->checked->manifest);
+    if (args.has("--json")) {
+        nlohmann::ordered_json j;
+        j["widened"] = diff.widened;
+        j["changes"] = diff.changes;
+        fmt::print("{}\n", j.dump(2));
+    } else {
+        fmt::print("{}\n", diff.widened ? "authority WIDENED:" : "no authority widening");
+        for (size_t i = 0; i < diff.changes.size(); ++i)
+            fmt::print("  {} {}\n", diff.widening[i] ? '+' : '-', diff.changes[i]);
+    }
+    return diff.widened ? kWidened : kOk;
+}
+
+int fmtCommand(std::string_view tool, const std::vector<std::string>& argv) {
+    Args args;
+    if (!parseArgs(tool, argv, {"--check"}, {}, args)) return kUsage;
+    if (args.positional.empty()) {
+        fmt::print(stderr, "{}: error: fmt needs at least one FILE\n", tool);
+        return kUsage;
+    }
+    bool checkOnly = args.has("--check");
+    int exit = kOk;
+    auto worsen = [&](int code) {
+        if (code == kUsage || exit == kOk) exit = code;
+    };
+    for (const std::string& file : args.positional) {
+        FormatOutcome outcome = formatFile(file);
+        if (outcome.ioError) {
+            fmt::print(stderr, "{}: error: {}\n", tool, outcome.ioError->message);
+            worsen(kUsage);
+            continue;
+        }
+        if (outcome.diags.hasErrors()) {
+            for (const Diagnostic& d : outcome.diags.items())
+                fmt::print(stderr, "{}\n", renderText(d, outcome.source.get()));
+            worsen(kFailure);
+            continue;
+        }
+        if (outcome.formatted == outcome.source->text()) continue;
+        if (checkOnly) {
+            fmt::print("would reformat {}\n", file);
+            worsen(kFailure);
+            continue;
+        }
+        if (auto err = writeFileAtomically(file, outcome.formatted)) {
+            fmt::print(stderr, "{}: error: {}\n", tool, err->message);
+            worsen(kUsage);
+            continue;
+        }
+        fmt::print("formatted {}\n", file);
+    }
+    return exit;
+}
+
+}  // namespace remit::cli

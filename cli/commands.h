@@ -1,0 +1,32 @@
+// The commands shared by remitc, remitvm and the prototype-compatible `remit` front end. Each
+// takes its arguments (after the command name) and returns the process exit code of
+// shared/DESIGN.md A1. Only flag parsing and printing live here; the work is in compiler/.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace remit::cli {
+
+enum Exit : int { kOk = 0, kFailure = 1, kUsage = 2, kPaused = 3, kWidened = 4 };
+
+struct Args {
+    std::vector<std::string> positional;
+    std::vector<std::pair<std::string, std::string>> options;  // --name value (value empty for a switch)
+
+    bool has(std::string_view name) const;
+    const std::string* value(std::string_view name) const;
+};
+
+// Parses `argv` against the allowed switches (no value) and options (take a value). On an unknown
+// flag or a missing value prints an error and returns false.
+bool parseArgs(std::string_view tool, const std::vector<std::string>& argv, const std::vector<std::string>& switches,
+               const std::vector<std::string>& valued, Args& out);
+
+int checkCommand(std::string_view tool, const std::vector<std::string>& argv);
+int fmtCommand(std::string_view tool, const std::vector<std::string>& argv);
+int manifestCommand(std::string_view tool, const std::vector<std::string>& argv);
+int diffCommand(std::string_view tool, const std::vector<std::string>& argv);
+
+}  // namespace remit::cli

@@ -1,0 +1,1876 @@
+#include "compiler/checker.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "compiler/formatter.h"
+#include "compiler/program_hash.h"
+
+namespace remit {
+
+using namespace ast;
+
+namespace {
+
+// ---------------------------------------------------------------- names and suggestions
+
+constexpr const char* kBuiltins[] = {"len",   "take",  "range", "str",   "lower", "upper", "trim",    "contains",
+                                     "startswith", "endswith", "split", "join", "sum", "min", "max", "abs",
+                                     "round", "int",   "float", "first", "unique", "replace"};
+
+bool isBuiltin(std::string_view name) {
+    for (const char* b : kBuiltins)
+        if (name == b) return true;
+    return false;
+}
+
+size_t editDistance(std::string_view a, std::string_view b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diagonal = up;
+        }
+    }
+    return row[b.size()];
+}
+
+// "did you mean 'x'?" for the closest candidate that is similar enough, else empty.
+std::string suggest(std::string_view name, const std::vector<std::string>& candidates) {
+    const std::string* best = nullptr;
+    double bestScore = 0.6;
+    for (const std::string& c : candidates) {
+        size_t longest = std::max(name.size(), c.size());
+        if (longest == 0 || c == name) continue;
+        double score = 1.0 - static_cast<double>(editDistance(name, c)) / static_cast<double>(longest);
+        if (score >= bestScore) {
+            bestScore = score;
+            best = &c;
+        }
+    }
+    return best ? fmt::format("did you mean '{}'?", *best) : std::string();
+}
+
+std::string joinList(const std::vector<std::string>& items, std::string_view separator = ", ") {
+    std::string out;
+    for (const std::string& s : items) {
+        if (!out.empty()) out += separator;
+        out += s;
+    }
+    return out;
+}
+
+std::string quotedOptions(const std::vector<std::string>& options) {
+    std::vector<std::string> quoted;
+    for (const std::string& o : options) quoted.push_back("'" + o + "'");
+    return joinList(quoted);
+}
+
+// ---------------------------------------------------------------- tags and effects
+
+// tag -> the human-readable origins it came from ("input 'ticket'", "crm.order (line 12)").
+using Taint = std::map<std::string, std::set<std::string>>;
+
+void unionInto(Taint& into, const Taint& from) {
+    for (const auto& [tag, origins] : from) into[tag].insert(origins.begin(), origins.end());
+}
+
+Taint unite(const Taint& a, const Taint& b) {
+    Taint out = a;
+    unionInto(out, b);
+    return out;
+}
+
+std::string freeze(const Taint& taint) {
+    std::string out;
+    for (const auto& [tag, origins] : taint) {
+        out += tag;
+        out += '{';
+        for (const std::string& o : origins) out += o + ';';
+        out += '}';
+    }
+    return out;
+}
+
+// resource (or "agent:NAME") -> worst-case number of calls. Counts saturate instead of wrapping.
+using Effects = std::map<std::string, uint64_t>;
+constexpr uint64_t kManyCalls = uint64_t(1) << 53;
+
+uint64_t saturatingAdd(uint64_t a, uint64_t b) { return std::min(kManyCalls, a + b); }
+uint64_t saturatingMul(uint64_t a, uint64_t b) {
+    if (a == 0 || b == 0) return 0;
+    if (a > kManyCalls / b) return kManyCalls;
+    return std::min(kManyCalls, a * b);
+}
+
+void addInto(Effects& into, const Effects& from) {
+    for (const auto& [k, v] : from) into[k] = saturatingAdd(into[k], v);
+}
+Effects sum(const Effects& a, const Effects& b) {
+    Effects out = a;
+    addInto(out, b);
+    return out;
+}
+Effects scaled(const Effects& e, uint64_t n) {
+    Effects out;
+    for (const auto& [k, v] : e) out[k] = saturatingMul(v, n);
+    return out;
+}
+Effects maxOf(const Effects& a, const Effects& b) {
+    Effects out = a;
+    for (const auto& [k, v] : b) out[k] = std::max(out[k], v);
+    return out;
+}
+
+// What the walk learns about an expression or a statement sequence.
+struct Info {
+    TypeRef type;
+    Taint taint;
+    Effects eff;
+};
+
+struct VarInfo {
+    TypeRef type;
+    Taint taint;
+    bool isMutable;
+};
+
+// Lexical scopes: a chain of small tables, innermost first.
+class Scope {
+public:
+    explicit Scope(Scope* parent) : parent_(parent) {}
+    void define(const std::string& name, VarInfo info) { vars_.emplace_back(name, std::move(info)); }
+    VarInfo* lookup(const std::string& name) {
+        for (Scope* s = this; s; s = s->parent_)
+            for (auto it = s->vars_.rbegin(); it != s->vars_.rend(); ++it)
+                if (it->first == name) return &it->second;
+        return nullptr;
+    }
+    bool definedHere(const std::string& name) const {
+        for (const auto& [n, v] : vars_)
+            if (n == name) return true;
+        return false;
+    }
+    std::vector<std::string> names() const {
+        std::vector<std::string> out;
+        for (const Scope* s = this; s; s = s->parent_)
+            for (const auto& [n, v] : s->vars_) out.push_back(n);
+        return out;
+    }
+
+private:
+    Scope* parent_;
+    std::vector<std::pair<std::string, VarInfo>> vars_;
+};
+
+// The summary of one function in one calling context.
+struct FnSummary {
+    TypeRef ret;
+    Taint taint;
+    Effects eff;
+};
+
+struct SiteRecord {
+    CallSiteInfo info;
+};
+
+struct FlowRecord {
+    std::set<std::string> tags;
+    int verdict = 0;  // 0 allowed, 1 requires approval, 2 denied
+    std::set<std::pair<std::string, std::string>> sites;  // (site, via)
+};
+
+// Short source rendering of an expression for notes ("'inv.iban' is untrusted because ...").
+std::string shortSource(const Expr& e) {
+    std::string s = formatExpression(e);
+    size_t newline = s.find('\n');
+    if (newline != std::string::npos) s = s.substr(0, newline) + " ...";
+    if (codePointCount(s) > 60) {
+        size_t cut = 0, count = 0;
+        while (cut < s.size() && count < 57) {
+            cut += std::max<size_t>(1, utf8SequenceLength(s, cut));
+            ++count;
+        }
+        s = s.substr(0, cut) + "...";
+    }
+    return s;
+}
+
+// ---------------------------------------------------------------- type expressions
+
+class TypeResolver {
+public:
+    TypeResolver(TypeArena& arena, const std::string& file, DiagnosticList& diags)
+        : arena_(arena), file_(file), diags_(diags) {}
+
+    std::map<std::string, TypeRef>* named = nullptr;           // resolved aliases
+    std::map<std::string, const TypeExpr*>* pending = nullptr;  // declared, not yet resolved (program types)
+
+    TypeRef resolve(const TypeExpr& te, const std::string& aliasName = {}) {
+        switch (te.kind) {
+            case ast::TypeKind::Union: {
+                std::vector<std::string> seen;
+                for (const std::string& o : te.options) {
+                    if (std::find(seen.begin(), seen.end(), o) != seen.end())
+                        error(DiagCode::E0105, fmt::format("duplicate option \"{}\" in union type", o), te.span,
+                              "list each option once");
+                    else seen.push_back(o);
+                }
+                return arena_.enumOf(seen, aliasName);
+            }
+            case ast::TypeKind::Record: {
+                std::vector<RecordFieldType> fields;
+                for (const TypeField& f : te.fields) fields.push_back({f.name, resolve(*f.type)});
+                return arena_.record(std::move(fields), aliasName);
+            }
+            case ast::TypeKind::Named: break;
+        }
+        static const std::map<std::string, TypeRef (TypeArena::*)() const> prims = {
+            {"Int", &TypeArena::integer}, {"Float", &TypeArena::floating}, {"Bool", &TypeArena::boolean},
+            {"Str", &TypeArena::str}, {"Unit", &TypeArena::unit}};
+        if (auto it = prims.find(te.name); it != prims.end()) {
+            if (!te.args.empty() || te.max)
+                error(DiagCode::E0105, fmt::format("type '{}' takes no parameters", te.name), te.span,
+                      "only List takes a parameter and a max bound");
+            return (arena_.*(it->second))();
+        }
+        if (te.name == "List") {
+            if (te.args.size() != 1) {
+                error(DiagCode::E0105, "List takes exactly one type parameter, e.g. List[Str]", te.span);
+                return arena_.list(arena_.never(), te.max);
+            }
+            if (te.max && *te.max < 0)
+                error(DiagCode::E0105, "a list bound cannot be negative", te.span);
+            return arena_.list(resolve(*te.args[0]), te.max);
+        }
+        if (te.max) error(DiagCode::E0105, "'max' applies only to List types", te.span, "write List[T] max N");
+        if (!te.args.empty())
+            error(DiagCode::E0105, fmt::format("type '{}' takes no parameters", te.name), te.span);
+        if (TypeRef t = lookup(te.name, te.span)) return t;
+        std::vector<std::string> candidates = {"Int", "Float", "Bool", "Str", "Unit", "List"};
+        for (const auto& [n, t] : *named) candidates.push_back(n);
+        if (pending)
+            for (const auto& [n, t] : *pending) candidates.push_back(n);
+        error(DiagCode::E0105, fmt::format("unknown type '{}'", te.name), te.span, suggest(te.name, candidates));
+        return arena_.never();
+    }
+
+private:
+    TypeArena& arena_;
+    const std::string& file_;
+    DiagnosticList& diags_;
+    std::set<std::string> resolving_;
+
+    // Program types may be used before their declaration; resolve them on first use.
+    TypeRef lookup(const std::string& name, const Span& use) {
+        if (auto it = named->find(name); it != named->end()) return it->second;
+        if (!pending) return nullptr;
+        auto it = pending->find(name);
+        if (it == pending->end()) return nullptr;
+        if (!resolving_.insert(name).second) {
+            error(DiagCode::E0105, fmt::format("type '{}' refers to itself", name), use,
+                  "types cannot be recursive; bound the data with a List[T] max N instead");
+            return arena_.never();
+        }
+        TypeRef t = arena_.named(resolve(*it->second, name), name);
+        resolving_.erase(name);
+        (*named)[name] = t;
+        return t;
+    }
+
+    void error(DiagCode code, std::string message, const Span& span, std::string hint = {}) {
+        Diagnostic d;
+        d.code = code;
+        d.message = std::move(message);
+        d.file = file_;
+        d.span = span;
+        d.hint = std::move(hint);
+        diags_.add(std::move(d));
+    }
+};
+
+// ---------------------------------------------------------------- the checker
+
+class Checker {
+public:
+    Checker(const Program& program, HostModel& host, DiagnosticList& diags, const CheckerOptions& options,
+            CheckResult& result)
+        : prog_(program), host_(host), arena_(*host.arena), diags_(diags), opts_(options), result_(result),
+          resolver_(arena_, options.programFile, diags) {}
+
+    void run();
+
+private:
+    const Program& prog_;
+    HostModel& host_;
+    TypeArena& arena_;
+    DiagnosticList& diags_;
+    const CheckerOptions& opts_;
+    CheckResult& result_;
+    TypeResolver resolver_;
+
+    std::map<std::string, TypeRef> types_;  // host and program types
+    std::map<std::string, const TypeExpr*> pendingTypes_;
+    std::map<std::string, const FnDecl*> fns_;
+    std::map<std::string, const AgentDecl*> agents_;
+    std::set<std::string> uses_;
+    std::set<std::string> usedResources_;
+    std::unordered_map<const CallExpr*, std::string> siteIds_;
+    std::map<std::string, FnSummary> fnCache_;
+    std::set<std::string> analysedFns_;    // analysed with recording (reachable from main)
+    std::set<std::string> referencedFns_;  // called from code reachable from main, even if the call is wrong
+    std::map<const CallExpr*, SiteRecord> sites_;
+    std::map<std::pair<std::string, std::string>, FlowRecord> flows_;
+    bool recursive_ = false;
+    bool inTest_ = false;
+
+    struct FnFrame {
+        const FnDecl* fn;
+        TypeRef ret;
+        std::vector<Taint> returns;
+    };
+    std::vector<FnFrame> fnStack_;
+
+    // Walk state that stays fixed within one function body.
+    struct Ctx {
+        Scope* scope;
+        const Taint& pc;
+        int loopDepth;
+        bool record;
+        Ctx with(Scope* s) const { return Ctx{s, pc, loopDepth, record}; }
+    };
+
+    // ------------------------------------------------------------ diagnostics
+
+    void report(DiagCode code, std::string message, const Span& span, std::string hint = {},
+                std::vector<std::string> notes = {}) {
+        Diagnostic d;
+        d.code = code;
+        d.message = std::move(message);
+        d.file = opts_.programFile;
+        d.span = span;
+        d.hint = std::move(hint);
+        d.notes = std::move(notes);
+        diags_.add(std::move(d));
+    }
+
+    TypeRef resolve(const TypeExpr& te) { return resolver_.resolve(te); }
+    void noteType(const Expr& e, TypeRef t) { result_.exprTypes[static_cast<uint32_t>(e.id)] = t; }
+
+    // ------------------------------------------------------------ declarations
+
+    void declareTypes();
+    void declareFunctionsAndAgents();
+    void checkUses();
+    void checkRecursion();
+    bool isEffectfulCall(const CallExpr& call) const;
+
+    // ------------------------------------------------------------ functions and statements
+
+    FnSummary analyseFn(const FnDecl& fn, const std::vector<Info>& args, const Taint& pc, bool record);
+    static bool blockReturns(const Block& b);
+    static bool ifReturns(const IfExpr& e);
+    Info block(const Block& b, const Ctx& ctx);
+    Info statements(const std::vector<StmtPtr>& stmts, size_t from, const Ctx& ctx);
+    Info statement(const Stmt& s, const Ctx& ctx);
+
+    // ------------------------------------------------------------ expressions
+
+    Info expr(const Expr& e, const Ctx& ctx) {
+        Info info = exprInner(e, ctx);
+        noteType(e, info.type);
+        return info;
+    }
+    Info exprInner(const Expr& e, const Ctx& ctx);
+    Info binary(const BinaryExpr& e, const Ctx& ctx);
+    struct IfParts {
+        Info cond, thenInfo, elseInfo;
+    };
+    IfParts ifParts(const IfExpr& e, const Ctx& ctx);
+    Info forExpr(const ForExpr& e, const Ctx& ctx);
+    Info matchExpr(const MatchExpr& e, const Ctx& ctx);
+
+    Info call(const CallExpr& e, const Ctx& ctx);
+    Info capabilityCall(const CallExpr& e, const Capability& cap, const Ctx& ctx);
+    Info modelCall(const CallExpr& e, const Ctx& ctx);
+    Info functionCall(const CallExpr& e, const FnDecl& fn, const Ctx& ctx);
+    Info builtinCall(const CallExpr& e, const Ctx& ctx);
+    Info fallback(const CallExpr& e, TypeRef expected, Info result, const Ctx& ctx);
+    void modifiersOnPlainCall(const CallExpr& e);
+
+    // Binds call arguments to parameter names; nullopt (after an E0104) when they do not fit.
+    std::optional<std::vector<const CallArg*>> bindArgs(const CallExpr& e, const std::vector<std::string>& params,
+                                                        const std::string& what);
+    void checkArg(const CallArg& arg, const Info& info, TypeRef expected, const std::string& what);
+
+    SiteRecord& siteFor(const CallExpr& e, const std::string& resource, const std::optional<std::string>& agent);
+
+    // ------------------------------------------------------------ results
+
+    void buildManifest(const Effects& eff);
+};
+
+// ---------------------------------------------------------------- declarations
+
+void Checker::declareTypes() {
+    types_ = host_.types;
+    resolver_.named = &types_;
+    resolver_.pending = &pendingTypes_;
+    for (const DeclPtr& d : prog_.decls) {
+        if (d->kind != DeclKind::Type) continue;
+        const TypeDecl& t = d->as<TypeDecl>();
+        if (host_.types.count(t.name)) {
+            report(DiagCode::E0112, fmt::format("type '{}' is already defined", t.name), t.nameSpan,
+                   "host interface types cannot be redefined by the program");
+        } else if (pendingTypes_.count(t.name)) {
+            report(DiagCode::E0112, fmt::format("type '{}' is already defined", t.name), t.nameSpan,
+                   "choose a different name");
+        } else {
+            pendingTypes_[t.name] = t.type.get();
+        }
+    }
+    for (const auto& [name, te] : pendingTypes_) {
+        TypeExpr named;
+        named.kind = ast::TypeKind::Named;
+        named.name = name;
+        TypeRef t = resolver_.resolve(named);
+        result_.programTypes[name] = t;
+    }
+}
+
+void Checker::declareFunctionsAndAgents() {
+    for (const DeclPtr& d : prog_.decls) {
+        if (d->kind == DeclKind::Fn) {
+            const FnDecl& f = d->as<FnDecl>();
+            if (fns_.count(f.name))
+                report(DiagCode::E0112, fmt::format("function '{}' is defined more than once", f.name), f.nameSpan,
+                       "rename one of them");
+            else fns_[f.name] = &f;
+            if (isBuiltin(f.name))
+                report(DiagCode::E0112, fmt::format("function '{}' shadows a builtin", f.name), f.nameSpan,
+                       "choose a different name");
+        }
+    }
+    for (const DeclPtr& d : prog_.decls) {
+        if (d->kind != DeclKind::Agent) continue;
+        const AgentDecl& a = d->as<AgentDecl>();
+        if (agents_.count(a.name) || fns_.count(a.name) || host_.model(a.name))
+            report(DiagCode::E0112, fmt::format("'{}' is defined more than once", a.name), a.nameSpan,
+                   "agents, functions and models need distinct names");
+        else agents_[a.name] = &a;
+        if (!host_.model(a.model)) {
+            std::vector<std::string> models;
+            for (const auto& [n, m] : host_.models) models.push_back(n);
+            report(DiagCode::E0203,
+                   fmt::format("agent '{}' uses model '{}', which this host does not provide", a.name, a.model),
+                   a.modelSpan, suggest(a.model, models));
+        } else if (!uses_.count(a.model)) {
+            report(DiagCode::E0201,
+                   fmt::format("agent '{}' uses model '{}', which is not declared in 'uses'", a.name, a.model),
+                   a.modelSpan, fmt::format("add '{}' to the program's uses line", a.model));
+        }
+        if (a.maxCalls && *a.maxCalls < 0)
+            report(DiagCode::E0403, fmt::format("agent '{}' has a negative max_calls", a.name), a.nameSpan);
+    }
+}
+
+void Checker::checkUses() {
+    std::vector<std::string> resources = host_.resourceNames();
+    std::set<std::string> seen;
+    for (const UseEntry& u : prog_.uses) {
+        if (!host_.capability(u.name) && !host_.model(u.name)) {
+            std::string hint = suggest(u.name, resources);
+            report(DiagCode::E0202, fmt::format("program uses '{}', which this host does not provide", u.name), u.span,
+                   hint.empty() ? "remove it, or ask the host operator to provide it" : hint);
+        }
+        if (!seen.insert(u.name).second) {
+            Diagnostic d;
+            d.code = DiagCode::W0202;
+            d.message = "duplicate entry in 'uses'";
+            d.file = opts_.programFile;
+            d.span = u.span;
+            d.hint = fmt::format("remove the second '{}'", u.name);
+            diags_.add(std::move(d));
+        }
+        uses_.insert(u.name);
+    }
+}
+
+// Calls between program functions form a graph; a cycle is recursion (E0402).
+void Checker::checkRecursion() {
+    std::map<std::string, std::vector<std::string>> graph;
+    std::function<void(const Expr&, std::vector<std::string>&)> walkExpr;
+    std::function<void(const Block&, std::vector<std::string>&)> walkBlock = [&](const Block& b,
+                                                                                 std::vector<std::string>& out) {
+        for (const StmtPtr& s : b.stmts)
+            if (s->value) walkExpr(*s->value, out);
+    };
+    walkExpr = [&](const Expr& e, std::vector<std::string>& out) {
+        switch (e.kind) {
+            case ExprKind::Interp:
+                for (const InterpPart& p : e.as<InterpExpr>().parts)
+                    if (p.expr) walkExpr(*p.expr, out);
+                break;
+            case ExprKind::Field: walkExpr(*e.as<FieldExpr>().object, out); break;
+            case ExprKind::Index:
+                walkExpr(*e.as<IndexExpr>().object, out);
+                walkExpr(*e.as<IndexExpr>().index, out);
+                break;
+            case ExprKind::List:
+                for (const ExprPtr& i : e.as<ListExpr>().items) walkExpr(*i, out);
+                break;
+            case ExprKind::Record:
+                for (const RecordField& f : e.as<RecordExpr>().fields) walkExpr(*f.value, out);
+                break;
+            case ExprKind::Unary: walkExpr(*e.as<UnaryExpr>().operand, out); break;
+            case ExprKind::Binary:
+                walkExpr(*e.as<BinaryExpr>().left, out);
+                walkExpr(*e.as<BinaryExpr>().right, out);
+                break;
+            case ExprKind::Call: {
+                const auto& c = e.as<CallExpr>();
+                if (c.callee.size() == 1 && fns_.count(c.callee[0])) out.push_back(c.callee[0]);
+                for (const CallArg& a : c.args) walkExpr(*a.value, out);
+                if (c.fallback) walkExpr(*c.fallback, out);
+                break;
+            }
+            case ExprKind::If: {
+                const auto& i = e.as<IfExpr>();
+                walkExpr(*i.cond, out);
+                walkBlock(*i.thenBlock, out);
+                if (i.elseBlock) walkBlock(*i.elseBlock, out);
+                if (i.elseIf) walkExpr(*i.elseIf, out);
+                break;
+            }
+            case ExprKind::For: {
+                const auto& f = e.as<ForExpr>();
+                walkExpr(*f.iter, out);
+                if (f.filter) walkExpr(*f.filter, out);
+                walkBlock(*f.body, out);
+                break;
+            }
+            case ExprKind::Match: {
+                const auto& m = e.as<MatchExpr>();
+                walkExpr(*m.subject, out);
+                for (const MatchArm& a : m.arms) walkBlock(*a.body, out);
+                break;
+            }
+            default: break;
+        }
+    };
+    for (const auto& [name, fn] : fns_) walkBlock(*fn->body, graph[name]);
+
+    std::map<std::string, int> state;  // 1 on the current path, 2 done
+    std::vector<std::string> path;
+    std::function<void(const std::string&)> dfs = [&](const std::string& u) {
+        state[u] = 1;
+        path.push_back(u);
+        for (const std::string& v : graph[u]) {
+            if (state[v] == 1) {
+                auto start = std::find(path.begin(), path.end(), v);
+                std::vector<std::string> cycle(start, path.end());
+                cycle.push_back(v);
+                report(DiagCode::E0402, fmt::format("recursion is not allowed: {}", joinList(cycle, " -> ")),
+                       fns_[v]->nameSpan,
+                       "Remit programs are total so that bounds can be computed; use a bounded for-loop");
+                recursive_ = true;
+            } else if (state[v] == 0) {
+                dfs(v);
+            }
+        }
+        path.pop_back();
+        state[u] = 2;
+    };
+    for (const auto& [name, fn] : fns_)
+        if (state[name] == 0) dfs(name);
+}
+
+bool Checker::isEffectfulCall(const CallExpr& call) const {
+    if (call.callee.size() >= 2 && host_.capability(call.calleeName())) return true;
+    return call.callee.size() == 2 && call.callee[1] == "ask" &&
+           (host_.model(call.callee[0]) || agents_.count(call.callee[0]));
+}
+
+// ---------------------------------------------------------------- functions
+
+FnSummary Checker::analyseFn(const FnDecl& fn, const std::vector<Info>& args, const Taint& pc, bool record) {
+    std::string key = fn.name + "|" + (record ? "r|" : "t|") + freeze(pc);
+    for (const Info& a : args) key += "|" + freeze(a.taint);
+    if (auto it = fnCache_.find(key); it != fnCache_.end()) return it->second;
+    TypeRef ret = fn.ret ? resolve(*fn.ret) : arena_.unit();
+    fnCache_[key] = FnSummary{ret, {}, {}};  // a guard while the body is analysed (recursion is E0402)
+    if (record) analysedFns_.insert(fn.name);
+
+    Scope scope(nullptr);
+    for (size_t i = 0; i < fn.params.size(); ++i) {
+        TypeRef t = resolve(*fn.params[i].type);
+        Taint taint = i < args.size() ? args[i].taint : Taint{};
+        scope.define(fn.params[i].name, VarInfo{t, std::move(taint), false});
+    }
+    fnStack_.push_back(FnFrame{&fn, ret, {}});
+    bool savedInTest = inTest_;
+    inTest_ = false;
+    Info body = block(*fn.body, Ctx{&scope, pc, 0, record});
+    inTest_ = savedInTest;
+    FnFrame frame = std::move(fnStack_.back());
+    fnStack_.pop_back();
+
+    Taint taint = body.taint;
+    for (const Taint& r : frame.returns) unionInto(taint, r);
+    if (fn.ret && ret->kind != remit::TypeKind::Unit && !blockReturns(*fn.body))
+        report(DiagCode::E0109,
+               fmt::format("function '{}' must return a value of type {} on every path", fn.name, showType(ret)),
+               fn.nameSpan, "end the function with a return statement");
+    FnSummary summary{ret, std::move(taint), std::move(body.eff)};
+    fnCache_[key] = summary;
+    return summary;
+}
+
+// Syntactic: does every path through the block end in `return`?
+bool Checker::blockReturns(const Block& b) {
+    for (const StmtPtr& s : b.stmts) {
+        if (s->kind == StmtKind::Return) return true;
+        if (s->kind != StmtKind::Expr) continue;
+        if (s->value->kind == ExprKind::If && ifReturns(s->value->as<IfExpr>())) return true;
+        if (s->value->kind == ExprKind::Match) {
+            const auto& m = s->value->as<MatchExpr>();
+            bool all = !m.arms.empty();
+            for (const MatchArm& a : m.arms) all = all && blockReturns(*a.body);
+            if (all) return true;
+        }
+    }
+    return false;
+}
+
+bool Checker::ifReturns(const IfExpr& e) {
+    if (e.elseIf) return blockReturns(*e.thenBlock) && ifReturns(e.elseIf->as<IfExpr>());
+    if (e.elseBlock) return blockReturns(*e.thenBlock) && blockReturns(*e.elseBlock);
+    return false;
+}
+
+Info Checker::block(const Block& b, const Ctx& ctx) {
+    Scope scope(ctx.scope);
+    return statements(b.stmts, 0, ctx.with(&scope));
+}
+
+// The effects of a statement sequence. A statement `if` with a branch that always returns makes
+// that branch an alternative to the rest of the block rather than adding to it, which keeps
+// early-return guards tight (shared/PROTOTYPE.md §4.11).
+Info Checker::statements(const std::vector<StmtPtr>& stmts, size_t from, const Ctx& ctx) {
+    Effects eff;
+    for (size_t i = from; i < stmts.size(); ++i) {
+        const Stmt& s = *stmts[i];
+        bool last = i + 1 == stmts.size();
+        if (s.kind == StmtKind::Expr && s.value->kind == ExprKind::If && !last) {
+            const auto& e = s.value->as<IfExpr>();
+            bool thenReturns = blockReturns(*e.thenBlock);
+            bool elseReturns = e.elseIf ? ifReturns(e.elseIf->as<IfExpr>()) : e.elseBlock && blockReturns(*e.elseBlock);
+            if (thenReturns || elseReturns) {
+                IfParts parts = ifParts(e, ctx);
+                noteType(e, arena_.unit());
+                Effects rest;
+                if (!(thenReturns && elseReturns)) rest = statements(stmts, i + 1, ctx).eff;
+                Effects branch;
+                if (thenReturns && !elseReturns) branch = maxOf(parts.thenInfo.eff, sum(parts.elseInfo.eff, rest));
+                else if (elseReturns && !thenReturns) branch = maxOf(sum(parts.thenInfo.eff, rest), parts.elseInfo.eff);
+                else branch = maxOf(parts.thenInfo.eff, parts.elseInfo.eff);
+                return Info{arena_.unit(), {}, sum(sum(eff, parts.cond.eff), branch)};
+            }
+        }
+        Info info = statement(s, ctx);
+        addInto(eff, info.eff);
+        if (last && s.kind == StmtKind::Expr) return Info{info.type, std::move(info.taint), std::move(eff)};
+    }
+    return Info{arena_.unit(), {}, std::move(eff)};
+}
+
+Info Checker::statement(const Stmt& s, const Ctx& ctx) {
+    switch (s.kind) {
+        case StmtKind::Let: {
+            Info v = expr(*s.value, ctx);
+            TypeRef t = v.type;
+            if (s.type) {
+                TypeRef declared = resolve(*s.type);
+                if (!assignable(v.type, declared)) {
+                    report(DiagCode::E0103,
+                           fmt::format("'{}' is declared as {} but the value has type {}", s.name, showType(declared),
+                                       showType(v.type)),
+                           s.value->span);
+                } else if (std::string bv = boundViolation(v.type, declared); !bv.empty() && !s.isVar) {
+                    report(DiagCode::E0113, fmt::format("'{}': {}", s.name, bv), s.value->span,
+                           "use take(xs, N) to bound the list");
+                }
+                t = declared;
+            } else if (s.isVar) {
+                // An unannotated var may be reassigned: literals widen to Str, and a list may grow
+                // in a loop, so it is treated as unbounded.
+                t = widenLiterals(arena_, t);
+                if (t->kind == remit::TypeKind::List) t = arena_.list(t->elem, std::nullopt);
+            }
+            if (ctx.scope->definedHere(s.name))
+                report(DiagCode::E0112, fmt::format("'{}' is already defined in this block", s.name), s.nameSpan,
+                       "choose a different name, or declare it with var and assign to it");
+            Taint taint = s.isVar ? unite(v.taint, ctx.pc) : v.taint;
+            ctx.scope->define(s.name, VarInfo{t, std::move(taint), s.isVar});
+            return Info{arena_.unit(), {}, std::move(v.eff)};
+        }
+        case StmtKind::Assign: {
+            Info v = expr(*s.value, ctx);
+            VarInfo* var = ctx.scope->lookup(s.name);
+            if (!var) {
+                report(DiagCode::E0101, fmt::format("unknown variable '{}'", s.name), s.nameSpan,
+                       suggest(s.name, ctx.scope->names()));
+                return Info{arena_.unit(), {}, std::move(v.eff)};
+            }
+            if (!var->isMutable) {
+                report(DiagCode::E0108, fmt::format("cannot assign to '{}': it was declared with 'let'", s.name),
+                       s.nameSpan, fmt::format("declare it with 'var {} = ...' if it must change", s.name));
+            } else if (!assignable(v.type, var->type)) {
+                report(DiagCode::E0103,
+                       fmt::format("cannot assign a value of type {} to '{}' of type {}", showType(v.type), s.name,
+                                   showType(var->type)),
+                       s.value->span);
+            }
+            unionInto(var->taint, v.taint);
+            unionInto(var->taint, ctx.pc);
+            return Info{arena_.unit(), {}, std::move(v.eff)};
+        }
+        case StmtKind::Return: {
+            if (inTest_ || fnStack_.empty()) {
+                report(DiagCode::E0109, "'return' is only allowed inside a function", s.span,
+                       "tests check results with expect");
+                if (s.value) return Info{arena_.never(), {}, expr(*s.value, ctx).eff};
+                return Info{arena_.never(), {}, {}};
+            }
+            // Copies: evaluating the value may analyse callees, which grows fnStack_.
+            const FnDecl& fn = *fnStack_.back().fn;
+            TypeRef ret = fnStack_.back().ret;
+            if (!s.value) {
+                if (ret->kind != remit::TypeKind::Unit)
+                    report(DiagCode::E0109, fmt::format("'{}' must return a value of type {}", fn.name, showType(ret)),
+                           s.span);
+                return Info{arena_.never(), {}, {}};
+            }
+            Info v = expr(*s.value, ctx);
+            if (!assignable(v.type, ret)) {
+                report(DiagCode::E0109,
+                       fmt::format("'{}' returns {} but this value has type {}", fn.name, showType(ret),
+                                   showType(v.type)),
+                       s.value->span);
+            } else if (std::string bv = boundViolation(v.type, ret); !bv.empty()) {
+                report(DiagCode::E0113, fmt::format("return value of '{}': {}", fn.name, bv), s.value->span,
+                       "use take(xs, N) to bound the list");
+            }
+            fnStack_.back().returns.push_back(unite(v.taint, ctx.pc));
+            return Info{arena_.never(), {}, std::move(v.eff)};
+        }
+        case StmtKind::Expr: return expr(*s.value, ctx);
+        case StmtKind::Expect: {
+            if (!inTest_)
+                report(DiagCode::E0110, "'expect' is only allowed inside a test block", s.span,
+                       "move the check into a test \"...\" { } block");
+            Info v = expr(*s.value, ctx);
+            if (v.type->kind != remit::TypeKind::Bool && v.type->kind != remit::TypeKind::Never)
+                report(DiagCode::E0103, fmt::format("'expect' needs a Bool condition, found {}", showType(v.type)),
+                       s.value->span);
+            return Info{arena_.unit(), {}, std::move(v.eff)};
+        }
+        case StmtKind::Break:
+            if (ctx.loopDepth == 0)
+                report(DiagCode::E0110, "'break' outside of a for-loop", s.span, "break only ends a for-loop");
+            return Info{arena_.never(), {}, {}};
+    }
+    return Info{arena_.unit(), {}, {}};
+}
+
+// ---------------------------------------------------------------- expressions
+
+Info Checker::exprInner(const Expr& e, const Ctx& ctx) {
+    switch (e.kind) {
+        case ExprKind::Int: return Info{arena_.integer(), {}, {}};
+        case ExprKind::Float: return Info{arena_.floating(), {}, {}};
+        case ExprKind::Bool: return Info{arena_.boolean(), {}, {}};
+        case ExprKind::Str: return Info{arena_.strLiterals({e.as<StrLit>().value}), {}, {}};
+        case ExprKind::Interp: {
+            Info out{arena_.str(), {}, {}};
+            for (const InterpPart& p : e.as<InterpExpr>().parts) {
+                if (!p.expr) continue;
+                Info part = expr(*p.expr, ctx);
+                unionInto(out.taint, part.taint);
+                addInto(out.eff, part.eff);
+            }
+            return out;
+        }
+        case ExprKind::Name: {
+            const std::string& name = e.as<NameExpr>().name;
+            VarInfo* v = ctx.scope->lookup(name);
+            if (!v) {
+                std::string hint = suggest(name, ctx.scope->names());
+                if (fns_.count(name) || isBuiltin(name)) hint = fmt::format("'{}' is a function; call it with ()", name);
+                report(DiagCode::E0101, fmt::format("unknown variable '{}'", name), e.span, hint);
+                return Info{arena_.never(), {}, {}};
+            }
+            return Info{v->type, v->taint, {}};
+        }
+        case ExprKind::Field: {
+            const auto& f = e.as<FieldExpr>();
+            Info o = expr(*f.object, ctx);
+            if (o.type->kind == remit::TypeKind::Never) return Info{arena_.never(), o.taint, o.eff};
+            if (o.type->kind != remit::TypeKind::Record) {
+                report(DiagCode::E0102, fmt::format("type {} has no field '{}'", showType(o.type), f.name), f.nameSpan);
+                return Info{arena_.never(), o.taint, o.eff};
+            }
+            TypeRef ft = o.type->field(f.name);
+            if (!ft) {
+                std::vector<std::string> names;
+                for (const RecordFieldType& rf : o.type->fields) names.push_back(rf.name);
+                std::string hint = suggest(f.name, names);
+                if (hint.empty()) hint = fmt::format("available fields: {}", joinList(names));
+                report(DiagCode::E0102, fmt::format("{} has no field '{}'", showType(o.type), f.name), f.nameSpan, hint);
+                return Info{arena_.never(), o.taint, o.eff};
+            }
+            return Info{ft, o.taint, o.eff};
+        }
+        case ExprKind::Index: {
+            const auto& ix = e.as<IndexExpr>();
+            Info o = expr(*ix.object, ctx);
+            Info i = expr(*ix.index, ctx);
+            if (i.type->kind != remit::TypeKind::Int && i.type->kind != remit::TypeKind::Never)
+                report(DiagCode::E0103, fmt::format("list index must be Int, found {}", showType(i.type)), ix.index->span);
+            Taint taint = unite(o.taint, i.taint);
+            Effects eff = sum(o.eff, i.eff);
+            if (o.type->kind == remit::TypeKind::List) return Info{o.type->elem, std::move(taint), std::move(eff)};
+            if (o.type->kind != remit::TypeKind::Never)
+                report(DiagCode::E0103, fmt::format("cannot index into {}", showType(o.type)), e.span,
+                       o.type->isStringLike() ? "strings cannot be indexed; use split or startswith" : "");
+            return Info{arena_.never(), std::move(taint), std::move(eff)};
+        }
+        case ExprKind::List: {
+            const auto& l = e.as<ListExpr>();
+            TypeRef elem = arena_.never();
+            Info out{nullptr, {}, {}};
+            for (const ExprPtr& item : l.items) {
+                Info i = expr(*item, ctx);
+                if (TypeRef j = joinTypes(arena_, elem, i.type)) elem = j;
+                else
+                    report(DiagCode::E0103,
+                           fmt::format("list items must have the same type: {} vs {}", showType(elem), showType(i.type)),
+                           item->span);
+                unionInto(out.taint, i.taint);
+                addInto(out.eff, i.eff);
+            }
+            out.type = arena_.list(elem, static_cast<int64_t>(l.items.size()));
+            return out;
+        }
+        case ExprKind::Record: {
+            Info out{nullptr, {}, {}};
+            std::vector<RecordFieldType> fields;
+            for (const RecordField& f : e.as<RecordExpr>().fields) {
+                Info v = expr(*f.value, ctx);
+                fields.push_back({f.name, v.type});
+                unionInto(out.taint, v.taint);
+                addInto(out.eff, v.eff);
+            }
+            out.type = arena_.record(std::move(fields));
+            return out;
+        }
+        case ExprKind::Unary: {
+            const auto& u = e.as<UnaryExpr>();
+            Info o = expr(*u.operand, ctx);
+            bool never = o.type->kind == remit::TypeKind::Never;
+            if (u.op == UnaryOp::Not) {
+                if (o.type->kind != remit::TypeKind::Bool && !never)
+                    report(DiagCode::E0106, fmt::format("'not' needs a Bool, found {}", showType(o.type)), u.operand->span);
+                return Info{arena_.boolean(), o.taint, o.eff};
+            }
+            if (!o.type->isNumber() && !never)
+                report(DiagCode::E0106, fmt::format("unary '-' needs a number, found {}", showType(o.type)), u.operand->span);
+            return Info{o.type->isNumber() ? o.type : arena_.never(), o.taint, o.eff};
+        }
+        case ExprKind::Binary: return binary(e.as<BinaryExpr>(), ctx);
+        case ExprKind::Call: return call(e.as<CallExpr>(), ctx);
+        case ExprKind::If: {
+            const auto& i = e.as<IfExpr>();
+            IfParts parts = ifParts(i, ctx);
+            if (!i.elseBlock && !i.elseIf)
+                return Info{arena_.unit(), {}, sum(parts.cond.eff, parts.thenInfo.eff)};
+            TypeRef t = joinTypes(arena_, parts.thenInfo.type, parts.elseInfo.type);
+            if (!t) t = arena_.unit();  // the branches disagree: usable only as a statement
+            Taint taint = unite(unite(parts.thenInfo.taint, parts.elseInfo.taint), parts.cond.taint);
+            return Info{t, std::move(taint), sum(parts.cond.eff, maxOf(parts.thenInfo.eff, parts.elseInfo.eff))};
+        }
+        case ExprKind::For: return forExpr(e.as<ForExpr>(), ctx);
+        case ExprKind::Match: return matchExpr(e.as<MatchExpr>(), ctx);
+    }
+    return Info{arena_.never(), {}, {}};
+}
+
+Checker::IfParts Checker::ifParts(const IfExpr& e, const Ctx& ctx) {
+    IfParts parts;
+    parts.cond = expr(*e.cond, ctx);
+    if (parts.cond.type->kind != remit::TypeKind::Bool && parts.cond.type->kind != remit::TypeKind::Never)
+        report(DiagCode::E0103, fmt::format("'if' condition must be Bool, found {}", showType(parts.cond.type)),
+               e.cond->span);
+    Taint inner = unite(ctx.pc, parts.cond.taint);
+    Ctx branch{ctx.scope, inner, ctx.loopDepth, ctx.record};
+    parts.thenInfo = block(*e.thenBlock, branch);
+    if (e.elseIf) parts.elseInfo = expr(*e.elseIf, branch);
+    else if (e.elseBlock) parts.elseInfo = block(*e.elseBlock, branch);
+    else parts.elseInfo = Info{arena_.unit(), {}, {}};
+    return parts;
+}
+
+Info Checker::binary(const BinaryExpr& e, const Ctx& ctx) {
+    Info l = expr(*e.left, ctx);
+    Info r = expr(*e.right, ctx);
+    Info out{arena_.boolean(), unite(l.taint, r.taint), sum(l.eff, r.eff)};
+    TypeRef lt = l.type, rt = r.type;
+    const char* op = binaryOpText(e.op);
+    bool comparison = binaryPrecedence(e.op) <= 4;
+    if (lt->kind == remit::TypeKind::Never || rt->kind == remit::TypeKind::Never) {
+        if (!comparison) out.type = lt->kind == remit::TypeKind::Never ? rt : lt;
+        return out;
+    }
+    switch (e.op) {
+        case BinaryOp::And:
+        case BinaryOp::Or:
+            if (lt->kind != remit::TypeKind::Bool)
+                report(DiagCode::E0106, fmt::format("'{}' needs Bool operands, found {}", op, showType(lt)), e.left->span);
+            if (rt->kind != remit::TypeKind::Bool)
+                report(DiagCode::E0106, fmt::format("'{}' needs Bool operands, found {}", op, showType(rt)), e.right->span);
+            return out;
+        case BinaryOp::Eq:
+        case BinaryOp::Ne: {
+            // Comparing an enum with a literal outside it can never be true: almost always a typo.
+            auto checkLiteral = [&](TypeRef enumType, const Expr& other) {
+                if (enumType->kind != remit::TypeKind::Enum || other.kind != ExprKind::Str) return;
+                const std::string& value = other.as<StrLit>().value;
+                if (std::find(enumType->options.begin(), enumType->options.end(), value) == enumType->options.end())
+                    report(DiagCode::E0111,
+                           fmt::format("\"{}\" is not a possible value of {}", value, showType(enumType)), other.span,
+                           fmt::format("possible values: {}", quotedOptions(enumType->options)));
+            };
+            checkLiteral(lt, *e.right);
+            checkLiteral(rt, *e.left);
+            if (!joinTypes(arena_, lt, rt))
+                report(DiagCode::E0106, fmt::format("cannot compare {} with {}", showType(lt), showType(rt)), e.span);
+            return out;
+        }
+        case BinaryOp::Lt:
+        case BinaryOp::Le:
+        case BinaryOp::Gt:
+        case BinaryOp::Ge:
+            if (!((lt->isNumber() && rt->isNumber()) || (lt->isStringLike() && rt->isStringLike())))
+                report(DiagCode::E0106, fmt::format("cannot order {} and {} with '{}'", showType(lt), showType(rt), op),
+                       e.span, "only numbers with numbers and strings with strings can be ordered");
+            return out;
+        case BinaryOp::In:
+            if (rt->kind == remit::TypeKind::List) {
+                if (!joinTypes(arena_, lt, rt->elem))
+                    report(DiagCode::E0106, fmt::format("cannot look for {} in {}", showType(lt), showType(rt)), e.span);
+            } else if (rt->isStringLike()) {
+                if (!lt->isStringLike())
+                    report(DiagCode::E0106,
+                           fmt::format("'in' on a string needs a Str on the left, found {}", showType(lt)), e.left->span);
+            } else {
+                report(DiagCode::E0106, fmt::format("'in' needs a List or Str on the right, found {}", showType(rt)),
+                       e.right->span);
+            }
+            return out;
+        default: break;
+    }
+    if (e.op == BinaryOp::Add) {
+        if (lt->isStringLike() && rt->isStringLike()) {
+            out.type = arena_.str();
+            return out;
+        }
+        if (lt->kind == remit::TypeKind::List && rt->kind == remit::TypeKind::List) {
+            TypeRef j = joinTypes(arena_, lt, rt);
+            if (!j) {
+                report(DiagCode::E0106, fmt::format("cannot concatenate {} and {}", showType(lt), showType(rt)), e.span);
+                out.type = lt;
+                return out;
+            }
+            std::optional<int64_t> max;
+            if (lt->max && rt->max) max = *lt->max + *rt->max;
+            out.type = arena_.list(j->elem, max);
+            return out;
+        }
+    }
+    if (lt->isNumber() && rt->isNumber()) {
+        bool isFloat = e.op == BinaryOp::Div || lt->kind == remit::TypeKind::Float || rt->kind == remit::TypeKind::Float;
+        out.type = isFloat ? arena_.floating() : arena_.integer();
+        return out;
+    }
+    std::string hint;
+    if (e.op == BinaryOp::Add && (lt->isStringLike() || rt->isStringLike()))
+        hint = "use string interpolation: \"{a}{b}\"";
+    report(DiagCode::E0106, fmt::format("cannot apply '{}' to {} and {}", op, showType(lt), showType(rt)), e.span, hint);
+    out.type = lt;
+    return out;
+}
+
+Info Checker::forExpr(const ForExpr& e, const Ctx& ctx) {
+    Info it = expr(*e.iter, ctx);
+    std::optional<int64_t> n;
+    TypeRef elem = arena_.never();
+    if (it.type->kind == remit::TypeKind::List) {
+        elem = it.type->elem;
+        n = it.type->max;
+    } else if (it.type->kind != remit::TypeKind::Never) {
+        report(DiagCode::E0103, fmt::format("for-loops iterate over lists, found {}", showType(it.type)), e.iter->span,
+               it.type->isStringLike() ? "split the string first, e.g. split(s, \"\\n\")" : "");
+    }
+    if (e.limit) n = n ? std::min(*n, *e.limit) : *e.limit;
+    if (!n) {
+        n = 0;
+        if (it.type->kind == remit::TypeKind::List)
+            report(DiagCode::E0401, "loop over a list with no known size bound", e.iter->span,
+                   fmt::format("add a limit, e.g. 'for {} in ... limit 20', so the worst case is known before running",
+                               e.var),
+                   {fmt::format("'{}' has type {}", shortSource(*e.iter), showType(it.type))});
+    }
+    uint64_t times = static_cast<uint64_t>(std::max<int64_t>(0, *n));
+    Scope inner(ctx.scope);
+    inner.define(e.var, VarInfo{elem, it.taint, false});
+    Taint pc = unite(ctx.pc, it.taint);
+    Effects perIteration;
+    if (e.filter) {
+        Info w = expr(*e.filter, Ctx{&inner, pc, ctx.loopDepth + 1, ctx.record});
+        if (w.type->kind != remit::TypeKind::Bool && w.type->kind != remit::TypeKind::Never)
+            report(DiagCode::E0103, fmt::format("loop filter must be Bool, found {}", showType(w.type)), e.filter->span);
+        perIteration = w.eff;
+        unionInto(pc, w.taint);
+    }
+    Info body = block(*e.body, Ctx{&inner, pc, ctx.loopDepth + 1, ctx.record});
+    addInto(perIteration, body.eff);
+    Effects eff = sum(it.eff, scaled(perIteration, times));
+    TypeRef bodyType = body.type->kind == remit::TypeKind::Never ? arena_.unit() : body.type;
+    return Info{arena_.list(bodyType, static_cast<int64_t>(times)), unite(body.taint, it.taint), std::move(eff)};
+}
+
+Info Checker::matchExpr(const MatchExpr& e, const Ctx& ctx) {
+    Info s = expr(*e.subject, ctx);
+    TypeRef st = s.type;
+    bool isEnum = st->kind == remit::TypeKind::Enum;
+    if (!st->isStringLike() && st->kind != remit::TypeKind::Never)
+        report(DiagCode::E0111,
+               fmt::format("match needs a string or a union of string literals, found {}", showType(st)), e.subject->span);
+    Taint pc = unite(ctx.pc, s.taint);
+    Ctx armCtx{ctx.scope, pc, ctx.loopDepth, ctx.record};
+    std::set<std::string> seen;
+    bool hasDefault = false;
+    TypeRef t = arena_.never();
+    Effects armsEff;
+    Taint taint = s.taint;
+    for (const MatchArm& arm : e.arms) {
+        if (!arm.pattern) {
+            if (hasDefault) report(DiagCode::E0111, "duplicate '_' arm", arm.span, "keep one '_ =>' arm, last");
+            hasDefault = true;
+        } else {
+            if (!seen.insert(*arm.pattern).second)
+                report(DiagCode::E0111, fmt::format("duplicate match arm \"{}\"", *arm.pattern), arm.span);
+            if (isEnum && std::find(st->options.begin(), st->options.end(), *arm.pattern) == st->options.end())
+                report(DiagCode::E0111, fmt::format("\"{}\" is not a possible value of {}", *arm.pattern, showType(st)),
+                       arm.span, fmt::format("possible values: {}", quotedOptions(st->options)));
+        }
+        Info b = block(*arm.body, armCtx);
+        armsEff = maxOf(armsEff, b.eff);
+        unionInto(taint, b.taint);
+        TypeRef j = joinTypes(arena_, t, b.type);
+        t = j ? j : arena_.unit();
+    }
+    if (!hasDefault) {
+        if (isEnum) {
+            std::vector<std::string> missing;
+            for (const std::string& o : st->options)
+                if (!seen.count(o)) missing.push_back(o);
+            if (!missing.empty())
+                report(DiagCode::E0111, fmt::format("match is not exhaustive: missing {}", quotedOptions(missing)), e.span,
+                       "add the missing arms or a '_ =>' arm");
+        } else if (st->kind == remit::TypeKind::Str) {
+            report(DiagCode::E0111, "match on Str needs a '_ =>' arm", e.span, "add '_ => ...' as the last arm");
+        }
+    }
+    if (e.arms.empty()) t = arena_.unit();
+    return Info{t, std::move(taint), sum(s.eff, armsEff)};
+}
+
+// ---------------------------------------------------------------- calls
+
+std::optional<std::vector<const CallArg*>> Checker::bindArgs(const CallExpr& e, const std::vector<std::string>& params,
+                                                             const std::string& what) {
+    std::vector<const CallArg*> bound(params.size(), nullptr);
+    size_t positional = 0;
+    for (const CallArg& a : e.args)
+        if (!a.name) ++positional;
+    if (positional > params.size()) {
+        report(DiagCode::E0104,
+               fmt::format("{} takes {} argument(s) but {} were given", what, params.size(), e.args.size()), e.span);
+        return std::nullopt;
+    }
+    size_t next = 0;
+    for (const CallArg& a : e.args) {
+        if (!a.name) {
+            bound[next++] = &a;
+            continue;
+        }
+        auto it = std::find(params.begin(), params.end(), *a.name);
+        if (it == params.end()) {
+            std::string hint = suggest(*a.name, params);
+            report(DiagCode::E0104, fmt::format("{} has no parameter '{}'", what, *a.name), a.span,
+                   hint.empty() ? fmt::format("parameters: {}", joinList(params)) : hint);
+            return std::nullopt;
+        }
+        size_t index = static_cast<size_t>(it - params.begin());
+        if (bound[index]) {
+            report(DiagCode::E0104, fmt::format("argument '{}' given twice", *a.name), a.span);
+            return std::nullopt;
+        }
+        bound[index] = &a;
+    }
+    std::vector<std::string> missing;
+    for (size_t i = 0; i < params.size(); ++i)
+        if (!bound[i]) missing.push_back(params[i]);
+    if (!missing.empty()) {
+        report(DiagCode::E0104, fmt::format("{} is missing argument(s): {}", what, joinList(missing)), e.span);
+        return std::nullopt;
+    }
+    return bound;
+}
+
+void Checker::checkArg(const CallArg& arg, const Info& info, TypeRef expected, const std::string& what) {
+    if (!assignable(info.type, expected)) {
+        report(DiagCode::E0103, fmt::format("{} expects {}, found {}", what, showType(expected), showType(info.type)),
+               arg.value->span);
+        return;
+    }
+    if (std::string bv = boundViolation(info.type, expected); !bv.empty())
+        report(DiagCode::E0113, fmt::format("{}: {}", what, bv), arg.value->span, "use take(xs, N) to bound the list");
+}
+
+void Checker::modifiersOnPlainCall(const CallExpr& e) {
+    if (e.retry || e.timeoutSeconds || e.fallback)
+        report(DiagCode::E0107, "retry, timeout and else apply only to capability and model calls", e.span,
+               "remove the modifier; plain functions cannot fail operationally");
+}
+
+Info Checker::call(const CallExpr& e, const Ctx& ctx) {
+    const std::vector<std::string>& path = e.callee;
+    std::string dotted = e.calleeName();
+    ResolvedCall& resolved = result_.calls[static_cast<uint32_t>(e.id)];
+    if (path.size() == 2 && path[1] == "ask" && (host_.model(path[0]) || agents_.count(path[0])))
+        return modelCall(e, ctx);
+    if (path.size() >= 2) {
+        if (const Capability* cap = host_.capability(dotted)) return capabilityCall(e, *cap, ctx);
+    }
+    modifiersOnPlainCall(e);
+    if (path.size() == 1 && fns_.count(path[0])) return functionCall(e, *fns_[path[0]], ctx);
+    if (path.size() == 1 && isBuiltin(path[0])) {
+        resolved.target = CallTarget::Builtin;
+        resolved.name = path[0];
+        return builtinCall(e, ctx);
+    }
+    if (path.size() >= 2) {
+        if (host_.model(path[0]) || agents_.count(path[0])) {
+            report(DiagCode::E0203, "models and agents are called with .ask(Type, prompt, context: ...)", e.calleeSpan,
+                   fmt::format("write {}.ask(Type, \"prompt\")", path[0]));
+        } else {
+            std::vector<std::string> caps, sameNamespace;
+            for (const auto& [name, c] : host_.capabilities) {
+                caps.push_back(name);
+                if (name.rfind(path[0] + ".", 0) == 0) sameNamespace.push_back(name);
+            }
+            std::string hint = suggest(dotted, caps);
+            if (hint.empty())
+                hint = sameNamespace.empty() ? "the host interface does not provide it"
+                                             : fmt::format("capabilities in '{}': {}", path[0], joinList(sameNamespace));
+            report(DiagCode::E0202, fmt::format("unknown capability '{}'", dotted), e.calleeSpan, hint);
+        }
+    } else {
+        std::vector<std::string> names(kBuiltins, kBuiltins + std::size(kBuiltins));
+        for (const auto& [n, f] : fns_) names.push_back(n);
+        std::string hint = suggest(path[0], names);
+        if (hint.empty() && ctx.scope->lookup(path[0])) hint = fmt::format("'{}' is a variable, not a function", path[0]);
+        report(DiagCode::E0107, fmt::format("unknown function '{}'", path[0]), e.calleeSpan, hint);
+    }
+    Info out{arena_.never(), {}, {}};
+    for (const CallArg& a : e.args) addInto(out.eff, expr(*a.value, ctx).eff);
+    return out;
+}
+
+SiteRecord& Checker::siteFor(const CallExpr& e, const std::string& resource, const std::optional<std::string>& agent) {
+    auto [it, inserted] = sites_.try_emplace(&e);
+    if (inserted) {
+        CallSiteInfo& info = it->second.info;
+        auto idIt = siteIds_.find(&e);
+        info.site = idIt == siteIds_.end() ? std::string() : idIt->second;
+        info.line = e.span.line;
+        info.col = e.span.col;
+        info.resource = resource;
+        info.agent = agent;
+        info.retry = e.retry.value_or(0);
+        info.timeoutSeconds = e.timeoutSeconds;
+        info.fallback = e.fallback != nullptr;
+    }
+    return it->second;
+}
+
+Info Checker::fallback(const CallExpr& e, TypeRef expected, Info result, const Ctx& ctx) {
+    if (!e.fallback) return result;
+    Info fb = expr(*e.fallback, ctx);
+    if (expected->kind != remit::TypeKind::Never && !assignable(fb.type, expected)) {
+        report(DiagCode::E0103,
+               fmt::format("fallback after 'else' must have type {}, found {}", showType(expected), showType(fb.type)),
+               e.fallback->span);
+    } else if (expected->kind == remit::TypeKind::List && fb.type->kind == remit::TypeKind::List) {
+        if (TypeRef j = joinTypes(arena_, expected, fb.type)) result.type = j;
+    }
+    addInto(result.eff, fb.eff);
+    unionInto(result.taint, fb.taint);
+    return result;
+}
+
+Info Checker::capabilityCall(const CallExpr& e, const Capability& cap, const Ctx& ctx) {
+    const std::string& name = cap.name;
+    ResolvedCall& resolved = result_.calls[static_cast<uint32_t>(e.id)];
+    resolved.target = CallTarget::Capability;
+    resolved.name = name;
+    resolved.model.clear();
+    if (auto it = siteIds_.find(&e); it != siteIds_.end()) resolved.site = it->second;
+    if (inTest_)
+        report(DiagCode::E0110, "tests may not call capabilities directly; call program functions instead", e.span);
+    else if (!uses_.count(name))
+        report(DiagCode::E0201,
+               fmt::format("capability '{}' is used but not declared in the program's 'uses' line", name), e.calleeSpan,
+               fmt::format("add '{}' to 'uses' (the host policy must also grant it)", name));
+    usedResources_.insert(name);
+
+    std::vector<std::string> paramNames;
+    for (const CapabilityParam& p : cap.params) paramNames.push_back(p.name);
+    auto bound = bindArgs(e, paramNames, fmt::format("'{}'", name));
+    std::map<const CallArg*, Info> infos;
+    Effects eff;
+    for (const CallArg& a : e.args) {
+        Info i = expr(*a.value, ctx);
+        addInto(eff, i.eff);
+        infos.emplace(&a, std::move(i));
+    }
+    SiteRecord* site = ctx.record ? &siteFor(e, name, std::nullopt) : nullptr;
+    auto addReason = [&](const std::string& reason) {
+        if (!site) return;
+        auto& reasons = site->info.reasons;
+        if (std::find(reasons.begin(), reasons.end(), reason) == reasons.end()) reasons.push_back(reason);
+    };
+    if (cap.approvalAlways && site) {
+        site->info.approval = Approval::Always;
+        addReason("host requires approval for every call");
+    }
+    Taint all = ctx.pc;
+    if (bound) {
+        for (size_t i = 0; i < cap.params.size(); ++i) {
+            const CapabilityParam& p = cap.params[i];
+            const CallArg& arg = *(*bound)[i];
+            const Info& info = infos.at(&arg);
+            checkArg(arg, info, p.type, fmt::format("'{}' parameter '{}'", name, p.name));
+            unionInto(all, info.taint);
+            const Taint& data = info.taint;
+            std::vector<std::string> denied;
+            for (const std::string& t : p.deny)
+                if (data.count(t)) denied.push_back(t);
+            if (!denied.empty()) {
+                std::vector<std::string> notes;
+                for (const std::string& t : denied) {
+                    std::vector<std::string> origins(data.at(t).begin(), data.at(t).end());
+                    notes.push_back(fmt::format("'{}' is {} because it derives from {}", shortSource(*arg.value), t,
+                                                joinList(origins)));
+                }
+                report(DiagCode::E0301,
+                       fmt::format("data tagged {} flows into '{}' parameter '{}', which denies it", joinList(denied), name,
+                                   p.name),
+                       arg.value->span, "the host forbids this flow; it cannot be approved. Use a different source for this value",
+                       notes);
+            }
+            bool needsApproval = false;
+            for (const std::string& t : p.approve) {
+                bool viaData = data.count(t) > 0;
+                bool viaControl = ctx.pc.count(t) > 0;
+                if (!viaData && !viaControl) continue;
+                needsApproval = true;
+                std::set<std::string> sources;
+                if (viaData) sources.insert(data.at(t).begin(), data.at(t).end());
+                if (viaControl) sources.insert(ctx.pc.at(t).begin(), ctx.pc.at(t).end());
+                addReason(fmt::format("'{}' may be {} ({}: {})", p.name, t, viaData ? "data" : "control flow",
+                                      joinList(std::vector<std::string>(sources.begin(), sources.end()))));
+            }
+            if (needsApproval && site && site->info.approval == Approval::None) site->info.approval = Approval::Possible;
+            if (ctx.record && (!data.empty() || !ctx.pc.empty())) {
+                FlowRecord& flow = flows_[{name, p.name}];
+                for (const auto& [t, o] : data) flow.tags.insert(t);
+                for (const auto& [t, o] : ctx.pc) flow.tags.insert(t);
+                std::string siteId = site ? site->info.site : std::string();
+                if (!data.empty()) flow.sites.insert({siteId, "data"});
+                if (!ctx.pc.empty()) flow.sites.insert({siteId, "control"});
+                flow.verdict = std::max(flow.verdict, !denied.empty() ? 2 : needsApproval ? 1 : 0);
+            }
+        }
+    }
+    if (e.retry && *e.retry > 0 && !cap.idempotent)
+        report(DiagCode::E0405, fmt::format("'{}' is not idempotent, so it cannot be retried", name), e.span,
+               "remove 'retry', or have the host declare the capability idempotent (e.g. with an idempotency key)");
+    uint64_t attempts = 1 + static_cast<uint64_t>(std::max<int64_t>(0, e.retry.value_or(0)));
+    eff[name] = saturatingAdd(eff[name], attempts);
+    Taint taint = all;
+    for (const std::string& t : cap.tags) taint[t].insert(fmt::format("{} (line {})", name, e.span.line));
+    for (const std::string& t : cap.clears) taint.erase(t);
+    return fallback(e, cap.ret, Info{cap.ret, std::move(taint), std::move(eff)}, ctx);
+}
+
+Info Checker::modelCall(const CallExpr& e, const Ctx& ctx) {
+    const std::string& target = e.callee[0];
+    auto agentIt = agents_.find(target);
+    const AgentDecl* agent = agentIt == agents_.end() ? nullptr : agentIt->second;
+    std::string model = agent ? agent->model : target;
+    ResolvedCall& resolved = result_.calls[static_cast<uint32_t>(e.id)];
+    resolved.target = agent ? CallTarget::Agent : CallTarget::Model;
+    resolved.name = target;
+    resolved.model = model;
+    if (auto it = siteIds_.find(&e); it != siteIds_.end()) resolved.site = it->second;
+    if (inTest_)
+        report(DiagCode::E0110, "tests may not call models directly; call program functions instead", e.span);
+    else if (!agent && !uses_.count(model))
+        report(DiagCode::E0201, fmt::format("model '{}' is used but not declared in the program's 'uses' line", model),
+               e.calleeSpan, fmt::format("add '{}' to 'uses'", model));
+    usedResources_.insert(model);
+
+    TypeRef out = arena_.never();
+    if (!e.askType) {
+        report(DiagCode::E0203,
+               fmt::format("'{}.ask' needs the output type first, e.g. {}.ask(Summary, \"prompt\")", target, target),
+               e.span, "the first argument names the type the model must return");
+    } else {
+        out = resolve(*e.askType);
+        if (hasUnboundedList(out))
+            report(DiagCode::E0113,
+                   fmt::format("model output type {} contains a list with no 'max' bound", showType(out)),
+                   e.askType->span, "add a bound in the type, e.g. List[Str] max 10, so the output size is known");
+    }
+    resolved.askType = out;
+    std::vector<const CallArg*> positional;
+    const CallArg* context = nullptr;
+    for (const CallArg& a : e.args) {
+        if (!a.name) positional.push_back(&a);
+        else if (*a.name == "context" && !context) context = &a;
+        else
+            report(DiagCode::E0104, fmt::format("'{}.ask' has no parameter '{}'", target, *a.name), a.span,
+                   "the only named argument is context:");
+    }
+    if (e.askType && positional.size() != 1)
+        report(DiagCode::E0203,
+               fmt::format("'{}.ask' takes an output type and a prompt, plus an optional context: argument", target),
+               e.span);
+    Info result{out, {}, {}};
+    for (size_t i = 0; i < positional.size(); ++i) {
+        Info p = expr(*positional[i]->value, ctx);
+        if (i == 0 && !p.type->isStringLike() && p.type->kind != remit::TypeKind::Never)
+            report(DiagCode::E0103, fmt::format("prompt must be Str, found {}", showType(p.type)),
+                   positional[i]->value->span);
+        unionInto(result.taint, p.taint);
+        addInto(result.eff, p.eff);
+    }
+    if (context) {
+        Info c = expr(*context->value, ctx);
+        unionInto(result.taint, c.taint);
+        addInto(result.eff, c.eff);
+    }
+    // Stricter than the prototype: a model answering under tagged control flow carries those tags.
+    unionInto(result.taint, ctx.pc);
+    if (ctx.record) siteFor(e, model, agent ? std::optional<std::string>(agent->name) : std::nullopt);
+    if (e.retry && *e.retry < 0) report(DiagCode::E0107, "a retry count cannot be negative", e.span);
+    uint64_t attempts = 1 + static_cast<uint64_t>(std::max<int64_t>(0, e.retry.value_or(0)));
+    result.eff[model] = saturatingAdd(result.eff[model], attempts);
+    if (agent) result.eff["agent:" + agent->name] = saturatingAdd(result.eff["agent:" + agent->name], attempts);
+    return fallback(e, out, std::move(result), ctx);
+}
+
+Info Checker::functionCall(const CallExpr& e, const FnDecl& fn, const Ctx& ctx) {
+    ResolvedCall& resolved = result_.calls[static_cast<uint32_t>(e.id)];
+    resolved.target = CallTarget::Function;
+    resolved.name = fn.name;
+    std::vector<std::string> paramNames;
+    std::vector<TypeRef> paramTypes;
+    for (const Param& p : fn.params) {
+        paramNames.push_back(p.name);
+        paramTypes.push_back(resolve(*p.type));
+    }
+    TypeRef ret = fn.ret ? resolve(*fn.ret) : arena_.unit();
+    if (ctx.record) referencedFns_.insert(fn.name);
+    auto bound = bindArgs(e, paramNames, fmt::format("'{}'", fn.name));
+    std::map<const CallArg*, Info> infos;
+    Effects eff;
+    for (const CallArg& a : e.args) {
+        Info i = expr(*a.value, ctx);
+        addInto(eff, i.eff);
+        infos.emplace(&a, std::move(i));
+    }
+    if (!bound) return Info{ret, {}, std::move(eff)};
+    std::vector<Info> args;
+    for (size_t i = 0; i < fn.params.size(); ++i) {
+        const CallArg& a = *(*bound)[i];
+        checkArg(a, infos.at(&a), paramTypes[i], fmt::format("'{}' parameter '{}'", fn.name, fn.params[i].name));
+        args.push_back(infos.at(&a));
+    }
+    if (recursive_) return Info{ret, {}, std::move(eff)};
+    FnSummary summary = analyseFn(fn, args, ctx.pc, ctx.record);
+    return Info{summary.ret, summary.taint, sum(eff, summary.eff)};
+}
+
+Info Checker::builtinCall(const CallExpr& e, const Ctx& ctx) {
+    const std::string& name = e.callee[0];
+    for (const CallArg& a : e.args)
+        if (a.name) {
+            report(DiagCode::E0104, fmt::format("builtin '{}' takes positional arguments only", name), a.span,
+                   "remove the argument name");
+            break;
+        }
+    std::vector<Info> infos;
+    Info out{arena_.never(), {}, {}};
+    for (const CallArg& a : e.args) {
+        infos.push_back(expr(*a.value, ctx));
+        unionInto(out.taint, infos.back().taint);
+        addInto(out.eff, infos.back().eff);
+    }
+    auto ret = [&](TypeRef t) {
+        out.type = t;
+        return out;
+    };
+    auto arity = [&](std::initializer_list<size_t> counts) {
+        for (size_t n : counts)
+            if (infos.size() == n) return true;
+        std::vector<std::string> shown;
+        for (size_t n : counts) shown.push_back(std::to_string(n));
+        report(DiagCode::E0104, fmt::format("'{}' takes {} argument(s), got {}", name, joinList(shown, " or "), infos.size()),
+               e.span);
+        return false;
+    };
+    auto type = [&](size_t i) { return infos[i].type; };
+    auto never = [&](size_t i) { return type(i)->kind == remit::TypeKind::Never; };
+    auto need = [&](size_t i, bool ok, const char* what) {
+        if (!never(i) && !ok)
+            report(DiagCode::E0103,
+                   fmt::format("'{}' argument {} must be {}, found {}", name, i + 1, what, showType(type(i))),
+                   e.args[i].value->span);
+    };
+    auto isList = [&](size_t i) { return type(i)->kind == remit::TypeKind::List; };
+    auto isStr = [&](size_t i) { return type(i)->isStringLike(); };
+    auto isNum = [&](size_t i) { return type(i)->isNumber(); };
+    auto intLiteral = [&](size_t i) -> std::optional<int64_t> {
+        const Expr& v = *e.args[i].value;
+        if (v.kind == ExprKind::Int) return v.as<IntLit>().value;
+        return std::nullopt;
+    };
+
+    if (name == "len") {
+        if (arity({1})) need(0, isList(0) || isStr(0), "a List or Str");
+        return ret(arena_.integer());
+    }
+    if (name == "take") {
+        if (!arity({2})) return ret(arena_.never());
+        need(0, isList(0), "a List");
+        std::optional<int64_t> k = intLiteral(1);
+        if (!k) {
+            report(DiagCode::E0113, "take() needs an integer literal as its second argument", e.args[1].value->span,
+                   "the bound must be a constant so the checker can use it");
+            return ret(isList(0) ? type(0) : arena_.never());
+        }
+        if (!isList(0)) return ret(arena_.never());
+        int64_t bound = type(0)->max ? std::min(*k, *type(0)->max) : *k;
+        return ret(arena_.list(type(0)->elem, std::max<int64_t>(0, bound)));
+    }
+    if (name == "range") {
+        if (!arity({1})) return ret(arena_.list(arena_.integer(), 0));
+        std::optional<int64_t> k = intLiteral(0);
+        if (!k) {
+            report(DiagCode::E0113, "range() needs an integer literal", e.args[0].value->span,
+                   "the bound must be a constant so the checker can use it");
+            return ret(arena_.list(arena_.integer(), std::nullopt));
+        }
+        return ret(arena_.list(arena_.integer(), std::max<int64_t>(0, *k)));
+    }
+    if (name == "str") {
+        arity({1});
+        return ret(arena_.str());
+    }
+    if (name == "lower" || name == "upper" || name == "trim") {
+        if (arity({1})) need(0, isStr(0), "Str");
+        return ret(arena_.str());
+    }
+    if (name == "startswith" || name == "endswith") {
+        if (arity({2})) {
+            need(0, isStr(0), "Str");
+            need(1, isStr(1), "Str");
+        }
+        return ret(arena_.boolean());
+    }
+    if (name == "contains") {
+        if (arity({2})) {
+            need(0, isStr(0) || isList(0), "a Str or List");
+            if (isStr(0)) need(1, isStr(1), "Str");
+            else if (isList(0) && !never(1) && !joinTypes(arena_, type(0)->elem, type(1)))
+                report(DiagCode::E0103,
+                       fmt::format("'contains' looks for {} in {}, which can never match", showType(type(1)),
+                                   showType(type(0))),
+                       e.args[1].value->span);
+        }
+        return ret(arena_.boolean());
+    }
+    if (name == "replace") {
+        if (arity({3}))
+            for (size_t i = 0; i < 3; ++i) need(i, isStr(i), "Str");
+        return ret(arena_.str());
+    }
+    if (name == "split") {
+        if (arity({2})) {
+            need(0, isStr(0), "Str");
+            need(1, isStr(1), "Str");
+        }
+        return ret(arena_.list(arena_.str(), std::nullopt));
+    }
+    if (name == "join") {
+        if (arity({2})) {
+            need(0, isList(0) && (type(0)->elem->isStringLike() || type(0)->elem->kind == remit::TypeKind::Never),
+                 "a List[Str]");
+            need(1, isStr(1), "Str");
+        }
+        return ret(arena_.str());
+    }
+    if (name == "sum") {
+        if (arity({1})) {
+            need(0, isList(0) && (type(0)->elem->isNumber() || type(0)->elem->kind == remit::TypeKind::Never),
+                 "a list of numbers");
+            if (isList(0) && type(0)->elem->kind == remit::TypeKind::Float) return ret(arena_.floating());
+        }
+        return ret(arena_.integer());
+    }
+    if (name == "min" || name == "max") {
+        // Two numbers (as in the prototype), or one non-empty list of numbers (shared/DESIGN.md B3).
+        if (infos.size() == 1) {
+            need(0, isList(0) && (type(0)->elem->isNumber() || type(0)->elem->kind == remit::TypeKind::Never),
+                 "a list of numbers");
+            if (isList(0) && type(0)->elem->kind == remit::TypeKind::Float) return ret(arena_.floating());
+            return ret(arena_.integer());
+        }
+        if (arity({1, 2})) {
+            need(0, isNum(0), "a number");
+            need(1, isNum(1), "a number");
+            bool isFloat = type(0)->kind == remit::TypeKind::Float || type(1)->kind == remit::TypeKind::Float;
+            return ret(isFloat ? arena_.floating() : arena_.integer());
+        }
+        return ret(arena_.integer());
+    }
+    if (name == "abs") {
+        if (arity({1})) {
+            need(0, isNum(0), "a number");
+            return ret(isNum(0) ? type(0) : arena_.integer());
+        }
+        return ret(arena_.integer());
+    }
+    if (name == "round") {
+        if (arity({1, 2})) {
+            need(0, isNum(0), "a number");
+            if (infos.size() == 2) need(1, type(1)->kind == remit::TypeKind::Int, "an Int");
+            return ret(infos.size() == 2 ? arena_.floating() : arena_.integer());
+        }
+        return ret(arena_.integer());
+    }
+    if (name == "int" || name == "float") {
+        if (arity({1})) need(0, isNum(0) || isStr(0), "a number or Str");
+        return ret(name == "int" ? arena_.integer() : arena_.floating());
+    }
+    if (name == "first") {
+        if (arity({1})) {
+            need(0, isList(0), "a List");
+            return ret(isList(0) ? type(0)->elem : arena_.never());
+        }
+        return ret(arena_.never());
+    }
+    if (name == "unique") {
+        if (arity({1})) {
+            need(0, isList(0), "a List");
+            return ret(isList(0) ? type(0) : arena_.never());
+        }
+        return ret(arena_.never());
+    }
+    return ret(arena_.never());
+}
+
+// ---------------------------------------------------------------- manifest
+
+void Checker::buildManifest(const Effects& eff) {
+    Manifest& m = result_.manifest;
+    m.program = prog_.name;
+    m.programHash = programHash(prog_);
+    m.hostHash = host_.hash;
+    for (const UseEntry& u : prog_.uses) m.uses.push_back(u.name);
+    double total = 0;
+    std::map<std::string, ResourceUse> resources;
+    for (const auto& [name, n] : eff) {
+        if (name.rfind("agent:", 0) == 0) continue;
+        ResourceUse r;
+        r.name = name;
+        r.maxCalls = n;
+        if (const Capability* c = host_.capability(name)) {
+            r.costPerCall = c->cost;
+            r.idempotent = c->idempotent;
+            r.approvalAlways = c->approvalAlways;
+            r.outputTags = c->tags;
+            r.clears = c->clears;
+            std::sort(r.outputTags.begin(), r.outputTags.end());
+            std::sort(r.clears.begin(), r.clears.end());
+        } else {
+            r.isModel = true;
+            if (const ModelInfo* mi = host_.model(name)) r.costPerCall = mi->cost;
+        }
+        r.worstCaseCost = static_cast<double>(n) * r.costPerCall;
+        total += r.worstCaseCost;
+        resources[name] = std::move(r);
+    }
+    for (const UseEntry& u : prog_.uses) {
+        if (resources.count(u.name)) continue;
+        const Capability* c = host_.capability(u.name);
+        if (!c && !host_.model(u.name)) continue;
+        ResourceUse r;
+        r.name = u.name;
+        r.isModel = c == nullptr;
+        if (c) {
+            r.idempotent = c->idempotent;
+            r.approvalAlways = c->approvalAlways;
+            r.outputTags = c->tags;
+            r.clears = c->clears;
+            std::sort(r.outputTags.begin(), r.outputTags.end());
+            std::sort(r.clears.begin(), r.clears.end());
+        }
+        resources[u.name] = std::move(r);
+    }
+    for (auto& [name, r] : resources) m.resources.push_back(std::move(r));
+    for (const DeclPtr& d : prog_.decls) {
+        if (d->kind != DeclKind::Agent) continue;
+        const AgentDecl& a = d->as<AgentDecl>();
+        AgentUse use;
+        use.name = a.name;
+        use.model = a.model;
+        use.maxCallsDeclared = a.maxCalls;
+        auto it = eff.find("agent:" + a.name);
+        use.maxCallsWorstCase = it == eff.end() ? 0 : it->second;
+        m.agents.push_back(std::move(use));
+    }
+    m.worstCaseCostUsd = std::round(total * 1e6) / 1e6;
+    m.budgetUsd = prog_.budgetUsd;
+    for (auto& [call, site] : sites_) m.callSites.push_back(site.info);
+    std::sort(m.callSites.begin(), m.callSites.end(), [](const CallSiteInfo& a, const CallSiteInfo& b) {
+        return std::tie(a.line, a.col) < std::tie(b.line, b.col);
+    });
+    static const char* kVerdicts[] = {"allowed", "requires approval", "denied"};
+    for (const auto& [key, flow] : flows_) {
+        if (flow.tags.empty()) continue;
+        Flow f;
+        f.sink = key.first + "." + key.second;
+        f.tags.assign(flow.tags.begin(), flow.tags.end());
+        f.verdict = kVerdicts[flow.verdict];
+        for (const auto& [site, via] : flow.sites) f.sites.push_back(FlowSite{site, via});
+        m.flows.push_back(std::move(f));
+    }
+    std::sort(m.flows.begin(), m.flows.end(), [](const Flow& a, const Flow& b) { return a.sink < b.sink; });
+    if (auto it = fns_.find("main"); it != fns_.end())
+        for (const Param& p : it->second->params) m.inputs.emplace_back(p.name, host_.inputTags(p.name));
+}
+
+void Checker::run() {
+    checkUses();
+    declareTypes();
+    declareFunctionsAndAgents();
+    for (const CallSite& site : numberCallSites(prog_, [&](const CallExpr& c) { return isEffectfulCall(c); }))
+        siteIds_[site.call] = site.id;
+    checkRecursion();
+
+    Effects eff;
+    auto mainIt = fns_.find("main");
+    if (mainIt == fns_.end()) {
+        report(DiagCode::E0107, "program has no 'main' function", prog_.span, "add: fn main() { ... }");
+    } else {
+        const FnDecl& main = *mainIt->second;
+        std::vector<Info> args;
+        for (const Param& p : main.params) {
+            Taint taint;
+            for (const std::string& tag : host_.inputTags(p.name)) taint[tag].insert(fmt::format("input '{}'", p.name));
+            args.push_back(Info{resolve(*p.type), std::move(taint), {}});
+        }
+        eff = analyseFn(main, args, {}, true).eff;
+    }
+    // Functions main never reaches are still type-checked.
+    for (const DeclPtr& d : prog_.decls) {
+        if (d->kind != DeclKind::Fn) continue;
+        const FnDecl& f = d->as<FnDecl>();
+        if (fns_[f.name] != &f || analysedFns_.count(f.name)) continue;
+        // With recursion the call graph is not walked, so "never called" would be noise.
+        if (f.name != "main" && !referencedFns_.count(f.name) && !recursive_) {
+            Diagnostic w;
+            w.code = DiagCode::W0101;
+            w.message = fmt::format("function '{}' is never called from main", f.name);
+            w.file = opts_.programFile;
+            w.span = f.nameSpan;
+            w.hint = "call it from main, or remove it";
+            diags_.add(std::move(w));
+        }
+        if (recursive_) continue;
+        std::vector<Info> args;
+        for (const Param& p : f.params) args.push_back(Info{resolve(*p.type), {}, {}});
+        analyseFn(f, args, {}, false);
+    }
+    inTest_ = true;
+    for (const DeclPtr& d : prog_.decls) {
+        if (d->kind != DeclKind::Test) continue;
+        Scope scope(nullptr);
+        Taint none;
+        block(*d->as<TestDecl>().body, Ctx{&scope, none, 0, false});
+    }
+    inTest_ = false;
+
+    for (const UseEntry& u : prog_.uses) {
+        if ((host_.capability(u.name) || host_.model(u.name)) && !usedResources_.count(u.name)) {
+            Diagnostic w;
+            w.code = DiagCode::W0201;
+            w.message = fmt::format("'{}' is declared in uses but never used", u.name);
+            w.file = opts_.programFile;
+            w.span = u.span;
+            w.hint = "remove it from 'uses' to keep the program's authority minimal";
+            diags_.add(std::move(w));
+        }
+    }
+    for (const auto& [name, agent] : agents_) {
+        auto it = eff.find("agent:" + name);
+        uint64_t n = it == eff.end() ? 0 : it->second;
+        if (agent->maxCalls && n > static_cast<uint64_t>(std::max<int64_t>(0, *agent->maxCalls)))
+            report(DiagCode::E0403,
+                   fmt::format("agent '{}' may be called up to {} times, but its max_calls is {}", name, n,
+                               *agent->maxCalls),
+                   agent->nameSpan, "reduce loop limits or retries around this agent, or raise max_calls");
+    }
+    buildManifest(eff);
+    const Manifest& m = result_.manifest;
+    if (prog_.budgetUsd && m.worstCaseCostUsd > *prog_.budgetUsd + 1e-12) {
+        std::vector<std::string> notes;
+        for (const ResourceUse& r : m.resources)
+            if (r.maxCalls && r.costPerCall)
+                notes.push_back(fmt::format("{}: {} × ${:.4f}", r.name, r.maxCalls, r.costPerCall));
+        report(DiagCode::E0404,
+               fmt::format("worst-case cost ${:.4f} exceeds the program budget ${:.4f}", m.worstCaseCostUsd,
+                           *prog_.budgetUsd),
+               prog_.budgetSpan.valid() ? prog_.budgetSpan : prog_.span, "lower loop limits or retries, or raise the budget",
+               notes);
+    }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- the host interface
+
+void resolveHost(const HostInterface& ast, const std::string& file, HostModel& host, DiagnosticList& diags) {
+    host.file = file;
+    host.hash = hostHash(ast);
+    TypeArena& arena = *host.arena;
+    TypeResolver resolver(arena, file, diags);
+    std::map<std::string, const TypeExpr*> pending;
+    resolver.named = &host.types;
+    resolver.pending = &pending;
+    auto report = [&](DiagCode code, std::string message, const Span& span, std::string hint = {}) {
+        Diagnostic d;
+        d.code = code;
+        d.message = std::move(message);
+        d.file = file;
+        d.span = span;
+        d.hint = std::move(hint);
+        diags.add(std::move(d));
+    };
+    for (const DeclPtr& d : ast.decls) {
+        if (d->kind != DeclKind::Type) continue;
+        const TypeDecl& t = d->as<TypeDecl>();
+        if (pending.count(t.name)) report(DiagCode::E0112, fmt::format("type '{}' is already defined", t.name), t.nameSpan);
+        else pending[t.name] = t.type.get();
+    }
+    for (const auto& [name, te] : pending) {
+        TypeExpr named;
+        named.name = name;
+        resolver.resolve(named);
+    }
+    for (const DeclPtr& d : ast.decls) {
+        switch (d->kind) {
+            case DeclKind::Capability: {
+                const CapabilityDecl& c = d->as<CapabilityDecl>();
+                if (host.capabilities.count(c.name)) {
+                    report(DiagCode::E0112, fmt::format("capability '{}' declared twice in host interface", c.name),
+                           c.nameSpan);
+                    break;
+                }
+                Capability cap;
+                cap.name = c.name;
+                cap.span = c.nameSpan;
+                for (const Param& p : c.params)
+                    cap.params.push_back(CapabilityParam{p.name, resolver.resolve(*p.type), p.deny, p.approve});
+                cap.ret = c.ret ? resolver.resolve(*c.ret) : arena.unit();
+                cap.tags = c.tags;
+                cap.clears = c.clears;
+                cap.cost = c.cost;
+                cap.idempotent = c.idempotent;
+                cap.approvalAlways = c.approvalAlways;
+                if (c.cost < 0) report(DiagCode::E0105, "a capability's cost cannot be negative", d->span);
+                host.capabilities[c.name] = std::move(cap);
+                break;
+            }
+            case DeclKind::Model: {
+                const ModelDecl& m = d->as<ModelDecl>();
+                if (host.models.count(m.name) || host.capabilities.count(m.name)) {
+                    report(DiagCode::E0112, fmt::format("model '{}' declared twice in host interface", m.name),
+                           m.nameSpan);
+                    break;
+                }
+                if (m.cost < 0) report(DiagCode::E0105, "a model's cost cannot be negative", d->span);
+                host.models[m.name] = ModelInfo{m.name, m.nameSpan, m.cost};
+                break;
+            }
+            case DeclKind::Input: {
+                const InputDecl& in = d->as<InputDecl>();
+                auto& tags = host.inputs[in.name];
+                for (const std::string& t : in.tags)
+                    if (std::find(tags.begin(), tags.end(), t) == tags.end()) tags.push_back(t);
+                break;
+            }
+            default: break;
+        }
+    }
+}
+
+// ---------------------------------------------------------------- entry
+
+CheckResult checkProgram(const Program& program, HostModel host, DiagnosticList& diags, const CheckerOptions& options) {
+    CheckResult result;
+    result.host = std::move(host);
+    size_t errorsBefore = diags.errorCount();
+    Checker checker(program, result.host, diags, options, result);
+    checker.run();
+    diags.sortByPosition();
+    result.ok = diags.errorCount() == errorsBefore;
+    return result;
+}
+
+}  // namespace remit

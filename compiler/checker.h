@@ -1,0 +1,56 @@
+// The checker: the whole static semantics of a program against its host interface (spec §5–§9).
+// One walk per function and calling context computes, for every expression, its type, its tags
+// (with their origins, for messages) and its worst-case resource use; the results are the
+// diagnostics (E01xx–E04xx, W0101, W02xx) and the manifest.
+//
+// Functions are analysed in context (argument tags and pc) and the summary of each (function,
+// context) is memoised, so programs with many functions calling each other stay linear.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "compiler/ast.h"
+#include "compiler/manifest.h"
+#include "runtime/diagnostics.h"
+#include "runtime/host_model.h"
+#include "runtime/types.h"
+
+namespace remit {
+
+// What a call expression turned out to call.
+enum class CallTarget : uint8_t { Unknown, Function, Builtin, Capability, Model, Agent };
+
+struct ResolvedCall {
+    CallTarget target = CallTarget::Unknown;
+    std::string name;     // function, builtin, capability, model or agent name
+    std::string model;    // Model/Agent: the model the call is counted and granted under
+    std::string site;     // "fn#k" for capability and model calls; empty otherwise
+    TypeRef askType = nullptr;  // Model/Agent: the requested output type
+};
+
+struct CheckResult {
+    HostModel host;                 // owns the TypeArena every TypeRef here points into
+    std::map<std::string, TypeRef> programTypes;  // the program's own `type` declarations
+    Manifest manifest;
+    std::unordered_map<uint32_t, TypeRef> exprTypes;       // by ast::NodeId of each expression
+    std::unordered_map<uint32_t, ResolvedCall> calls;     // by ast::NodeId of each call
+    bool ok = false;                // no errors
+};
+
+struct CheckerOptions {
+    std::string programFile;  // names used in diagnostics
+    std::string hostFile;
+};
+
+// Resolves the host interface (E0105, E0112 in the host file) into `host`.
+void resolveHost(const ast::HostInterface& ast, const std::string& file, HostModel& host, DiagnosticList& diags);
+
+// Checks `program` against an already resolved host. Diagnostics are appended to `diags`.
+CheckResult checkProgram(const ast::Program& program, HostModel host, DiagnosticList& diags,
+                         const CheckerOptions& options);
+
+}  // namespace remit

@@ -1,0 +1,203 @@
+#include "compiler/driver.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "compiler/formatter.h"
+#include "compiler/parser.h"
+
+namespace remit {
+
+namespace fs = std::filesystem;
+
+std::optional<IoError> readSource(const std::string& path, size_t maxBytes, std::string& text) {
+    std::error_code ec;
+    fs::file_status status = fs::status(path, ec);
+    if (ec || !fs::exists(status)) return IoError{fmt::format("no such file: {}", path)};
+    if (fs::is_directory(status)) return IoError{fmt::format("{} is a directory, not a file", path)};
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return IoError{fmt::format("cannot read {}: {}", path, std::strerror(errno))};
+    text.clear();
+    // Read at most one byte past the limit: enough for the lexer to report E0003 without holding
+    // a huge file in memory.
+    char buffer[1 << 16];
+    while (in && text.size() <= maxBytes) {
+        in.read(buffer, sizeof buffer);
+        text.append(buffer, static_cast<size_t>(in.gcount()));
+    }
+    if (in.bad()) return IoError{fmt::format("cannot read {}: {}", path, std::strerror(errno))};
+    return std::nullopt;
+}
+
+std::optional<IoError> writeFileAtomically(const std::string& path, const std::string& text) {
+    std::string temporary = path + ".remit-tmp";
+    {
+        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+        if (!out) return IoError{fmt::format("cannot write {}: {}", path, std::strerror(errno))};
+        out << text;
+        out.flush();
+        if (!out) {
+            std::error_code ignored;
+            fs::remove(temporary, ignored);
+            return IoError{fmt::format("cannot write {}: {}", path, std::strerror(errno))};
+        }
+    }
+    std::error_code ec;
+    fs::rename(temporary, path, ec);
+    if (ec) {
+        fs::remove(temporary, ec);
+        return IoError{fmt::format("cannot replace {}", path)};
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> findHostInterface(const std::string& programPath) {
+    std::error_code ec;
+    fs::path dir = fs::absolute(fs::path(programPath), ec).parent_path();
+    if (ec) return std::nullopt;
+    while (true) {
+        fs::path candidate = dir / "host.rmti";
+        if (fs::is_regular_file(candidate, ec)) {
+            // Name it as the user would: relative to the current directory when that is shorter.
+            fs::path relative = fs::relative(candidate, fs::current_path(ec), ec);
+            if (!ec && !relative.empty() && relative.native().size() < candidate.native().size())
+                return relative.string();
+            return candidate.string();
+        }
+        if (dir.parent_path() == dir) return std::nullopt;
+        dir = dir.parent_path();
+    }
+}
+
+std::optional<std::string> findPolicy(const std::string& programPath) {
+    fs::path candidate = fs::path(programPath).parent_path() / "policy.toml";
+    std::error_code ec;
+    if (fs::is_regular_file(candidate, ec)) return candidate.string();
+    return std::nullopt;
+}
+
+std::vector<std::string> expandProgramPaths(const std::vector<std::string>& paths, std::vector<IoError>& errors) {
+    std::vector<std::string> out;
+    for (const std::string& path : paths) {
+        std::error_code ec;
+        if (!fs::is_directory(path, ec)) {
+            out.push_back(path);
+            continue;
+        }
+        std::vector<std::string> found;
+        fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec), end;
+        if (ec) {
+            errors.push_back(IoError{fmt::format("cannot list {}", path)});
+            continue;
+        }
+        for (; it != end; it.increment(ec)) {
+            if (ec) break;
+            const fs::path& p = it->path();
+            std::string leaf = p.filename().string();
+            if (it->is_directory(ec) && (leaf == ".venv" || (leaf.size() > 1 && leaf[0] == '.'))) {
+                it.disable_recursion_pending();
+                continue;
+            }
+            if (p.extension() == ".rmt" && it->is_regular_file(ec)) found.push_back(p.string());
+        }
+        std::sort(found.begin(), found.end());
+        out.insert(out.end(), found.begin(), found.end());
+    }
+    return out;
+}
+
+bool isHostInterfacePath(const std::string& path) { return fs::path(path).extension() == ".rmti"; }
+
+const SourceFile* CheckOutcome::sourceFor(const std::string& name) const {
+    auto it = sources.find(name);
+    return it == sources.end() ? nullptr : it->second.get();
+}
+
+CheckOutcome checkProgramFile(const std::string& path, const CheckOptions& options) {
+    CheckOutcome out;
+    out.file = path;
+    std::string text;
+    if (auto err = readSource(path, options.limits.maxSourceBytes, text)) {
+        out.ioError = err;
+        return out;
+    }
+    auto source = std::make_unique<SourceFile>(path, std::move(text));
+    out.program = parseProgram(*source, out.diags, options.limits);
+    out.sources[path] = std::move(source);
+    if (out.diags.hasErrors()) return out;
+
+    out.hostPath = options.hostPath ? options.hostPath : findHostInterface(path);
+    if (!out.hostPath) {
+        Diagnostic d;
+        d.code = DiagCode::E0002;
+        d.message = "no host.rmti found next to the program or in a parent directory";
+        d.file = path;
+        d.hint = "pass --host PATH to name the host interface";
+        out.diags.add(std::move(d));
+        return out;
+    }
+    std::string hostText;
+    if (auto err = readSource(*out.hostPath, options.limits.maxSourceBytes, hostText)) {
+        out.ioError = err;
+        return out;
+    }
+    auto hostSource = std::make_unique<SourceFile>(*out.hostPath, std::move(hostText));
+    out.host = parseHost(*hostSource, out.diags, options.limits);
+    out.sources[*out.hostPath] = std::move(hostSource);
+    if (out.diags.hasErrors() || !out.host) return out;
+
+    HostModel host;
+    resolveHost(*out.host, *out.hostPath, host, out.diags);
+    if (out.diags.hasErrors()) return out;
+    std::vector<std::string> hostResources = host.resourceNames();
+    out.checked = checkProgram(*out.program, std::move(host), out.diags, CheckerOptions{path, *out.hostPath});
+
+    out.policyPath = options.policyPath ? options.policyPath : findPolicy(path);
+    if (!out.policyPath) return out;
+    std::string policyText;
+    if (auto err = readSource(*out.policyPath, options.limits.maxSourceBytes, policyText)) {
+        out.ioError = err;
+        return out;
+    }
+    auto policySource = std::make_unique<SourceFile>(*out.policyPath, policyText);
+    out.sources[*out.policyPath] = std::move(policySource);
+    bool programOk = !out.diags.hasErrors();
+    out.policy = parsePolicy(*out.policyPath, policyText, out.diags);
+    if (!out.policy) return out;
+    checkPolicyAgainstHost(*out.policy, hostResources, out.diags);
+    // The policy comparison is only meaningful for a program that checks (as in the prototype).
+    if (programOk && !out.diags.hasErrors())
+        checkManifestAgainstPolicy(out.checked->manifest, *out.policy, path, out.program->span, out.diags);
+    return out;
+}
+
+FormatOutcome formatText(std::string name, std::string text, bool isHost, const FrontendLimits& limits) {
+    FormatOutcome out;
+    out.diags = DiagnosticList(limits.maxErrors);
+    out.source = std::make_unique<SourceFile>(std::move(name), std::move(text));
+    if (isHost) {
+        auto host = parseHost(*out.source, out.diags, limits);
+        if (host && !out.diags.hasErrors()) out.formatted = formatHost(*host);
+    } else {
+        auto program = parseProgram(*out.source, out.diags, limits);
+        if (program && !out.diags.hasErrors()) out.formatted = formatProgram(*program);
+    }
+    return out;
+}
+
+FormatOutcome formatFile(const std::string& path, const FrontendLimits& limits) {
+    std::string text;
+    if (auto err = readSource(path, limits.maxSourceBytes, text)) {
+        FormatOutcome out;
+        out.ioError = err;
+        return out;
+    }
+    return formatText(path, std::move(text), isHostInterfacePath(path), limits);
+}
+
+}  // namespace remit

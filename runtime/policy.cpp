@@ -1,0 +1,545 @@
+// Loading and validating policy.toml (see policy.h). toml++ does the TOML; this file checks the
+// structure the prototype reads (shared/PROTOTYPE.md §2.2) plus our extensions (shared/DESIGN.md
+// A5) and turns every deviation into an E0504 that points at the offending key or value.
+#include "runtime/policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <span>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "runtime/hash.h"
+
+namespace remit {
+
+namespace {
+
+constexpr std::string_view kTopLevelTables[] = {"budget", "grant", "limits"};
+constexpr std::string_view kBudgetKeys[] = {"max_usd"};
+constexpr std::string_view kGrantKeys[] = {"max_calls", "arg_prefix", "arg_one_of", "arg_max", "approve", "approval"};
+constexpr std::string_view kLimitsKeys[] = {"max_steps", "max_memory", "max_wall_ms"};
+
+// Long or odd strings are summarised rather than echoed: a diagnostic line should stay one line.
+constexpr size_t kMaxQuotedValue = 40;
+
+// Case-insensitive optimal-string-alignment distance (a transposition counts as one edit), so
+// `max_clals` and `Max_Calls` both find `max_calls`.
+size_t editDistance(std::string_view a, std::string_view b) {
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        for (size_t j = 1; j <= b.size(); ++j) {
+            size_t cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+            if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) && lower(a[i - 2]) == lower(b[j - 1]))
+                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    }
+    return d[a.size()][b.size()];
+}
+
+// The candidate closest to `name`, if it is close enough to be a plausible typo (about one edit
+// per three characters). Ties go to the earlier candidate, so callers list likelier names first.
+template <typename Range>
+std::optional<std::string> closestName(std::string_view name, const Range& candidates) {
+    size_t limit = std::max<size_t>(1, name.size() / 3);
+    std::optional<std::string> best;
+    size_t bestDistance = limit + 1;
+    for (const auto& candidate : candidates) {
+        std::string_view view(candidate);
+        if (view == name) continue;
+        size_t distance = editDistance(name, view);
+        if (distance < bestDistance) {
+            bestDistance = distance;
+            best = std::string(view);
+        }
+    }
+    return best;
+}
+
+// A key as it must be written in TOML: bare when it can be, else a basic quoted string.
+std::string tomlKey(std::string_view key) {
+    bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    });
+    if (bare) return std::string(key);
+    std::string out = "\"";
+    for (char c : key) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
+            out += fmt::format("\\u{:04X}", static_cast<unsigned>(static_cast<unsigned char>(c)));
+        } else {
+            out += c;
+        }
+    }
+    return out + "\"";
+}
+
+std::string grantHeader(std::string_view resource) { return fmt::format("[grant.{}]", tomlKey(resource)); }
+
+std::string joinNames(std::span<const std::string_view> names) {
+    std::string out;
+    for (std::string_view name : names) {
+        if (!out.empty()) out += ", ";
+        out += name;
+    }
+    return out;
+}
+
+Span spanOf(const toml::source_region& region) {
+    if (region.begin.line == 0) return {};
+    Span span{region.begin.line, region.begin.column, region.end.line, region.end.column};
+    // toml++ reports parse errors (and some implicit tables) as a single point; a caret of one
+    // character is what the renderer expects then.
+    if (span.endLine < span.line || (span.endLine == span.line && span.endCol <= span.col)) {
+        span.endLine = span.line;
+        span.endCol = span.col + 1;
+    }
+    return span;
+}
+
+// "a string", "an integer", or the value itself when that is short and says more ("-1", "\"sometimes\"").
+std::string describe(const toml::node& node) {
+    switch (node.type()) {
+        case toml::node_type::string: {
+            const std::string& text = node.as_string()->get();
+            bool printable = std::all_of(text.begin(), text.end(), [](char c) {
+                return static_cast<unsigned char>(c) >= 0x20 && c != 0x7F && c != '"' && c != '\\';
+            });
+            if (printable && codePointCount(text) <= kMaxQuotedValue) return fmt::format("\"{}\"", text);
+            return "a string";
+        }
+        case toml::node_type::integer: return fmt::format("{}", node.as_integer()->get());
+        case toml::node_type::floating_point: {
+            double value = node.as_floating_point()->get();
+            if (std::isfinite(value)) return fmt::format("{}", value);
+            return std::isnan(value) ? "nan" : (value > 0 ? "inf" : "-inf");
+        }
+        case toml::node_type::boolean: return node.as_boolean()->get() ? "true" : "false";
+        case toml::node_type::array: return "an array";
+        case toml::node_type::table: return "a table";
+        case toml::node_type::date: return "a date";
+        case toml::node_type::time: return "a time";
+        case toml::node_type::date_time: return "a date-time";
+        case toml::node_type::none: break;
+    }
+    return "nothing";
+}
+
+// Which table a key belongs in, for a key written in the wrong one (`max_usd` under a grant).
+std::optional<std::string_view> homeTableOf(std::string_view key) {
+    for (std::string_view k : kBudgetKeys)
+        if (k == key) return "[budget]";
+    for (std::string_view k : kLimitsKeys)
+        if (k == key) return "[limits]";
+    for (std::string_view k : kGrantKeys)
+        if (k == key) return "[grant.\"<resource>\"]";
+    return std::nullopt;
+}
+
+class PolicyParser {
+public:
+    PolicyParser(const std::string& file, std::vector<Diagnostic>& found) : file_(file), found_(found) {}
+
+    void parse(const toml::table& root, Policy& policy) {
+        for (auto&& [key, node] : root) {
+            std::string_view name = key.str();
+            if (name == "budget") {
+                parseBudget(key, node, policy);
+            } else if (name == "grant") {
+                parseGrants(key, node, policy);
+            } else if (name == "limits") {
+                parseLimits(key, node, policy.limits);
+            } else {
+                unknownTopLevel(key, node);
+            }
+        }
+    }
+
+    void error(Span span, std::string message, std::string hint = {}) {
+        Diagnostic d;
+        d.code = DiagCode::E0504;
+        d.message = std::move(message);
+        d.file = file_;
+        d.span = span;
+        d.hint = std::move(hint);
+        found_.push_back(std::move(d));
+    }
+
+private:
+    const std::string& file_;
+    std::vector<Diagnostic>& found_;
+
+    void unknownTopLevel(const toml::key& key, const toml::node& node) {
+        std::string_view name = key.str();
+        std::string valid = "valid tables: [budget], [grant.\"<resource>\"], [limits]";
+        std::string hint = valid;
+        if (auto home = homeTableOf(name)) {
+            hint = fmt::format("'{}' belongs in {}; {}", name, *home, valid);
+        } else if (auto close = closestName(name, kTopLevelTables)) {
+            hint = fmt::format("did you mean [{}]? {}", *close, valid);
+        }
+        std::string message = node.is_table() ? fmt::format("unknown table [{}] in the policy", tomlKey(name))
+                                              : fmt::format("unknown top-level key '{}' in the policy", name);
+        error(spanOf(key.source()), std::move(message), std::move(hint));
+    }
+
+    void unknownKey(const toml::key& key, std::string_view table, std::span<const std::string_view> validKeys) {
+        std::string_view name = key.str();
+        std::string valid = fmt::format("valid keys: {}", joinNames(validKeys));
+        std::string hint = valid;
+        // A known key is never unknown in its own table, so a home is always somewhere else.
+        if (auto home = homeTableOf(name)) {
+            hint = fmt::format("'{}' belongs in {}; {}", name, *home, valid);
+        } else if (auto close = closestName(name, validKeys)) {
+            hint = fmt::format("did you mean '{}'? {}", *close, valid);
+        }
+        error(spanOf(key.source()), fmt::format("unknown key '{}' in {}", name, table), std::move(hint));
+    }
+
+    // A section given as something other than a table (`budget = 1`, `[[limits]]`).
+    const toml::table* requireTable(const toml::key& key, const toml::node& node, std::string_view hint) {
+        if (const toml::table* table = node.as_table()) return table;
+        error(spanOf(node.source()), fmt::format("'{}' must be a table, got {}", key.str(), describe(node)),
+              std::string(hint));
+        return nullptr;
+    }
+
+    void parseBudget(const toml::key& key, const toml::node& node, Policy& policy) {
+        const toml::table* table = requireTable(key, node, "write a [budget] table with max_usd = 0.75 under it");
+        if (!table) return;
+        for (auto&& [k, v] : *table) {
+            if (k.str() != "max_usd") {
+                unknownKey(k, "[budget]", kBudgetKeys);
+                continue;
+            }
+            std::optional<double> value;
+            if (const auto* i = v.as_integer()) value = static_cast<double>(i->get());
+            if (const auto* f = v.as_floating_point()) value = f->get();
+            if (!value || !std::isfinite(*value) || *value < 0) {
+                error(spanOf(v.source()),
+                      fmt::format("max_usd in [budget] must be a non-negative number, got {}", describe(v)),
+                      "e.g. max_usd = 0.75 (dollars; no quotes)");
+                continue;
+            }
+            policy.maxUsd = *value;
+        }
+    }
+
+    void parseLimits(const toml::key& key, const toml::node& node, RunLimits& limits) {
+        const toml::table* table =
+            requireTable(key, node, "write a [limits] table with max_steps, max_memory or max_wall_ms under it");
+        if (!table) return;
+        for (auto&& [k, v] : *table) {
+            std::string_view name = k.str();
+            std::optional<int64_t>* target = name == "max_steps"    ? &limits.maxSteps
+                                             : name == "max_memory" ? &limits.maxMemory
+                                             : name == "max_wall_ms" ? &limits.maxWallMs
+                                                                     : nullptr;
+            if (!target) {
+                unknownKey(k, "[limits]", kLimitsKeys);
+                continue;
+            }
+            const auto* integer = v.as_integer();
+            if (!integer || integer->get() <= 0) {
+                std::string_view example = name == "max_steps"    ? "max_steps = 100000000"
+                                           : name == "max_memory" ? "max_memory = 268435456 (bytes)"
+                                                                  : "max_wall_ms = 10000";
+                error(spanOf(v.source()),
+                      fmt::format("{} in [limits] must be a positive integer, got {}", name, describe(v)),
+                      fmt::format("e.g. {}; leave it out for the default", example));
+                continue;
+            }
+            *target = integer->get();
+        }
+    }
+
+    void parseGrants(const toml::key& key, const toml::node& node, Policy& policy) {
+        const toml::table* table = requireTable(key, node, "write one [grant.\"<resource>\"] table per resource");
+        if (!table) return;
+        for (auto&& [resourceKey, grantNode] : *table) {
+            std::string resource(resourceKey.str());
+            std::string header = grantHeader(resource);
+            const toml::table* settings = grantNode.as_table();
+            if (!settings) {
+                error(spanOf(grantNode.source()),
+                      fmt::format("grant '{}' must be a table of settings, got {}", resource, describe(grantNode)),
+                      fmt::format("write {} on its own line, with settings such as max_calls = 5 under it", header));
+                continue;
+            }
+            Grant grant;
+            grant.resource = resource;
+            // An inline table's source is its braces, which is not where a reader looks for the grant.
+            grant.span = spanOf(settings->is_inline() ? resourceKey.source() : settings->source());
+            for (auto&& [k, v] : *settings) parseGrantKey(k, v, header, grant);
+            policy.grants.emplace(resource, std::move(grant));
+        }
+    }
+
+    void parseGrantKey(const toml::key& key, const toml::node& value, const std::string& header, Grant& grant) {
+        std::string_view name = key.str();
+        if (name == "max_calls") {
+            const auto* integer = value.as_integer();
+            if (!integer || integer->get() < 0) {
+                error(spanOf(value.source()),
+                      fmt::format("max_calls in {} must be a non-negative integer, got {}", header, describe(value)),
+                      "e.g. max_calls = 5; leave it out for no limit");
+                return;
+            }
+            grant.maxCalls = integer->get();
+        } else if (name == "arg_prefix") {
+            parseArrays(value, header, "arg_prefix", "arg_prefix = { path = [\"src/\"] }", "the allowed prefixes",
+                        [&](const std::string& param, const toml::array& items) {
+                            std::vector<std::string> prefixes;
+                            bool ok = true;
+                            for (size_t i = 0; i < items.size(); ++i) {
+                                if (const auto* s = items[i].as_string()) {
+                                    prefixes.push_back(s->get());
+                                } else {
+                                    elementError(items[i], header, "arg_prefix", param, i, "a string",
+                                                 "arg_prefix = { path = [\"src/\"] }");
+                                    ok = false;
+                                }
+                            }
+                            if (ok) grant.argPrefix[param] = std::move(prefixes);
+                        });
+        } else if (name == "arg_one_of") {
+            parseArrays(value, header, "arg_one_of", "arg_one_of = { folder = [\"inbox\"] }", "the allowed values",
+                        [&](const std::string& param, const toml::array& items) {
+                            std::vector<nlohmann::json> allowed;
+                            bool ok = true;
+                            for (size_t i = 0; i < items.size(); ++i) {
+                                std::string path = fmt::format("arg_one_of.{}[{}]", tomlKey(param), i);
+                                if (auto json = toJsonValue(items[i], header, path)) {
+                                    allowed.push_back(std::move(*json));
+                                } else {
+                                    ok = false;
+                                }
+                            }
+                            if (ok) grant.argOneOf[param] = std::move(allowed);
+                        });
+        } else if (name == "arg_max") {
+            parseArgMax(value, header, grant);
+        } else if (name == "approve") {
+            parseArrays(value, header, "approve", "approve = { to = [\"external\"] }", "the tags that need approval",
+                        [&](const std::string& param, const toml::array& items) {
+                            std::vector<std::string> tags;
+                            bool ok = true;
+                            for (size_t i = 0; i < items.size(); ++i) {
+                                const auto* s = items[i].as_string();
+                                if (s && !s->get().empty()) {
+                                    tags.push_back(s->get());
+                                } else {
+                                    elementError(items[i], header, "approve", param, i, "a non-empty tag name",
+                                                 "approve = { to = [\"external\"] }");
+                                    ok = false;
+                                }
+                            }
+                            if (ok) grant.approve[param] = std::move(tags);
+                        });
+        } else if (name == "approval") {
+            const auto* text = value.as_string();
+            if (!text || text->get() != "always") {
+                error(spanOf(value.source()),
+                      fmt::format("approval in {} must be \"always\", got {}", header, describe(value)),
+                      "approval = \"always\" is the only setting; leave it out to follow the host's declaration");
+                return;
+            }
+            grant.approvalAlways = true;
+        } else {
+            unknownKey(key, header, kGrantKeys);
+        }
+    }
+
+    // The shared shape of arg_prefix, arg_one_of and approve: a table mapping each parameter name
+    // to an array. `onParam` checks and stores the elements of one array.
+    template <typename OnParam>
+    void parseArrays(const toml::node& value, const std::string& header, std::string_view setting,
+                     std::string_view example, std::string_view elements, OnParam onParam) {
+        const toml::table* table = value.as_table();
+        if (!table) {
+            error(spanOf(value.source()),
+                  fmt::format("{} in {} must be a table mapping parameter names to arrays, got {}", setting, header,
+                              describe(value)),
+                  fmt::format("e.g. {}", example));
+            return;
+        }
+        for (auto&& [param, list] : *table) {
+            std::string paramName(param.str());
+            const toml::array* items = list.as_array();
+            if (!items) {
+                error(spanOf(list.source()),
+                      fmt::format("{}.{} in {} must be an array, got {}", setting, tomlKey(paramName), header,
+                                  describe(list)),
+                      fmt::format("list {} in brackets, e.g. {}", elements, example));
+                continue;
+            }
+            onParam(paramName, *items);
+        }
+    }
+
+    void elementError(const toml::node& item, const std::string& header, std::string_view setting,
+                      const std::string& param, size_t index, std::string_view expected, std::string_view example) {
+        error(spanOf(item.source()),
+              fmt::format("{}.{}[{}] in {} must be {}, got {}", setting, tomlKey(param), index, header, expected,
+                          describe(item)),
+              fmt::format("e.g. {}", example));
+    }
+
+    void parseArgMax(const toml::node& value, const std::string& header, Grant& grant) {
+        const toml::table* table = value.as_table();
+        if (!table) {
+            error(spanOf(value.source()),
+                  fmt::format("arg_max in {} must be a table mapping parameter names to numbers, got {}", header,
+                              describe(value)),
+                  "e.g. arg_max = { amount = 100 }");
+            return;
+        }
+        for (auto&& [param, limit] : *table) {
+            std::optional<double> number;
+            if (const auto* i = limit.as_integer()) number = static_cast<double>(i->get());
+            if (const auto* f = limit.as_floating_point()) number = f->get();
+            if (!number || !std::isfinite(*number)) {
+                error(spanOf(limit.source()),
+                      fmt::format("arg_max.{} in {} must be a finite number, got {}", tomlKey(param.str()), header,
+                                  describe(limit)),
+                      "e.g. arg_max = { amount = 100 }");
+                continue;
+            }
+            grant.argMax[std::string(param.str())] = *number;
+        }
+    }
+
+    // arg_one_of values are compared with program values as JSON, so only what JSON can hold is
+    // allowed: no dates or times, no inf or nan.
+    std::optional<nlohmann::json> toJsonValue(const toml::node& node, const std::string& header,
+                                              const std::string& path) {
+        switch (node.type()) {
+            case toml::node_type::string: return nlohmann::json(node.as_string()->get());
+            case toml::node_type::integer: return nlohmann::json(node.as_integer()->get());
+            case toml::node_type::boolean: return nlohmann::json(node.as_boolean()->get());
+            case toml::node_type::floating_point: {
+                double number = node.as_floating_point()->get();
+                if (std::isfinite(number)) return nlohmann::json(number);
+                break;
+            }
+            case toml::node_type::array: {
+                nlohmann::json out = nlohmann::json::array();
+                const toml::array& items = *node.as_array();
+                bool ok = true;
+                for (size_t i = 0; i < items.size(); ++i) {
+                    auto item = toJsonValue(items[i], header, fmt::format("{}[{}]", path, i));
+                    if (item) {
+                        out.push_back(std::move(*item));
+                    } else {
+                        ok = false;
+                    }
+                }
+                if (!ok) return std::nullopt;
+                return out;
+            }
+            case toml::node_type::table: {
+                nlohmann::json out = nlohmann::json::object();
+                bool ok = true;
+                for (auto&& [k, v] : *node.as_table()) {
+                    auto item = toJsonValue(v, header, fmt::format("{}.{}", path, tomlKey(k.str())));
+                    if (item) {
+                        out[std::string(k.str())] = std::move(*item);
+                    } else {
+                        ok = false;
+                    }
+                }
+                if (!ok) return std::nullopt;
+                return out;
+            }
+            default: break;
+        }
+        error(spanOf(node.source()),
+              fmt::format("{} in {} must be a string, number, boolean, array or table, got {}", path, header,
+                          describe(node)),
+              "allowed values are compared with the program's values, which cannot be dates, times, inf or nan");
+        return std::nullopt;
+    }
+};
+
+// Positions first, so a file's problems read top to bottom whatever order toml++ iterates in.
+void addSorted(std::vector<Diagnostic> found, DiagnosticList& diags) {
+    std::stable_sort(found.begin(), found.end(), [](const Diagnostic& a, const Diagnostic& b) {
+        return std::pair(a.span.line, a.span.col) < std::pair(b.span.line, b.span.col);
+    });
+    for (Diagnostic& d : found) diags.add(std::move(d));
+}
+
+}  // namespace
+
+const Grant* Policy::grantFor(std::string_view resource) const {
+    if (allowAll) {
+        static const Grant kUnlimited;
+        return &kUnlimited;
+    }
+    auto it = grants.find(std::string(resource));
+    return it == grants.end() ? nullptr : &it->second;
+}
+
+Policy Policy::allowAllPolicy() {
+    Policy policy;
+    policy.allowAll = true;
+    return policy;
+}
+
+std::optional<Policy> parsePolicy(const std::string& file, std::string_view text, DiagnosticList& diags) {
+    std::vector<Diagnostic> found;
+    PolicyParser parser(file, found);
+    toml::table root;
+    try {
+        root = toml::parse(text);
+    } catch (const toml::parse_error& e) {
+        // toml++'s descriptions are parser messages ("Error while parsing table header: expected
+        // ']', saw '\n'"), free of paths; lower-case the first letter to read as one sentence.
+        std::string description(e.description());
+        if (!description.empty() && description[0] >= 'A' && description[0] <= 'Z')
+            description[0] = static_cast<char>(description[0] - 'A' + 'a');
+        parser.error(spanOf(e.source()), fmt::format("policy is not valid TOML: {}", description));
+        addSorted(std::move(found), diags);
+        return std::nullopt;
+    }
+    Policy policy;
+    policy.file = file;
+    policy.sha256 = sha256Hex(text);
+    parser.parse(root, policy);
+    if (!found.empty()) {
+        addSorted(std::move(found), diags);
+        return std::nullopt;
+    }
+    return policy;
+}
+
+void checkPolicyAgainstHost(const Policy& policy, const std::vector<std::string>& hostResources,
+                            DiagnosticList& diags) {
+    if (policy.allowAll) return;
+    std::set<std::string_view> declared(hostResources.begin(), hostResources.end());
+    std::vector<Diagnostic> found;
+    for (const auto& [resource, grant] : policy.grants) {
+        if (declared.count(resource)) continue;
+        Diagnostic d;
+        d.code = DiagCode::E0505;
+        d.message = fmt::format("policy grants '{}', which the host does not declare", resource);
+        d.file = policy.file;
+        d.span = grant.span;
+        if (auto close = closestName(resource, hostResources))
+            d.hint = fmt::format("did you mean '{}'?", *close);
+        else
+            d.hint = "grant only capabilities and models declared in the host interface, or remove this grant";
+        found.push_back(std::move(d));
+    }
+    addSorted(std::move(found), diags);
+}
+
+}  // namespace remit

@@ -1,0 +1,70 @@
+// The policy model: what a host operator's policy.toml grants a program (shared/DESIGN.md A5,
+// shared/PROTOTYPE.md §2.2, docs/policy.md). The CLI loads the file with parsePolicy; the checker
+// compares a program's manifest with it (E0501-E0503) and the host interface (E0505); the broker
+// enforces grants, argument constraints, call limits and the budget at run time, and the VM takes
+// its run limits from [limits]. Unlike the prototype, which silently ignores what it does not
+// know, every unknown key and wrong type is an E0504 with its file, line and column: a typo such
+// as `max_call = 1` must not quietly lift a limit.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/diagnostics.h"
+#include "runtime/source.h"
+
+namespace remit {
+
+// One [grant."resource"] table. A resource is a capability (`inbox.list`) or a model (`llm`);
+// agent calls count against their model's grant.
+struct Grant {
+    std::string resource;
+    Span span;  // the [grant."res"] table header (the key, for a grant written as an inline table)
+    std::optional<int64_t> maxCalls;                                 // none: no limit
+    std::map<std::string, std::vector<std::string>> argPrefix;       // param -> allowed string prefixes
+    std::map<std::string, std::vector<nlohmann::json>> argOneOf;    // param -> allowed values (exact equality)
+    std::map<std::string, double> argMax;                            // param -> largest allowed number (extension)
+    std::map<std::string, std::vector<std::string>> approve;         // param -> tags that need approval (extension)
+    bool approvalAlways = false;                                     // approval = "always"
+};
+
+// [limits]: run-time limits (R0701). Unset means the VM's default (DESIGN.md A7); command-line
+// flags override both.
+struct RunLimits {
+    std::optional<int64_t> maxSteps;
+    std::optional<int64_t> maxMemory;  // bytes of live memory
+    std::optional<int64_t> maxWallMs;  // milliseconds of VM time, adapter time excluded
+};
+
+struct Policy {
+    std::string file;                     // the path as given (reported in diagnostics and check --json)
+    std::optional<double> maxUsd;         // [budget] max_usd; none: only the program's budget applies
+    std::map<std::string, Grant> grants;  // by resource name
+    RunLimits limits;
+    bool allowAll = false;  // --allow-all: every resource granted, no limits, no max_usd
+    std::string sha256;     // policy_hash: hex SHA-256 of the file's bytes; empty for allow-all
+
+    // The grant for `resource`, or null when the policy does not grant it. Under allow-all every
+    // resource gets one shared unlimited grant (its `resource` is empty).
+    const Grant* grantFor(std::string_view resource) const;
+    static Policy allowAllPolicy();
+};
+
+// Parses and validates policy text read from `file`. Every problem is an E0504 with a position:
+// TOML syntax errors, unknown tables and keys (at the key, with a hint listing the valid keys and
+// a close match), and values of the wrong type or range (at the value). Returns nullopt when any
+// error was reported; problems are reported all at once, in file order.
+std::optional<Policy> parsePolicy(const std::string& file, std::string_view text, DiagnosticList& diags);
+
+// E0505 for each grant of a resource (capability or model name) that the host does not declare,
+// at the grant's table header, with a hint naming a close declared resource. Nothing for allow-all.
+void checkPolicyAgainstHost(const Policy& policy, const std::vector<std::string>& hostResources,
+                            DiagnosticList& diags);
+
+}  // namespace remit

@@ -1,0 +1,428 @@
+// The policy loader (runtime/policy.h) and SHA-256 helper (runtime/hash.h): the prototype's
+// policy.toml format, our extensions, every E0504 kind at its exact position, E0505 against a
+// host's resources, and the allow-all policy.
+#include <doctest/doctest.h>
+
+#include "runtime/hash.h"
+#include "runtime/policy.h"
+
+using namespace remit;
+
+namespace {
+
+struct Parsed {
+    std::optional<Policy> policy;
+    DiagnosticList diags;
+};
+
+Parsed parse(std::string_view text) {
+    Parsed out;
+    out.policy = parsePolicy("policy.toml", text, out.diags);
+    return out;
+}
+
+// Parses text that must yield exactly one diagnostic and returns it.
+Diagnostic onlyError(std::string_view text) {
+    Parsed parsed = parse(text);
+    CHECK_FALSE(parsed.policy);
+    REQUIRE(parsed.diags.items().size() == 1);
+    return parsed.diags.items()[0];
+}
+
+void checkSpan(const Span& span, uint32_t line, uint32_t col, uint32_t endLine, uint32_t endCol) {
+    CHECK(span.line == line);
+    CHECK(span.col == col);
+    CHECK(span.endLine == endLine);
+    CHECK(span.endCol == endCol);
+}
+
+// PROTOTYPE.md §2.2, verbatim.
+constexpr std::string_view kPrototypePolicy = R"([budget]
+max_usd = 0.75
+
+[grant."inbox.list"]            # table name is `grant` (singular); key = resource name, quoted if dotted
+max_calls = 1
+arg_one_of = { folder = ["inbox"] }   # param -> list of allowed values (exact equality)
+
+[grant."repo.edit"]
+max_calls = 3
+arg_prefix = { path = ["src/"] }      # param -> list of allowed string prefixes (value must be a Str)
+approval = "always"                   # only "always" has an effect; strengthens the host declaration
+
+[grant.llm]                            # models are granted by model name; agent calls count against their model
+max_calls = 50
+)";
+
+}  // namespace
+
+TEST_CASE("hash: sha256Hex is bare lowercase hex") {
+    CHECK(sha256Hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    CHECK(sha256Hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    CHECK(sha256Hex(std::string_view("a\0b", 3)) != sha256Hex("ab"));  // bytes, not a C string
+}
+
+TEST_CASE("policy: the prototype's example policy") {
+    Parsed parsed = parse(kPrototypePolicy);
+    CHECK(parsed.diags.items().empty());
+    REQUIRE(parsed.policy);
+    const Policy& policy = *parsed.policy;
+    CHECK(policy.file == "policy.toml");
+    CHECK_FALSE(policy.allowAll);
+    CHECK(policy.sha256 == sha256Hex(kPrototypePolicy));
+    REQUIRE(policy.maxUsd);
+    CHECK(*policy.maxUsd == doctest::Approx(0.75));
+    REQUIRE(policy.grants.size() == 3);
+    CHECK(policy.grants.begin()->first == "inbox.list");  // sorted by resource name
+
+    const Grant* inbox = policy.grantFor("inbox.list");
+    REQUIRE(inbox);
+    CHECK(inbox->resource == "inbox.list");
+    checkSpan(inbox->span, 4, 1, 4, 21);
+    CHECK(inbox->maxCalls == 1);
+    REQUIRE(inbox->argOneOf.count("folder"));
+    CHECK(inbox->argOneOf.at("folder") == std::vector<nlohmann::json>{"inbox"});
+    CHECK(inbox->argPrefix.empty());
+    CHECK_FALSE(inbox->approvalAlways);
+
+    const Grant* repo = policy.grantFor("repo.edit");
+    REQUIRE(repo);
+    CHECK(repo->maxCalls == 3);
+    CHECK(repo->argPrefix.at("path") == std::vector<std::string>{"src/"});
+    CHECK(repo->approvalAlways);
+    CHECK(repo->span.line == 8);
+
+    const Grant* llm = policy.grantFor("llm");
+    REQUIRE(llm);
+    CHECK(llm->maxCalls == 50);
+    checkSpan(llm->span, 13, 1, 13, 12);
+
+    CHECK(policy.grantFor("web.fetch") == nullptr);
+    CHECK_FALSE(policy.limits.maxSteps);
+    CHECK_FALSE(policy.limits.maxMemory);
+    CHECK_FALSE(policy.limits.maxWallMs);
+}
+
+TEST_CASE("policy: optional keys and an empty policy") {
+    Parsed parsed = parse("[grant.\"inbox.list\"]\n");
+    REQUIRE(parsed.policy);
+    CHECK_FALSE(parsed.policy->maxUsd);
+    const Grant* grant = parsed.policy->grantFor("inbox.list");
+    REQUIRE(grant);
+    CHECK_FALSE(grant->maxCalls);  // no limit
+
+    Parsed empty = parse("");
+    REQUIRE(empty.policy);
+    CHECK(empty.policy->grants.empty());
+    CHECK(empty.policy->sha256 == sha256Hex(""));
+
+    Parsed intBudget = parse("[budget]\nmax_usd = 2\n");  // an integer is a number too
+    REQUIRE(intBudget.policy);
+    CHECK(*intBudget.policy->maxUsd == 2.0);
+}
+
+TEST_CASE("policy: our extensions arg_max, approve and [limits]") {
+    Parsed parsed = parse(R"([grant."payments.refund"]
+max_calls = 2
+arg_max = { amount = 100, ratio = 0.5 }
+approve = { to = ["external", "pii"], note = [] }
+arg_one_of = { currency = ["EUR", "USD"], cents = [1, 2.5, true, [1, 2], { a = "b" }] }
+
+[limits]
+max_steps = 1000
+max_memory = 1048576
+max_wall_ms = 2500
+)");
+    CHECK(parsed.diags.items().empty());
+    REQUIRE(parsed.policy);
+    const Grant* refund = parsed.policy->grantFor("payments.refund");
+    REQUIRE(refund);
+    CHECK(refund->argMax.at("amount") == 100.0);
+    CHECK(refund->argMax.at("ratio") == 0.5);
+    CHECK(refund->approve.at("to") == std::vector<std::string>{"external", "pii"});
+    CHECK(refund->approve.at("note").empty());
+    CHECK(refund->argOneOf.at("currency") == std::vector<nlohmann::json>{"EUR", "USD"});
+    const std::vector<nlohmann::json>& cents = refund->argOneOf.at("cents");
+    REQUIRE(cents.size() == 5);
+    CHECK(cents[0] == 1);
+    CHECK(cents[0].is_number_integer());
+    CHECK(cents[1] == 2.5);
+    CHECK(cents[2] == true);
+    CHECK(cents[3] == nlohmann::json::array({1, 2}));
+    CHECK(cents[4] == nlohmann::json{{"a", "b"}});
+    CHECK(parsed.policy->limits.maxSteps == 1000);
+    CHECK(parsed.policy->limits.maxMemory == 1048576);
+    CHECK(parsed.policy->limits.maxWallMs == 2500);
+}
+
+TEST_CASE("policy: other TOML spellings of the same structure") {
+    // A sub-table instead of an inline table, and a grant written inline or with dotted keys.
+    Parsed inlineGrant = parse("grant = { llm = { max_calls = 2 } }\n");
+    CHECK(inlineGrant.diags.items().empty());
+    REQUIRE(inlineGrant.policy);
+    const Grant* llm = inlineGrant.policy->grantFor("llm");
+    REQUIRE(llm);
+    CHECK(llm->maxCalls == 2);
+    checkSpan(llm->span, 1, 11, 1, 14);  // the key, not the braces
+
+    Parsed subTable = parse(R"(grant.llm.max_calls = 4
+
+[grant."repo.edit".arg_prefix]
+path = ["src/", "docs/"]
+)");
+    CHECK(subTable.diags.items().empty());
+    REQUIRE(subTable.policy);
+    CHECK(subTable.policy->grantFor("llm")->maxCalls == 4);
+    const Grant* repo = subTable.policy->grantFor("repo.edit");
+    REQUIRE(repo);
+    CHECK(repo->argPrefix.at("path") == std::vector<std::string>{"src/", "docs/"});
+}
+
+TEST_CASE("policy: TOML syntax errors are E0504 at toml++'s position") {
+    Diagnostic d = onlyError("[budget]\nmax_usd = \n");
+    CHECK(d.code == DiagCode::E0504);
+    CHECK(d.file == "policy.toml");
+    CHECK(d.message == "policy is not valid TOML: error while parsing key-value pair: expected value, saw '\\n'");
+    checkSpan(d.span, 2, 11, 2, 12);
+
+    d = onlyError("[grant.llm]\nmax_calls = 1\nmax_calls = 2\n");  // TOML forbids redefinition
+    CHECK(d.code == DiagCode::E0504);
+    CHECK(d.span.line == 3);
+
+    d = onlyError("[grant.\"inbox.list\"\nmax_calls = 1\n");
+    CHECK(d.span.line == 1);
+    CHECK(d.message.starts_with("policy is not valid TOML: error while parsing table header"));
+}
+
+TEST_CASE("policy: unknown keys are E0504 at the key, with the valid keys and a close match") {
+    Diagnostic d = onlyError("[grant.\"web.fetch\"]\nmax_call = 1\n");
+    CHECK(d.code == DiagCode::E0504);
+    CHECK(d.message == "unknown key 'max_call' in [grant.\"web.fetch\"]");
+    CHECK(d.hint ==
+          "did you mean 'max_calls'? valid keys: max_calls, arg_prefix, arg_one_of, arg_max, approve, approval");
+    checkSpan(d.span, 2, 1, 2, 9);
+
+    d = onlyError("[grant.llm]\ncolour = \"red\"\n");
+    CHECK(d.message == "unknown key 'colour' in [grant.llm]");
+    CHECK(d.hint == "valid keys: max_calls, arg_prefix, arg_one_of, arg_max, approve, approval");
+
+    d = onlyError("[grant.llm]\nmax_usd = 1\n");  // right key, wrong table
+    CHECK(d.hint ==
+          "'max_usd' belongs in [budget]; valid keys: max_calls, arg_prefix, arg_one_of, arg_max, approve, approval");
+
+    d = onlyError("[budget]\nmax_used = 1\n");
+    CHECK(d.message == "unknown key 'max_used' in [budget]");
+    CHECK(d.hint == "did you mean 'max_usd'? valid keys: max_usd");
+    checkSpan(d.span, 2, 1, 2, 9);
+
+    d = onlyError("[limits]\nmax_wall_time = 5\n");
+    CHECK(d.message == "unknown key 'max_wall_time' in [limits]");
+    CHECK(d.hint == "did you mean 'max_wall_ms'? valid keys: max_steps, max_memory, max_wall_ms");
+
+    d = onlyError("max_usd = 1\n");
+    CHECK(d.message == "unknown top-level key 'max_usd' in the policy");
+    CHECK(d.hint == "'max_usd' belongs in [budget]; valid tables: [budget], [grant.\"<resource>\"], [limits]");
+    checkSpan(d.span, 1, 1, 1, 8);
+
+    d = onlyError("# limits\n[limit]\nmax_steps = 5\n");
+    CHECK(d.message == "unknown table [limit] in the policy");
+    CHECK(d.hint == "did you mean [limits]? valid tables: [budget], [grant.\"<resource>\"], [limits]");
+    checkSpan(d.span, 2, 2, 2, 7);
+
+    d = onlyError("[grants.llm]\nmax_calls = 1\n");  // the prototype's table is singular
+    CHECK(d.message == "unknown table [grants] in the policy");
+    CHECK(d.hint.starts_with("did you mean [grant]?"));
+    checkSpan(d.span, 1, 2, 1, 8);
+
+    d = onlyError("[grant.llm.extra]\n");  // a sub-table is a key of the grant too
+    CHECK(d.message == "unknown key 'extra' in [grant.llm]");
+    checkSpan(d.span, 1, 12, 1, 17);
+}
+
+TEST_CASE("policy: wrong value types are E0504 at the value") {
+    Diagnostic d = onlyError("[grant.\"inbox.list\"]\nmax_calls = -1\n");
+    CHECK(d.message == "max_calls in [grant.\"inbox.list\"] must be a non-negative integer, got -1");
+    CHECK(d.hint == "e.g. max_calls = 5; leave it out for no limit");
+    checkSpan(d.span, 2, 13, 2, 15);
+
+    d = onlyError("[grant.llm]\nmax_calls = \"3\"\n");
+    CHECK(d.message == "max_calls in [grant.llm] must be a non-negative integer, got \"3\"");
+    checkSpan(d.span, 2, 13, 2, 16);
+
+    d = onlyError("[grant.llm]\nmax_calls = 2.5\n");
+    CHECK(d.message == "max_calls in [grant.llm] must be a non-negative integer, got 2.5");
+
+    d = onlyError("[budget]\nmax_usd = \"0.75\"\n");
+    CHECK(d.message == "max_usd in [budget] must be a non-negative number, got \"0.75\"");
+    checkSpan(d.span, 2, 11, 2, 17);
+
+    d = onlyError("[budget]\nmax_usd = -0.5\n");
+    CHECK(d.message == "max_usd in [budget] must be a non-negative number, got -0.5");
+
+    d = onlyError("[budget]\nmax_usd = inf\n");
+    CHECK(d.message == "max_usd in [budget] must be a non-negative number, got inf");
+
+    d = onlyError("[limits]\nmax_steps = 0\n");
+    CHECK(d.message == "max_steps in [limits] must be a positive integer, got 0");
+    CHECK(d.hint == "e.g. max_steps = 100000000; leave it out for the default");
+    checkSpan(d.span, 2, 13, 2, 14);
+
+    d = onlyError("[limits]\nmax_memory = \"256MB\"\n");
+    CHECK(d.message == "max_memory in [limits] must be a positive integer, got \"256MB\"");
+    checkSpan(d.span, 2, 14, 2, 21);
+}
+
+TEST_CASE("policy: approval must be \"always\"") {
+    Diagnostic d = onlyError("[grant.\"repo.edit\"]\napproval = \"sometimes\"\n");
+    CHECK(d.code == DiagCode::E0504);
+    CHECK(d.message == "approval in [grant.\"repo.edit\"] must be \"always\", got \"sometimes\"");
+    CHECK(d.hint == "approval = \"always\" is the only setting; leave it out to follow the host's declaration");
+    checkSpan(d.span, 2, 12, 2, 23);
+
+    d = onlyError("[grant.llm]\napproval = true\n");
+    CHECK(d.message == "approval in [grant.llm] must be \"always\", got true");
+    checkSpan(d.span, 2, 12, 2, 16);
+}
+
+TEST_CASE("policy: argument constraint shapes") {
+    Diagnostic d = onlyError("[grant.\"repo.edit\"]\narg_prefix = [\"src/\"]\n");
+    CHECK(d.message ==
+          "arg_prefix in [grant.\"repo.edit\"] must be a table mapping parameter names to arrays, got an array");
+    CHECK(d.hint == "e.g. arg_prefix = { path = [\"src/\"] }");
+    checkSpan(d.span, 2, 14, 2, 22);
+
+    d = onlyError("[grant.\"repo.edit\"]\narg_prefix = { path = \"src/\" }\n");
+    CHECK(d.message == "arg_prefix.path in [grant.\"repo.edit\"] must be an array, got \"src/\"");
+    CHECK(d.hint == "list the allowed prefixes in brackets, e.g. arg_prefix = { path = [\"src/\"] }");
+    checkSpan(d.span, 2, 23, 2, 29);
+
+    d = onlyError("[grant.\"repo.edit\"]\narg_prefix = { path = [\"src/\", 3] }\n");
+    CHECK(d.message == "arg_prefix.path[1] in [grant.\"repo.edit\"] must be a string, got 3");
+    checkSpan(d.span, 2, 32, 2, 33);
+
+    d = onlyError("[grant.\"inbox.list\"]\narg_one_of = { since = [1979-05-27] }\n");
+    CHECK(d.message ==
+          "arg_one_of.since[0] in [grant.\"inbox.list\"] must be a string, number, boolean, array or table, "
+          "got a date");
+    checkSpan(d.span, 2, 25, 2, 35);
+
+    d = onlyError("[grant.\"inbox.list\"]\narg_one_of = { folder = \"inbox\" }\n");
+    CHECK(d.message == "arg_one_of.folder in [grant.\"inbox.list\"] must be an array, got \"inbox\"");
+
+    d = onlyError("[grant.\"payments.refund\"]\narg_max = { amount = \"100\" }\n");
+    CHECK(d.message == "arg_max.amount in [grant.\"payments.refund\"] must be a finite number, got \"100\"");
+    CHECK(d.hint == "e.g. arg_max = { amount = 100 }");
+    checkSpan(d.span, 2, 22, 2, 27);
+
+    d = onlyError("[grant.\"payments.refund\"]\narg_max = 100\n");
+    CHECK(d.message ==
+          "arg_max in [grant.\"payments.refund\"] must be a table mapping parameter names to numbers, got 100");
+
+    d = onlyError("[grant.\"mail.send\"]\napprove = { to = [\"external\", \"\"] }\n");
+    CHECK(d.message == "approve.to[1] in [grant.\"mail.send\"] must be a non-empty tag name, got \"\"");
+    checkSpan(d.span, 2, 31, 2, 33);
+
+    d = onlyError("[grant.\"mail.send\"]\napprove = \"external\"\n");
+    CHECK(d.message ==
+          "approve in [grant.\"mail.send\"] must be a table mapping parameter names to arrays, got \"external\"");
+}
+
+TEST_CASE("policy: grant must be a table of tables") {
+    Diagnostic d = onlyError("grant = 3\n");
+    CHECK(d.message == "'grant' must be a table, got 3");
+    checkSpan(d.span, 1, 9, 1, 10);
+
+    d = onlyError("[grant]\nllm = 5\n");
+    CHECK(d.message == "grant 'llm' must be a table of settings, got 5");
+    CHECK(d.hint == "write [grant.llm] on its own line, with settings such as max_calls = 5 under it");
+    checkSpan(d.span, 2, 7, 2, 8);
+
+    d = onlyError("[[grant]]\nmax_calls = 1\n");
+    CHECK(d.message == "'grant' must be a table, got an array");
+
+    d = onlyError("budget = 0.5\n");
+    CHECK(d.message == "'budget' must be a table, got 0.5");
+    CHECK(d.hint == "write a [budget] table with max_usd = 0.75 under it");
+}
+
+TEST_CASE("policy: every problem is reported, in file order") {
+    Parsed parsed = parse(R"([limits]
+max_steps = -5
+
+[grant."web.fetch"]
+max_call = 1
+approval = "sometimes"
+
+[budget]
+max_usd = "lots"
+)");
+    CHECK_FALSE(parsed.policy);
+    const std::vector<Diagnostic>& items = parsed.diags.items();
+    REQUIRE(items.size() == 4);
+    CHECK(items[0].span.line == 2);
+    CHECK(items[1].span.line == 5);
+    CHECK(items[2].span.line == 6);
+    CHECK(items[3].span.line == 9);
+    for (const Diagnostic& d : items) {
+        CHECK(d.code == DiagCode::E0504);
+        CHECK(d.file == "policy.toml");
+    }
+
+    SourceFile source("policy.toml", "[grant.\"web.fetch\"]\nmax_call = 1\n");
+    CHECK(renderText(onlyError(source.text()), &source) ==
+          "policy.toml:2:1: error[E0504]: unknown key 'max_call' in [grant.\"web.fetch\"]\n"
+          "   2 | max_call = 1\n"
+          "       ^^^^^^^^\n"
+          "  hint: did you mean 'max_calls'? valid keys: max_calls, arg_prefix, arg_one_of, arg_max, approve, "
+          "approval");
+}
+
+TEST_CASE("policy: E0505 for grants of resources the host does not declare") {
+    Parsed parsed = parse(R"([grant."web.fetch"]
+max_calls = 1
+
+[grant."web.fetc"]
+max_calls = 1
+
+[grant."payments.refund"]
+)");
+    REQUIRE(parsed.policy);
+    DiagnosticList diags;
+    checkPolicyAgainstHost(*parsed.policy, {"inbox.list", "web.fetch", "llm"}, diags);
+    const std::vector<Diagnostic>& items = diags.items();
+    REQUIRE(items.size() == 2);
+    CHECK(items[0].code == DiagCode::E0505);
+    CHECK(items[0].file == "policy.toml");
+    CHECK(items[0].message == "policy grants 'web.fetc', which the host does not declare");
+    CHECK(items[0].hint == "did you mean 'web.fetch'?");
+    checkSpan(items[0].span, 4, 1, 4, 19);
+    CHECK(items[1].message == "policy grants 'payments.refund', which the host does not declare");
+    CHECK(items[1].hint ==
+          "grant only capabilities and models declared in the host interface, or remove this grant");
+    checkSpan(items[1].span, 7, 1, 7, 26);
+
+    DiagnosticList none;
+    checkPolicyAgainstHost(*parsed.policy, {"web.fetch", "web.fetc", "payments.refund"}, none);
+    CHECK(none.items().empty());
+}
+
+TEST_CASE("policy: allow-all grants everything without limits") {
+    Policy policy = Policy::allowAllPolicy();
+    CHECK(policy.allowAll);
+    CHECK(policy.sha256.empty());
+    CHECK_FALSE(policy.maxUsd);
+    CHECK(policy.grants.empty());
+    const Grant* grant = policy.grantFor("payments.refund");
+    REQUIRE(grant);
+    CHECK_FALSE(grant->maxCalls);
+    CHECK(grant->argPrefix.empty());
+    CHECK(grant->argOneOf.empty());
+    CHECK(grant->argMax.empty());
+    CHECK(grant->approve.empty());
+    CHECK_FALSE(grant->approvalAlways);
+    CHECK(policy.grantFor("llm") == grant);
+    CHECK_FALSE(policy.limits.maxSteps);
+
+    DiagnosticList diags;
+    checkPolicyAgainstHost(policy, {}, diags);
+    CHECK(diags.items().empty());
+}

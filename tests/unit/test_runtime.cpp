@@ -1,0 +1,90 @@
+// Runtime helpers shared by every phase: the diagnostics registry and renderer, number formatting.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "runtime/diagnostics.h"
+#include "runtime/numfmt.h"
+
+using namespace remit;
+
+TEST_CASE("diagnostics: the registry has unique, well-formed codes") {
+    std::set<std::string_view> seen;
+    for (DiagCode code : allDiagCodes()) {
+        const DiagInfo& info = diagInfo(code);
+        CHECK(info.code.size() == 5);
+        CHECK(seen.insert(info.code).second);
+        CHECK(parseDiagCode(info.code) == code);
+        CHECK_FALSE(info.summary.empty());
+    }
+    CHECK_FALSE(parseDiagCode("E9999"));
+}
+
+TEST_CASE("diagnostics: text rendering is the prototype's layout") {
+    SourceFile source("prog.rmt", "program p\nfn main() {\n  let x = 1 < 2 < 3\n}\n");
+    Diagnostic d;
+    d.code = DiagCode::E0100;
+    d.message = "comparisons cannot be chained";
+    d.file = "prog.rmt";
+    d.span = Span{3, 17, 3, 18};
+    d.notes = {"first note"};
+    d.hint = "use 'and': a < b and b < c";
+    CHECK(renderText(d, &source) ==
+          "prog.rmt:3:17: error[E0100]: comparisons cannot be chained\n"
+          "   3 |   let x = 1 < 2 < 3\n"
+          "                       ^\n"
+          "  note: first note\n"
+          "  hint: use 'and': a < b and b < c");
+    d.code = DiagCode::W0201;
+    d.span = Span{2, 4, 2, 8};
+    d.notes.clear();
+    d.hint.clear();
+    CHECK(renderText(d, &source) ==
+          "prog.rmt:2:4: warning[W0201]: comparisons cannot be chained\n"
+          "   2 | fn main() {\n"
+          "          ^^^^");
+    d.code = DiagCode::R0101;
+    d.span = {};
+    CHECK(renderText(d, nullptr) == "prog.rmt: runtime error[R0101]: comparisons cannot be chained");
+}
+
+TEST_CASE("diagnostics: JSON shape and de-duplication") {
+    Diagnostic d;
+    d.code = DiagCode::E0001;
+    d.message = "m";
+    d.file = "f.rmt";
+    d.span = Span{1, 2, 1, 4};
+    nlohmann::ordered_json j = toJson(d);
+    CHECK(j["code"] == "E0001");
+    CHECK(j["severity"] == "error");
+    CHECK(j["line"] == 1);
+    CHECK(j["col"] == 2);
+    CHECK(j["end_line"] == 1);
+    CHECK(j["end_col"] == 4);
+    CHECK(j["hint"].is_null());
+    CHECK(j["notes"].is_array());
+    CHECK_FALSE(j.contains("details"));
+    DiagnosticList list(2);
+    CHECK(list.add(d));
+    CHECK_FALSE(list.add(d));
+    d.span.col = 5;
+    CHECK(list.add(d));
+    d.span.col = 6;
+    CHECK_FALSE(list.add(d));  // over the cap
+    CHECK(list.errorCount() == 2);
+}
+
+TEST_CASE("numfmt: floats print as Python's repr") {
+    CHECK(formatFloatRepr(612.0) == "612.0");
+    CHECK(formatFloatRepr(0.1) == "0.1");
+    CHECK(formatFloatRepr(1e16) == "1e+16");
+    CHECK(formatFloatRepr(1e-5) == "1e-05");
+    CHECK(formatFloatRepr(0.0001) == "0.0001");
+    CHECK(formatFloatRepr(1.5e300) == "1.5e+300");
+    CHECK(formatFloatRepr(-0.0) == "-0.0");
+    CHECK(formatFloatRepr(123456789012345680.0) == "1.2345678901234568e+17");
+    CHECK(formatFloatRepr(9999999999999998.0) == "9999999999999998.0");
+    CHECK(formatFloatRepr(2.5) == "2.5");
+    CHECK(formatFloatRepr(-3.75) == "-3.75");
+    CHECK(formatFloatRepr(1.0 / 3) == "0.3333333333333333");
+}
