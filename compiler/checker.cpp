@@ -11,6 +11,7 @@
 
 #include "compiler/formatter.h"
 #include "compiler/program_hash.h"
+#include "runtime/large_stack.h"
 
 namespace remit {
 
@@ -1431,6 +1432,16 @@ Info Checker::functionCall(const CallExpr& e, const FnDecl& fn, const Ctx& ctx) 
         args.push_back(infos.at(&a));
     }
     if (recursive_) return Info{ret, {}, std::move(eff)};
+    if (fnStack_.size() >= opts_.maxCallDepth) {
+        std::vector<std::string> chain;
+        for (const FnFrame& f : fnStack_) chain.push_back(f.fn->name);
+        chain.push_back(fn.name);
+        if (chain.size() > 6) chain.erase(chain.begin() + 3, chain.end() - 3), chain.insert(chain.begin() + 3, "...");
+        report(DiagCode::E0003,
+               fmt::format("call chain deeper than {} functions: {}", opts_.maxCallDepth, joinList(chain, " -> ")),
+               e.span, "flatten the program: let a function return data that its caller passes on");
+        return Info{ret, {}, std::move(eff)};
+    }
     FnSummary summary = analyseFn(fn, args, ctx.pc, ctx.record);
     return Info{summary.ret, summary.taint, sum(eff, summary.eff)};
 }
@@ -1867,7 +1878,7 @@ CheckResult checkProgram(const Program& program, HostModel host, DiagnosticList&
     result.host = std::move(host);
     size_t errorsBefore = diags.errorCount();
     Checker checker(program, result.host, diags, options, result);
-    checker.run();
+    runOnLargeStack([&] { checker.run(); });
     diags.sortByPosition();
     result.ok = diags.errorCount() == errorsBefore;
     return result;

@@ -44,6 +44,9 @@ struct CheckResult {
 struct CheckerOptions {
     std::string programFile;  // names used in diagnostics
     std::string hostFile;
+    // Longest chain of program functions calling each other (main -> f -> g ...). Analysis runs
+    // callees in their calling context, so this bounds its depth; deeper is E0003.
+    size_t maxCallDepth = 256;
 };
 
 // Resolves the host interface (E0105, E0112 in the host file) into `host`.

@@ -3,6 +3,8 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <unordered_map>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -26,6 +28,32 @@ constexpr Spelling kKeywords[] = {
     REMIT_KEYWORDS(REMIT_X)
 #undef REMIT_X
 };
+
+// The punctuation token starting `rest`, longest spelling first; null when there is none.
+const Spelling* punctuationAt(std::string_view rest) {
+    // Indexed by first character: most characters start no punctuation, so this is one load.
+    static const std::array<std::vector<const Spelling*>, 128> byFirst = [] {
+        std::array<std::vector<const Spelling*>, 128> table;
+        for (const Spelling& p : kPunctuation) table[static_cast<unsigned char>(p.text[0])].push_back(&p);
+        return table;
+    }();
+    unsigned char c = static_cast<unsigned char>(rest[0]);
+    if (c >= 128) return nullptr;
+    for (const Spelling* p : byFirst[c])
+        if (rest.substr(0, p->text.size()) == p->text) return p;
+    return nullptr;
+}
+
+// Keyword or identifier: one hash lookup per word.
+Tok keywordKind(std::string_view word) {
+    static const std::unordered_map<std::string_view, Tok> keywords = [] {
+        std::unordered_map<std::string_view, Tok> table;
+        for (const Spelling& k : kKeywords) table.emplace(k.text, k.kind);
+        return table;
+    }();
+    auto it = keywords.find(word);
+    return it == keywords.end() ? Tok::Ident : it->second;
+}
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 bool isIdentStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
@@ -188,9 +216,7 @@ private:
         if (isDigit(c)) return lexNumber();
         if (isIdentStart(c)) return lexWord();
         if (c == '"') return lexString();
-        for (const Spelling& p : kPunctuation) {
-            if (src_.substr(pos_, p.text.size()) == p.text) return lexPunctuation(p);
-        }
+        if (const Spelling* p = punctuationAt(src_.substr(pos_))) return lexPunctuation(*p);
         Span span = here();
         std::string shown = c >= 0x20 && c < 0x7F ? fmt::format("'{}'", c)
                                                   : std::string(src_.substr(pos_, std::max<size_t>(1, utf8SequenceLength(src_, pos_))));
@@ -255,9 +281,7 @@ private:
                               limits_.maxIdentifierLength),
                   span, "use a shorter name");
         }
-        Tok kind = Tok::Ident;
-        for (const Spelling& k : kKeywords)
-            if (k.text == word) kind = k.kind;
+        Tok kind = keywordKind(word);
         push(make(kind, begin, span));
     }
 

@@ -13,9 +13,10 @@ import tempfile
 import traceback
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-REMITC = os.environ.get("REMITC", str(REPO / "build/release/cli/remitc"))
-REMIT = os.environ.get("REMIT", str(REPO / "build/release/cli/remit"))
-REMITVM = os.environ.get("REMITVM", str(REPO / "build/release/cli/remitvm"))
+# Absolute, because tests run the tools from temporary directories.
+REMITC = str(pathlib.Path(os.environ.get("REMITC", REPO / "build/release/cli/remitc")).resolve())
+REMIT = str(pathlib.Path(os.environ.get("REMIT", REPO / "build/release/cli/remit")).resolve())
+REMITVM = str(pathlib.Path(os.environ.get("REMITVM", REPO / "build/release/cli/remitvm")).resolve())
 
 
 class Result:

@@ -619,7 +619,7 @@ TEST_CASE("fuzz regressions that parse format safely") {
 TEST_CASE("formatExpression prints one expression on one line") {
     auto program = parseProgramOk(
         "program p\nfn main() {\n  inv.iban + f(x, y: { a: 1 })\n  if c {\n    # note\n    1\n  } else {\n    let z = 2\n    z\n  }\n"
-        "  match s {\n    \"a\" => { b: 1 }\n    _ => 2\n  }\n}\n");
+        "  match s {\n    \"a\" => { { b: 1 } }\n    _ => 2\n  }\n}\n");
     const auto& stmts = program->decls[0]->as<ast::FnDecl>().body->stmts;
     CHECK(formatExpression(*stmts[0]->value) == "inv.iban + f(x, y: { a: 1 })");
     CHECK(formatExpression(*stmts[1]->value) == "if c { 1 } else { let z = 2; z }");
