@@ -240,7 +240,9 @@ public:
             {"Int", &TypeArena::integer}, {"Float", &TypeArena::floating}, {"Bool", &TypeArena::boolean},
             {"Str", &TypeArena::str}, {"Unit", &TypeArena::unit}};
         if (auto it = prims.find(te.name); it != prims.end()) {
-            if (!te.args.empty() || te.max)
+            if (te.max && te.args.empty())
+                error(DiagCode::E0105, "'max' applies only to List types", te.span, "write List[T] max N");
+            else if (!te.args.empty())
                 error(DiagCode::E0105, fmt::format("type '{}' takes no parameters", te.name), te.span,
                       "only List takes a parameter and a max bound");
             return (arena_.*(it->second))();
@@ -1003,7 +1005,8 @@ Info Checker::binary(const BinaryExpr& e, const Ctx& ctx) {
                 return out;
             }
             std::optional<int64_t> max;
-            if (lt->max && rt->max) max = *lt->max + *rt->max;
+            if (lt->max && rt->max)  // saturating: a huge declared bound must not wrap to a small one
+                max = *lt->max > INT64_MAX - *rt->max ? INT64_MAX : *lt->max + *rt->max;
             out.type = arena_.list(j->elem, max);
             return out;
         }

@@ -164,9 +164,17 @@ CheckOutcome checkProgramFile(const std::string& path, const CheckOptions& optio
         out.ioError = err;
         return out;
     }
-    auto policySource = std::make_unique<SourceFile>(*out.policyPath, policyText);
-    out.sources[*out.policyPath] = std::move(policySource);
     bool programOk = !out.diags.hasErrors();
+    if (policyText.size() > options.limits.maxSourceBytes) {
+        Diagnostic d;
+        d.code = DiagCode::E0504;
+        d.message = fmt::format("policy file is over the limit of {} bytes", options.limits.maxSourceBytes);
+        d.file = *out.policyPath;
+        d.hint = "a policy is a short list of grants; check that this is the right file";
+        out.diags.add(std::move(d));
+        return out;
+    }
+    out.sources[*out.policyPath] = std::make_unique<SourceFile>(*out.policyPath, policyText);
     out.policy = parsePolicy(*out.policyPath, policyText, out.diags);
     if (!out.policy) return out;
     checkPolicyAgainstHost(*out.policy, hostResources, out.diags);

@@ -109,7 +109,8 @@ private:
     bool checkWholeFile() {
         if (src_.size() > limits_.maxSourceBytes) {
             fatal(DiagCode::E0003,
-                  fmt::format("source is {} bytes, over the limit of {} bytes", src_.size(), limits_.maxSourceBytes),
+                  // The caller may have read only the first maxSourceBytes + 1 bytes of a huge file.
+                  fmt::format("source is over the limit of {} bytes", limits_.maxSourceBytes),
                   Span{1, 1, 1, 2}, "split the program, or move data into inputs and fixtures");
             return false;
         }
@@ -232,7 +233,7 @@ private:
         Span start = here();
         if (isFragment_) {
             fatal(DiagCode::E0001, "a comment cannot appear inside a string interpolation", start,
-                  "use \\# ... or move the expression out of the string");
+                  "bind the value with let first, then interpolate the name");
             return;
         }
         size_t end = src_.find('\n', pos_);
@@ -452,7 +453,16 @@ private:
                     char kc = src_[k];
                     if (kc == '{') ++depth;
                     else if (kc == '}') --depth;
-                    else if (kc == '"' || kc == '\n') { bad = true; break; }
+                    else if (kc == '\n') { bad = true; break; }
+                    else if (kc == '"') {
+                        // The string's own closing quote (none follows on the line) means the
+                        // brace was never closed; another quote means a nested string.
+                        size_t lineEnd = src_.find('\n', k);
+                        std::string_view rest = src_.substr(k + 1, lineEnd == std::string_view::npos ? std::string_view::npos : lineEnd - k - 1);
+                        if (rest.find('"') == std::string_view::npos) depth = -1;
+                        else bad = true;
+                        break;
+                    }
                     ++k;
                 }
                 if (bad) {
@@ -476,7 +486,7 @@ private:
                 if (depth != 0) {
                     error(DiagCode::E0001, "unclosed '{' in string interpolation", open,
                           "close it with }, or write \\{ for a literal brace");
-                    abandon();
+                    abandon();  // stops after the string's closing quote
                     pushPlaceholderString(begin, start);
                     return;
                 }

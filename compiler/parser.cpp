@@ -244,6 +244,7 @@ private:
     ExprPtr ifExpr();
     ExprPtr forExpr();
     ExprPtr matchExpr();
+    void matchArm(MatchExpr& match);
     bool atAskType() const;
     void callArgs(CallExpr& call);
     void callModifiers(CallExpr& call, const Span& start);
@@ -538,7 +539,9 @@ std::unique_ptr<Program> Parser::program() {
                     Span budget = advance().span;
                     if (prog->budgetUsd) fail("duplicate 'budget' line", budget, "a program has one budget");
                     expect(Tok::KwUsd, "budgets are written: budget usd 0.50");
+                    Span amount = peek().span;
                     prog->budgetUsd = number();
+                    if (*prog->budgetUsd < 0) fail("a budget cannot be negative", from(amount), "write budget usd 0.50");
                     prog->budgetSpan = from(budget);
                     prog->budgetTrailing = takeTrailing(lastSpan_.endLine);
                 }
@@ -693,6 +696,9 @@ StmtPtr Parser::statement() {
         s->span = from(start);
         return s;
     }
+    if (at(Tok::Ident) && peek(1).kind == Tok::Colon)
+        failAt("expected a statement, found a record field",
+               "braces after =>, if or else open a block; write a record value in parentheses: ({ a: 1 })");
     auto s = std::make_unique<Stmt>(StmtKind::Expr);
     s->id = newId();
     s->value = expr();
@@ -1046,39 +1052,61 @@ ExprPtr Parser::matchExpr() {
     expect(Tok::LBrace, "a match is written: match x { \"a\" => 1, _ => 2 }");
     skipNewlines();
     while (!at(Tok::RBrace)) {
-        MatchArm arm;
-        arm.comments.leading = takeComments(peek().span.line);
-        Span start = peek().span;
-        if (at(Tok::Str)) arm.pattern = plainString("a match pattern");
-        else if (at(Tok::Ident) && peek().text == "_") advance();
-        else failAt("match patterns must be string literals or '_'", "write \"value\" => ... or _ => ...");
-        expect(Tok::FatArrow, "match arms are written: \"value\" => result");
-        if (at(Tok::LBrace)) {
-            arm.body = block();
-            arm.braced = true;
-        } else {
-            Span bodyStart = peek().span;
-            auto s = std::make_unique<Stmt>(StmtKind::Expr);
-            s->id = newId();
-            s->value = expr();
-            s->span = from(bodyStart);
-            arm.body = std::make_unique<Block>();
-            arm.body->id = newId();
-            arm.body->span = s->span;
-            arm.body->stmts.push_back(std::move(s));
+        if (at(Tok::Eof)) failAt("unclosed match: expected '}'", "add the missing '}'");
+        try {
+            matchArm(*n);
+        } catch (SyntaxError&) {
+            // Skip the rest of the broken arm: to the next line or ',' inside the match.
+            int depth = 0;
+            while (!at(Tok::Eof)) {
+                Tok k = peek().kind;
+                if (depth == 0 && (k == Tok::Newline || k == Tok::Comma || k == Tok::Semicolon)) {
+                    advance();
+                    skipNewlines();
+                    break;
+                }
+                if (depth == 0 && k == Tok::RBrace) break;
+                if (k == Tok::LBrace || k == Tok::LParen || k == Tok::LBracket) ++depth;
+                if ((k == Tok::RBrace || k == Tok::RParen || k == Tok::RBracket) && depth > 0) --depth;
+                advance();
+            }
         }
-        arm.span = from(start);
-        arm.comments.trailing = takeTrailing(lastSpan_.endLine);
-        n->arms.push_back(std::move(arm));
-        if (accept(Tok::Comma)) skipNewlines();
-        else if (at(Tok::Newline) || at(Tok::Semicolon)) skipNewlines();
-        else if (!at(Tok::RBrace))
-            failAt(fmt::format("expected ',' or a new line between match arms, found {}", describeToken(peek())));
     }
     n->closingComments = takeComments(peek().span.line);
     advance();
     n->span = from(n->span);
     return n;
+}
+
+void Parser::matchArm(MatchExpr& match) {
+    MatchArm arm;
+    arm.comments.leading = takeComments(peek().span.line);
+    Span start = peek().span;
+    if (at(Tok::Str)) arm.pattern = plainString("a match pattern");
+    else if (at(Tok::Ident) && peek().text == "_") advance();
+    else failAt("match patterns must be string literals or '_'", "write \"value\" => ... or _ => ...");
+    expect(Tok::FatArrow, "match arms are written: \"value\" => result");
+    if (at(Tok::LBrace)) {
+        arm.body = block();
+        arm.braced = true;
+    } else {
+        Span bodyStart = peek().span;
+        auto s = std::make_unique<Stmt>(StmtKind::Expr);
+        s->id = newId();
+        s->value = expr();
+        s->span = from(bodyStart);
+        arm.body = std::make_unique<Block>();
+        arm.body->id = newId();
+        arm.body->span = s->span;
+        arm.body->stmts.push_back(std::move(s));
+    }
+    arm.span = from(start);
+    arm.comments.trailing = takeTrailing(lastSpan_.endLine);
+    match.arms.push_back(std::move(arm));
+    if (accept(Tok::Comma)) skipNewlines();
+    else if (at(Tok::Newline) || at(Tok::Semicolon)) skipNewlines();
+    else if (!at(Tok::RBrace))
+        failAt(fmt::format("expected ',' or a new line between match arms, found {}", describeToken(peek())));
 }
 
 template <class Tree, class Parse>

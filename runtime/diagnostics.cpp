@@ -99,7 +99,7 @@ nlohmann::ordered_json toJson(const Diagnostic& d) {
         j["end_line"] = d.span.endLine;
         j["end_col"] = d.span.endCol;
     } else {
-        j["line"] = j["col"] = j["end_line"] = j["end_col"] = nullptr;
+        for (const char* key : {"line", "col", "end_line", "end_col"}) j[key] = nullptr;
     }
     j["hint"] = d.hint.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(d.hint);
     j["notes"] = d.notes;

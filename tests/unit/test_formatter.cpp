@@ -449,7 +449,7 @@ const char* const kHeaders[] = {
     "program fractional\nbudget usd 0.25\n",
     "program integral_float\nbudget usd 5.0\n",
     "program negative_zero\nbudget usd -0\n",
-    "program negative\nbudget usd -2.5\n",
+    "program negative\nbudget usd 2.5\n",
     "program tiny\nbudget usd 0.00001\n",
     "program huge\nbudget usd 100000000000000000000.0\n",
     "program large_int\nbudget usd 9007199254740993\n",

@@ -1,0 +1,193 @@
+// Python-compatible JSON text (see canonical_json.h).
+#include "runtime/canonical_json.h"
+
+#include <algorithm>
+#include <cassert>
+#include <charconv>
+#include <cmath>
+#include <vector>
+
+#include "runtime/numfmt.h"
+
+namespace remit {
+
+namespace {
+
+constexpr char kHex[] = "0123456789abcdef";
+
+void appendEscapedUnit(std::string& out, uint32_t unit) {
+    out += "\\u";
+    for (int shift = 12; shift >= 0; shift -= 4) out += kHex[(unit >> shift) & 0xf];
+}
+
+// Decodes one UTF-8 sequence at `i`, advancing `i`. Malformed input (which Remit's producers
+// never make) decodes byte by byte as U+FFFD rather than stopping.
+uint32_t decodeUtf8(std::string_view s, size_t& i) {
+    auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+    unsigned char lead = byte(i);
+    size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xe ? 3 : (lead >> 3) == 0x1e ? 4 : 0;
+    if (length == 0 || i + length > s.size()) {
+        ++i;
+        return 0xfffd;
+    }
+    uint32_t cp = length == 1 ? lead : lead & (0x7f >> length);
+    for (size_t k = 1; k < length; ++k) {
+        if ((byte(i + k) & 0xc0) != 0x80) {
+            ++i;
+            return 0xfffd;
+        }
+        cp = (cp << 6) | (byte(i + k) & 0x3f);
+    }
+    i += length;
+    return cp;
+}
+
+template <class Json>
+void appendScalar(std::string& out, const Json& value, bool ensureAscii) {
+    switch (value.type()) {
+        case nlohmann::json::value_t::null: out += "null"; break;
+        case nlohmann::json::value_t::boolean: out += value.template get<bool>() ? "true" : "false"; break;
+        case nlohmann::json::value_t::number_integer:
+        case nlohmann::json::value_t::number_unsigned: {
+            char buf[24];
+            auto [end, ec] = value.is_number_unsigned()
+                                 ? std::to_chars(buf, buf + sizeof buf, value.template get<uint64_t>())
+                                 : std::to_chars(buf, buf + sizeof buf, value.template get<int64_t>());
+            out.append(buf, end);
+            break;
+        }
+        case nlohmann::json::value_t::number_float: {
+            double d = value.template get<double>();
+            if (std::isnan(d)) out += "NaN";
+            else if (std::isinf(d)) out += d < 0 ? "-Infinity" : "Infinity";
+            else out += formatFloatRepr(d);
+            break;
+        }
+        case nlohmann::json::value_t::string:
+            appendJsonString(out, value.template get_ref<const std::string&>(), ensureAscii);
+            break;
+        default:
+            // Binary and discarded values never come from JSON text or from Remit values.
+            assert(false && "not a JSON scalar");
+            out += "null";
+    }
+}
+
+template <class Json>
+std::string dumpImpl(const Json& root, const JsonTextStyle& style) {
+    std::string out;
+    // One frame per open container: its members in output order and the next one to write.
+    struct Frame {
+        const Json* container;
+        std::vector<typename Json::const_iterator> members;
+        size_t next = 0;
+    };
+    std::vector<Frame> stack;
+    auto newline = [&](size_t depth) {
+        if (style.indent < 0) return;
+        out += '\n';
+        out.append(depth * static_cast<size_t>(style.indent), ' ');
+    };
+    // Writes a scalar or an empty container whole, or opens a container and pushes its frame.
+    auto open = [&](const Json& value) {
+        if (!value.is_structured()) {
+            appendScalar(out, value, style.ensureAscii);
+            return;
+        }
+        if (value.empty()) {
+            out += value.is_array() ? "[]" : "{}";
+            return;
+        }
+        out += value.is_array() ? '[' : '{';
+        Frame frame{&value, {}, 0};
+        frame.members.reserve(value.size());
+        for (auto it = value.cbegin(); it != value.cend(); ++it) frame.members.push_back(it);
+        if (value.is_object() && style.sortKeys) {
+            // std::string compares bytes as unsigned char: UTF-8 byte order is code-point order.
+            std::sort(frame.members.begin(), frame.members.end(),
+                      [](const auto& x, const auto& y) { return x.key() < y.key(); });
+        }
+        stack.push_back(std::move(frame));
+    };
+    open(root);
+    while (!stack.empty()) {
+        Frame& frame = stack.back();
+        bool isArray = frame.container->is_array();
+        if (frame.next == frame.members.size()) {
+            newline(stack.size() - 1);
+            out += isArray ? ']' : '}';
+            stack.pop_back();
+            continue;
+        }
+        auto it = frame.members[frame.next++];
+        if (frame.next > 1) out += style.itemSeparator;
+        newline(stack.size());
+        if (!isArray) {
+            appendJsonString(out, it.key(), style.ensureAscii);
+            out += style.keySeparator;
+        }
+        open(*it);  // may push: `frame` is not used after this
+    }
+    return out;
+}
+
+JsonTextStyle canonicalStyle() {
+    JsonTextStyle style;
+    style.sortKeys = true;
+    style.ensureAscii = false;
+    style.itemSeparator = ",";
+    style.keySeparator = ":";
+    return style;
+}
+
+}  // namespace
+
+void appendJsonString(std::string& out, std::string_view text, bool ensureAscii) {
+    out += '"';
+    size_t i = 0;
+    while (i < text.size()) {
+        auto c = static_cast<unsigned char>(text[i]);
+        if (c >= 0x80) {
+            if (!ensureAscii) {
+                // Copy the whole run of non-ASCII bytes unchanged.
+                size_t start = i;
+                while (i < text.size() && static_cast<unsigned char>(text[i]) >= 0x80) ++i;
+                out.append(text.substr(start, i - start));
+                continue;
+            }
+            uint32_t cp = decodeUtf8(text, i);
+            if (cp >= 0x10000) {
+                cp -= 0x10000;
+                appendEscapedUnit(out, 0xd800 | (cp >> 10));
+                appendEscapedUnit(out, 0xdc00 | (cp & 0x3ff));
+            } else {
+                appendEscapedUnit(out, cp);
+            }
+            continue;
+        }
+        ++i;
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            case '\b': out += "\\b"; break;
+            case '\f': out += "\\f"; break;
+            default:
+                if (c < 0x20 || (ensureAscii && c == 0x7f)) appendEscapedUnit(out, c);
+                else out += static_cast<char>(c);
+        }
+    }
+    out += '"';
+}
+
+std::string dumpJson(const nlohmann::json& value, const JsonTextStyle& style) { return dumpImpl(value, style); }
+std::string dumpJson(const nlohmann::ordered_json& value, const JsonTextStyle& style) {
+    return dumpImpl(value, style);
+}
+
+std::string canonicalJson(const nlohmann::json& value) { return dumpImpl(value, canonicalStyle()); }
+std::string canonicalJson(const nlohmann::ordered_json& value) { return dumpImpl(value, canonicalStyle()); }
+
+}  // namespace remit

@@ -1,0 +1,478 @@
+// Heap: allocation, accounting, iterative freeing and in-place growth (see heap.h).
+#include "runtime/heap.h"
+
+#include <algorithm>
+#include <cassert>
+#include <new>
+
+#include <fmt/format.h>
+
+namespace remit {
+
+namespace {
+
+// What a string's buffer costs beyond its object: nothing while it fits the small-string buffer
+// inside std::string, else its capacity plus the terminating NUL.
+size_t strBufferBytes(size_t capacity) {
+    return capacity <= std::string().capacity() ? 0 : capacity + 1;
+}
+
+size_t listBufferBytes(size_t capacity) { return capacity * sizeof(Value); }
+
+// Capacity after growth: at least double, so n appends cost O(n) in total.
+size_t grownCapacity(size_t current, size_t needed) {
+    return std::max({needed, current * 2, size_t(4)});
+}
+
+}  // namespace
+
+Heap::Heap(size_t budgetBytes, uint32_t maxTagSets, uint64_t maxProvNodes)
+    : budget_(std::min(budgetBytes, kMaxMemoryBudget)), tags_(maxTagSets), prov_(maxProvNodes) {
+    // The tables' fixed part counts against the budget like everything else the run holds.
+    (void)chargeTables();
+}
+
+Heap::~Heap() {
+    assert(liveObjects_ == 0 && "every Value must be destroyed before its Heap");
+}
+
+// ---- Accounting and errors.
+
+bool Heap::charge(size_t bytes) {
+    if (bytes > available()) {
+        failMemory(bytes);
+        return false;
+    }
+    live_ += bytes;
+    peak_ = std::max(peak_, live_);
+    return true;
+}
+
+void Heap::credit(size_t bytes) {
+    assert(bytes <= live_);
+    live_ -= bytes;
+}
+
+void Heap::fail(RuntimeError error) {
+    if (!error_) error_ = std::move(error);
+}
+
+void Heap::failMemory(size_t needed) {
+    fail(RuntimeError{DiagCode::R0701,
+                      fmt::format("memory limit exceeded: {} bytes are live and {} more were needed, "
+                                  "but max_memory is {} bytes",
+                                  live_, needed, budget_),
+                      nlohmann::ordered_json{{"limit", "max_memory"}, {"value", budget_}}});
+}
+
+RuntimeError Heap::takeError() {
+    assert(error_);
+    RuntimeError out = std::move(*error_);
+    error_.reset();
+    return out;
+}
+
+// Charges whatever the tables grew by since the last call. Growth past the budget is reported,
+// but the entry stays (it is already made, and the run is about to stop anyway).
+bool Heap::chargeTables() {
+    size_t now = tags_.bytesUsed() + prov_.bytesUsed();
+    size_t grown = now - tableBytes_;
+    tableBytes_ = now;
+    if (grown == 0) return true;
+    if (grown > available()) {
+        live_ += grown;
+        peak_ = std::max(peak_, live_);
+        failMemory(grown);
+        return false;
+    }
+    live_ += grown;
+    peak_ = std::max(peak_, live_);
+    return true;
+}
+
+// ---- Objects.
+
+template <class Object>
+Object* Heap::allocate(ValueKind kind, size_t charged) {
+    if (!charge(charged)) return nullptr;
+    try {
+        auto* object = new Object(kind, this, charged);
+        ++liveObjects_;
+        return object;
+    } catch (const std::bad_alloc&) {
+        credit(charged);
+        failMemory(charged);
+        return nullptr;
+    }
+}
+
+void destroyHeapObject(HeapObject* object) { object->heap->destroy(object); }
+
+void Heap::destroy(HeapObject* object) {
+    // Freeing a container drops its items, which may free more objects: they are queued here and
+    // freed by the outermost call, so the C++ stack stays flat however deep the value is.
+    dying_.push_back(object);
+    if (freeing_) return;
+    freeing_ = true;
+    while (!dying_.empty()) {
+        HeapObject* dead = dying_.back();
+        dying_.pop_back();
+        size_t bytes = dead->chargedBytes;
+        switch (dead->kind) {
+            case ValueKind::Str: delete static_cast<StrObject*>(dead); break;
+            case ValueKind::List: delete static_cast<ListObject*>(dead); break;
+            case ValueKind::Record: delete static_cast<RecordObject*>(dead); break;
+            default: assert(false && "not a heap kind");
+        }
+        credit(bytes);
+        --liveObjects_;
+    }
+    freeing_ = false;
+}
+
+std::optional<Value> Heap::makeStr(std::string_view bytes, TagSetId tags, ProvId prov) {
+    auto* object = allocate<StrObject>(ValueKind::Str, sizeof(StrObject) + strBufferBytes(bytes.size()));
+    if (!object) return std::nullopt;
+    Value out = Value::adopt(object, tags, prov);
+    try {
+        object->bytes.assign(bytes);
+    } catch (const std::bad_alloc&) {
+        failMemory(bytes.size());
+        return std::nullopt;
+    }
+    return out;
+}
+
+std::optional<Value> Heap::newList(size_t capacity, TagSetId tags, ProvId prov) {
+    if (capacity > kMaxMemoryBudget / sizeof(Value)) {
+        failMemory(kMaxMemoryBudget);
+        return std::nullopt;
+    }
+    auto* object = allocate<ListObject>(ValueKind::List, sizeof(ListObject) + listBufferBytes(capacity));
+    if (!object) return std::nullopt;
+    Value out = Value::adopt(object, tags, prov);
+    try {
+        object->items.reserve(capacity);
+    } catch (const std::bad_alloc&) {
+        failMemory(listBufferBytes(capacity));
+        return std::nullopt;
+    }
+    return out;
+}
+
+std::optional<Value> Heap::makeList(std::span<const Value> items, TagSetId tags, ProvId prov) {
+    TagSetId deepTags = kNoTags;
+    ProvId deepProv = kNoProv;
+    for (const Value& item : items) {
+        std::optional<TagSetId> t = uniteTags(deepTags, item.tags());
+        if (t) t = uniteTags(*t, contentTags(item));
+        std::optional<ProvId> p = uniteProv(deepProv, item.prov());
+        if (p) p = uniteProv(*p, contentProv(item));
+        if (!t || !p) return std::nullopt;
+        deepTags = *t;
+        deepProv = *p;
+    }
+    std::optional<Value> out = newList(items.size(), tags, prov);
+    if (!out) return std::nullopt;
+    auto& list = const_cast<ListObject&>(out->asList());
+    list.items.assign(items.begin(), items.end());  // fits the reserved capacity: no allocation
+    list.deepTags = deepTags;
+    list.deepProv = deepProv;
+    return out;
+}
+
+const RecordShape* Heap::recordShape(std::span<const std::string> names) {
+    std::string key;
+    for (const std::string& name : names) {
+        key += name;
+        key += '\0';
+    }
+    if (auto it = shapeIds_.find(key); it != shapeIds_.end()) return it->second;
+    assert(std::all_of(names.begin(), names.end(), [&](const std::string& n) {
+        return std::count(names.begin(), names.end(), n) == 1;
+    }) && "record field names must be distinct");
+    // Shapes live as long as the run, like the tables: key, names and map entry.
+    if (!charge(sizeof(RecordShape) + 2 * key.size() + names.size() * sizeof(std::string) + 64)) return nullptr;
+    shapes_.push_back(RecordShape{std::vector<std::string>(names.begin(), names.end())});
+    const RecordShape* shape = &shapes_.back();
+    shapeIds_.emplace(std::move(key), shape);
+    return shape;
+}
+
+const RecordShape* Heap::recordShape(std::initializer_list<std::string_view> names) {
+    std::vector<std::string> owned(names.begin(), names.end());
+    return recordShape(std::span<const std::string>(owned));
+}
+
+std::optional<Value> Heap::makeRecord(const RecordShape* shape, std::span<const Value> values, TagSetId tags,
+                                      ProvId prov) {
+    assert(shape && values.size() == shape->names.size());
+    TagSetId deepTags = kNoTags;
+    ProvId deepProv = kNoProv;
+    for (const Value& v : values) {
+        std::optional<TagSetId> t = uniteTags(deepTags, v.tags());
+        if (t) t = uniteTags(*t, contentTags(v));
+        std::optional<ProvId> p = uniteProv(deepProv, v.prov());
+        if (p) p = uniteProv(*p, contentProv(v));
+        if (!t || !p) return std::nullopt;
+        deepTags = *t;
+        deepProv = *p;
+    }
+    auto* object =
+        allocate<RecordObject>(ValueKind::Record, sizeof(RecordObject) + listBufferBytes(values.size()));
+    if (!object) return std::nullopt;
+    Value out = Value::adopt(object, tags, prov);
+    try {
+        object->values.reserve(values.size());
+        object->values.assign(values.begin(), values.end());
+    } catch (const std::bad_alloc&) {
+        failMemory(listBufferBytes(values.size()));
+        return std::nullopt;
+    }
+    object->shape = shape;
+    object->deepTags = deepTags;
+    object->deepProv = deepProv;
+    return out;
+}
+
+// ---- Growth.
+
+bool Heap::growList(ListObject& list, size_t needed) {
+    size_t capacity = list.items.capacity();
+    if (needed <= capacity) return true;
+    if (needed > kMaxMemoryBudget / sizeof(Value)) {
+        failMemory(kMaxMemoryBudget);
+        return false;
+    }
+    size_t target = grownCapacity(capacity, needed);
+    size_t extra = listBufferBytes(target) - listBufferBytes(capacity);
+    if (extra > available()) {  // doubling does not fit: the exact size might
+        target = needed;
+        extra = listBufferBytes(target) - listBufferBytes(capacity);
+    }
+    if (!charge(extra)) return false;
+    try {
+        list.items.reserve(target);
+    } catch (const std::bad_alloc&) {
+        credit(extra);
+        failMemory(extra);
+        return false;
+    }
+    list.chargedBytes += extra;
+    return true;
+}
+
+bool Heap::growStr(StrObject& str, size_t needed) {
+    size_t capacity = str.bytes.capacity();
+    if (needed <= capacity) return true;
+    if (needed > kMaxMemoryBudget) {
+        failMemory(needed);
+        return false;
+    }
+    size_t target = grownCapacity(capacity, needed);
+    size_t extra = strBufferBytes(target) - strBufferBytes(capacity);
+    if (extra > available()) {  // doubling does not fit: the exact size might
+        target = needed;
+        extra = strBufferBytes(target) - strBufferBytes(capacity);
+    }
+    if (!charge(extra)) return false;
+    try {
+        str.bytes.reserve(target);
+    } catch (const std::bad_alloc&) {
+        credit(extra);
+        failMemory(extra);
+        return false;
+    }
+    str.chargedBytes += extra;
+    return true;
+}
+
+bool Heap::appendInPlace(Value& list, const Value& itemRef) {
+    assert(list.kind() == ValueKind::List);
+    // A counted copy first: `itemRef` may live in the list's buffer (which growth moves) or be the
+    // list itself — then the extra reference makes the list shared, so it is copied and never
+    // made to contain itself.
+    Value item(itemRef);
+    const ListObject& current = list.asList();
+    std::optional<TagSetId> t = uniteTags(current.deepTags, item.tags());
+    if (t) t = uniteTags(*t, contentTags(item));
+    std::optional<ProvId> p = uniteProv(current.deepProv, item.prov());
+    if (p) p = uniteProv(*p, contentProv(item));
+    if (!t || !p) return false;
+    if (list.refCount() != 1) {
+        // Shared: build the result beside it; the other holders keep the old list.
+        std::optional<Value> copy = newList(current.items.size() + 1, list.tags(), list.prov());
+        if (!copy) return false;
+        auto& fresh = const_cast<ListObject&>(copy->asList());
+        fresh.items.assign(current.items.begin(), current.items.end());
+        fresh.items.push_back(std::move(item));
+        fresh.deepTags = *t;
+        fresh.deepProv = *p;
+        list = std::move(*copy);
+        return true;
+    }
+    auto& unique = const_cast<ListObject&>(current);
+    if (!growList(unique, unique.items.size() + 1)) return false;
+    unique.items.push_back(std::move(item));
+    unique.deepTags = *t;
+    unique.deepProv = *p;
+    return true;
+}
+
+bool Heap::concatInPlace(Value& target, const Value& otherRef) {
+    assert(target.kind() == otherRef.kind());
+    // As in appendInPlace: with the extra reference, `s = s + s` and `xs = xs + xs` see a shared
+    // target and copy, so nothing reads a buffer while it grows.
+    Value other(otherRef);
+    std::optional<TagSetId> tags = uniteTags(target.tags(), other.tags());
+    std::optional<ProvId> prov = uniteProv(target.prov(), other.prov());
+    if (!tags || !prov) return false;
+    if (target.kind() == ValueKind::Str) {
+        std::string_view tail = other.asStr();
+        if (target.refCount() != 1) {
+            std::string_view head = target.asStr();
+            auto* object =
+                allocate<StrObject>(ValueKind::Str, sizeof(StrObject) + strBufferBytes(head.size() + tail.size()));
+            if (!object) return false;
+            Value fresh = Value::adopt(object, *tags, *prov);
+            try {
+                object->bytes.reserve(head.size() + tail.size());
+                object->bytes.append(head);
+                object->bytes.append(tail);
+            } catch (const std::bad_alloc&) {
+                failMemory(head.size() + tail.size());
+                return false;
+            }
+            target = std::move(fresh);
+            return true;
+        }
+        auto& unique = const_cast<StrObject&>(target.asStrObject());
+        if (!growStr(unique, unique.bytes.size() + tail.size())) return false;
+        unique.bytes.append(tail);
+        target.setTags(*tags);
+        target.setProv(*prov);
+        return true;
+    }
+    assert(target.kind() == ValueKind::List);
+    const ListObject& head = target.asList();
+    const ListObject& tail = other.asList();
+    std::optional<TagSetId> deepTags = uniteTags(head.deepTags, tail.deepTags);
+    std::optional<ProvId> deepProv = uniteProv(head.deepProv, tail.deepProv);
+    if (!deepTags || !deepProv) return false;
+    if (target.refCount() != 1) {
+        std::optional<Value> copy = newList(head.items.size() + tail.items.size(), *tags, *prov);
+        if (!copy) return false;
+        auto& fresh = const_cast<ListObject&>(copy->asList());
+        fresh.items.assign(head.items.begin(), head.items.end());
+        fresh.items.insert(fresh.items.end(), tail.items.begin(), tail.items.end());
+        fresh.deepTags = *deepTags;
+        fresh.deepProv = *deepProv;
+        target = std::move(*copy);
+        return true;
+    }
+    auto& unique = const_cast<ListObject&>(head);
+    if (!growList(unique, unique.items.size() + tail.items.size())) return false;
+    unique.items.insert(unique.items.end(), tail.items.begin(), tail.items.end());
+    unique.deepTags = *deepTags;
+    unique.deepProv = *deepProv;
+    target.setTags(*tags);
+    target.setProv(*prov);
+    return true;
+}
+
+bool Heap::appendTextInPlace(Value& str, std::string_view text) {
+    assert(str.kind() == ValueKind::Str);
+    if (str.refCount() != 1) {
+        std::string_view head = str.asStr();
+        auto* object =
+            allocate<StrObject>(ValueKind::Str, sizeof(StrObject) + strBufferBytes(head.size() + text.size()));
+        if (!object) return false;
+        Value fresh = Value::adopt(object, str.tags(), str.prov());
+        try {
+            object->bytes.reserve(head.size() + text.size());
+            object->bytes.append(head);
+            object->bytes.append(text);
+        } catch (const std::bad_alloc&) {
+            failMemory(head.size() + text.size());
+            return false;
+        }
+        str = std::move(fresh);
+        return true;
+    }
+    auto& unique = const_cast<StrObject&>(str.asStrObject());
+    std::string aliased;
+    if (text.data() >= unique.bytes.data() && text.data() < unique.bytes.data() + unique.bytes.size()) {
+        aliased.assign(text);  // `text` is part of this string, whose buffer growth may move
+        text = aliased;
+    }
+    if (!growStr(unique, unique.bytes.size() + text.size())) return false;
+    unique.bytes.append(text);
+    return true;
+}
+
+// ---- Labels.
+
+std::optional<TagSetId> Heap::uniteTagsSlow(TagSetId a, TagSetId b) {
+    std::optional<TagSetId> out = tags_.unite(a, b);
+    if (!out) {
+        fail(RuntimeError{DiagCode::R0701,
+                          fmt::format("too many distinct tag sets: a run may create at most {}", tags_.maxSets()),
+                          nlohmann::ordered_json{{"limit", "tag_sets"}, {"value", tags_.maxSets()}}});
+        return std::nullopt;
+    }
+    if (!chargeTables()) return std::nullopt;
+    return out;
+}
+
+std::optional<ProvId> Heap::uniteProvSlow(ProvId a, ProvId b) {
+    std::optional<ProvId> out = prov_.unite(a, b);
+    if (!out) {
+        fail(RuntimeError{DiagCode::R0701, "too many provenance nodes in one run",
+                          nlohmann::ordered_json{{"limit", "provenance_nodes"}, {"value", prov_.nodeCount()}}});
+        return std::nullopt;
+    }
+    if (!chargeTables()) return std::nullopt;
+    return out;
+}
+
+std::optional<TagSetId> Heap::internTags(std::span<const std::string> names) {
+    std::optional<TagSetId> out = tags_.intern(names);
+    if (!out) {
+        fail(RuntimeError{DiagCode::R0701,
+                          fmt::format("too many distinct tag sets: a run may create at most {}", tags_.maxSets()),
+                          nlohmann::ordered_json{{"limit", "tag_sets"}, {"value", tags_.maxSets()}}});
+        return std::nullopt;
+    }
+    if (!chargeTables()) return std::nullopt;
+    return out;
+}
+
+std::optional<TagSetId> Heap::internTags(std::initializer_list<std::string_view> names) {
+    std::vector<std::string> owned(names.begin(), names.end());
+    return internTags(std::span<const std::string>(owned));
+}
+
+std::optional<TagSetId> Heap::subtractTags(TagSetId set, TagSetId removed) {
+    std::optional<TagSetId> out = tags_.subtract(set, removed);
+    if (!out) {
+        fail(RuntimeError{DiagCode::R0701,
+                          fmt::format("too many distinct tag sets: a run may create at most {}", tags_.maxSets()),
+                          nlohmann::ordered_json{{"limit", "tag_sets"}, {"value", tags_.maxSets()}}});
+        return std::nullopt;
+    }
+    if (!chargeTables()) return std::nullopt;
+    return out;
+}
+
+std::optional<ProvId> Heap::provLeaf(uint64_t seq) {
+    std::optional<ProvId> out = prov_.leaf(seq);
+    if (!out) {
+        fail(RuntimeError{DiagCode::R0701, "too many provenance nodes in one run",
+                          nlohmann::ordered_json{{"limit", "provenance_nodes"}, {"value", prov_.nodeCount()}}});
+        return std::nullopt;
+    }
+    if (!chargeTables()) return std::nullopt;
+    return out;
+}
+
+}  // namespace remit
