@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/ast_equal.h"
 #include "compiler/formatter.h"
 #include "compiler/parser.h"
 
@@ -184,17 +185,37 @@ CheckOutcome checkProgramFile(const std::string& path, const CheckOptions& optio
     return out;
 }
 
+// `fmt` rewrites files in place, so it proves each result before handing it back: the output
+// must parse within the same limits and mean the same (sameProgram/sameHost). A formatter bug then
+// costs a diagnostic, never a changed or unreadable file.
+template <class Tree, class Parse, class Format, class Same>
+void formatChecked(FormatOutcome& out, const FrontendLimits& limits, Parse parse, Format format, Same same) {
+    std::unique_ptr<Tree> tree = parse(*out.source, out.diags, limits);
+    if (!tree || out.diags.hasErrors()) return;
+    std::string formatted = format(*tree, limits);
+    SourceFile again(out.source->name(), formatted);
+    DiagnosticList scratch;
+    std::unique_ptr<Tree> reparsed = parse(again, scratch, limits);
+    if (!reparsed || scratch.hasErrors() || !same(*tree, *reparsed)) {
+        Diagnostic d;
+        d.code = DiagCode::E0003;
+        d.message = "formatting this file would exceed a front-end limit or change its meaning; it was left unchanged";
+        d.file = out.source->name();
+        d.hint = "split long lines or deep nesting by hand, and please report the file";
+        out.diags.add(std::move(d));
+        return;
+    }
+    out.formatted = std::move(formatted);
+}
+
 FormatOutcome formatText(std::string name, std::string text, bool isHost, const FrontendLimits& limits) {
     FormatOutcome out;
     out.diags = DiagnosticList(limits.maxErrors);
     out.source = std::make_unique<SourceFile>(std::move(name), std::move(text));
-    if (isHost) {
-        auto host = parseHost(*out.source, out.diags, limits);
-        if (host && !out.diags.hasErrors()) out.formatted = formatHost(*host);
-    } else {
-        auto program = parseProgram(*out.source, out.diags, limits);
-        if (program && !out.diags.hasErrors()) out.formatted = formatProgram(*program);
-    }
+    if (isHost)
+        formatChecked<ast::HostInterface>(out, limits, parseHost, formatHost, sameHost);
+    else
+        formatChecked<ast::Program>(out, limits, parseProgram, formatProgram, sameProgram);
     return out;
 }
 

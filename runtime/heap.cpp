@@ -28,8 +28,9 @@ size_t grownCapacity(size_t current, size_t needed) {
 
 Heap::Heap(size_t budgetBytes, uint32_t maxTagSets, uint64_t maxProvNodes)
     : budget_(std::min(budgetBytes, kMaxMemoryBudget)), tags_(maxTagSets), prov_(maxProvNodes) {
-    // The tables' fixed part counts against the budget like everything else the run holds.
-    (void)chargeTables();
+    // Only the tables' growth is charged: their fixed part is the VM's, not the program's, so an
+    // empty heap has liveBytes() == 0.
+    tableBytes_ = tags_.bytesUsed() + prov_.bytesUsed();
 }
 
 Heap::~Heap() {
@@ -191,8 +192,8 @@ const RecordShape* Heap::recordShape(std::span<const std::string> names) {
     assert(std::all_of(names.begin(), names.end(), [&](const std::string& n) {
         return std::count(names.begin(), names.end(), n) == 1;
     }) && "record field names must be distinct");
-    // Shapes live as long as the run, like the tables: key, names and map entry.
-    if (!charge(sizeof(RecordShape) + 2 * key.size() + names.size() * sizeof(std::string) + 64)) return nullptr;
+    // Not charged: shapes come only from the program's record literals and types, so their number
+    // is bounded by the program, not by the data it processes.
     shapes_.push_back(RecordShape{std::vector<std::string>(names.begin(), names.end())});
     const RecordShape* shape = &shapes_.back();
     shapeIds_.emplace(std::move(key), shape);

@@ -10,8 +10,9 @@
 // runtime error — and the caller turns it into the run's failure.
 //
 // Invariants:
-// - liveBytes() == bytes charged for live objects + bytes of the tag, provenance and shape tables
-//   (which live as long as the run). A charge is checked against the budget BEFORE the memory is
+// - liveBytes() == bytes charged for live objects + what the tag and provenance tables grew by
+//   (they live as long as the run; their fixed part is not charged, so a fresh heap, or one whose
+//   untagged values are all gone, has liveBytes() == 0) + charge() − credit(). A charge is checked against the budget BEFORE the memory is
 //   allocated — for new objects and for the growth of strings and lists — so the budget bounds
 //   the memory live at any moment. (Table entries are charged right after they are created, so
 //   the tables may overshoot the budget by one entry, a few dozen bytes.)
@@ -62,13 +63,14 @@ public:
     Heap(const Heap&) = delete;
     Heap& operator=(const Heap&) = delete;
 
-    // ---- Building values. Each returns std::nullopt (nullptr) only when error() is set.
+    // ---- Building values. Each returns std::nullopt only when error() is set.
 
     std::optional<Value> makeStr(std::string_view bytes, TagSetId tags = kNoTags, ProvId prov = kNoProv);
     // An empty list with room for `capacity` items, to be filled with appendInPlace.
     std::optional<Value> newList(size_t capacity = 0, TagSetId tags = kNoTags, ProvId prov = kNoProv);
     std::optional<Value> makeList(std::span<const Value> items, TagSetId tags = kNoTags, ProvId prov = kNoProv);
-    // The interned shape for these field names, in this order (they must be distinct).
+    // The interned shape for these field names, in this order (they must be distinct). Never
+    // fails, and is not charged: shapes come from the program's literals and types, a bounded set.
     const RecordShape* recordShape(std::span<const std::string> names);
     const RecordShape* recordShape(std::initializer_list<std::string_view> names);
     // A record of `shape` with values[i] in field i (values.size() == shape->names.size()).

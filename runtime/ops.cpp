@@ -16,6 +16,8 @@ namespace remit {
 
 namespace {
 
+__extension__ typedef unsigned __int128 Uint128;  // GCC/Clang; __extension__ keeps -Wpedantic quiet
+
 // ---- Labels.
 
 // Top-level labels of both operands on `result`: arithmetic, ordering, concatenation.
@@ -267,7 +269,7 @@ double divideInts(int64_t a, int64_t b) {
     int lengthA = 64 - std::countl_zero(ua);
     int lengthB = 64 - std::countl_zero(ub);
     int shift = 63 - lengthA + lengthB;  // >= 0; the quotient lies in (2^62, 2^64)
-    unsigned __int128 numerator = static_cast<unsigned __int128>(ua) << shift;
+    Uint128 numerator = static_cast<Uint128>(ua) << shift;
     auto quotient = static_cast<uint64_t>(numerator / ub);
     if (numerator % ub != 0) quotient |= 1;
     double magnitude = std::ldexp(static_cast<double>(quotient), -shift);

@@ -53,7 +53,7 @@ std::string_view jsonKindName(const nlohmann::json::value_t type) {
     }
 }
 
-std::string quoted(std::string_view text) {
+std::string quoteText(std::string_view text) {
     constexpr size_t kShown = 64;
     std::string out;
     appendJsonString(out, text.substr(0, kShown), false);
@@ -118,12 +118,12 @@ private:
                 return heap_.makeStr(json.template get_ref<const std::string&>(), tags_, prov_);
             case TypeKind::Enum: {
                 std::string options;
-                for (const std::string& o : type->options) options += (options.empty() ? "" : " | ") + quoted(o);
+                for (const std::string& o : type->options) options += (options.empty() ? "" : " | ") + quoteText(o);
                 if (!json.is_string())
                     return fail(fmt::format("expected one of {}, found {}", options, jsonKindName(json.type())));
                 const std::string& text = json.template get_ref<const std::string&>();
                 if (std::find(type->options.begin(), type->options.end(), text) == type->options.end())
-                    return fail(fmt::format("expected one of {}, found {}", options, quoted(text)));
+                    return fail(fmt::format("expected one of {}, found {}", options, quoteText(text)));
                 return heap_.makeStr(text, tags_, prov_);
             }
             case TypeKind::List: return convertList(json, type);
@@ -169,17 +169,16 @@ private:
     std::optional<Value> convertRecord(const Json& json, TypeRef type) {
         if (!json.is_object()) return expected(type, json);
         for (const RecordFieldType& field : type->fields)
-            if (!json.contains(field.name)) return fail(fmt::format("missing field {}", quoted(field.name)));
+            if (!json.contains(field.name)) return fail(fmt::format("missing field {}", quoteText(field.name)));
         if (json.size() != type->fields.size()) {
             for (auto it = json.begin(); it != json.end(); ++it)
-                if (!type->field(it.key())) return fail(fmt::format("unexpected field {}", quoted(it.key())));
+                if (!type->field(it.key())) return fail(fmt::format("unexpected field {}", quoteText(it.key())));
         }
         const RecordShape*& shape = shapes_[type];
         if (!shape) {
             std::vector<std::string> names;
             for (const RecordFieldType& field : type->fields) names.push_back(field.name);
             shape = heap_.recordShape(names);
-            if (!shape) return std::nullopt;
         }
         std::vector<Value> values;
         values.reserve(type->fields.size());
