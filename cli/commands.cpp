@@ -90,6 +90,29 @@ nlohmann::ordered_json checkJson(const CheckOutcome& outcome) {
 
 }  // namespace
 
+int runTool(std::string_view tool, std::string_view usage,
+            const std::vector<std::pair<std::string_view, Command>>& commands, int argc, char** argv) {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.empty() || args[0] == "-h" || args[0] == "--help") {
+        fmt::print(args.empty() ? stderr : stdout, "{}", usage);
+        return args.empty() ? kUsage : kOk;
+    }
+    std::string command = args[0];
+    args.erase(args.begin());
+    for (const auto& [name, run] : commands) {
+        if (name != command) continue;
+        try {
+            return run(tool, args);
+        } catch (const std::exception&) {
+            fmt::print(stderr, "{}: internal error while running '{}'; please report it with the input file\n", tool,
+                       command);
+            return kFailure;
+        }
+    }
+    fmt::print(stderr, "{}: error: unknown command '{}'\n\n{}", tool, command, usage);
+    return kUsage;
+}
+
 int checkCommand(std::string_view tool, const std::vector<std::string>& argv) {
     Args args;
     if (!parseArgs(tool, argv, {"--json"}, {"--host", "--policy"}, args)) return kUsage;

@@ -24,6 +24,14 @@ struct Args {
 bool parseArgs(std::string_view tool, const std::vector<std::string>& argv, const std::vector<std::string>& switches,
                const std::vector<std::string>& valued, Args& out);
 
+using Command = int (*)(std::string_view tool, const std::vector<std::string>& argv);
+
+// The whole main() of a tool: dispatches argv[1] to one of `commands` (by name), prints `usage` for
+// -h/--help or no command, and turns an escaped exception into a fixed message (no exception text,
+// which could carry host paths) with exit 1.
+int runTool(std::string_view tool, std::string_view usage,
+            const std::vector<std::pair<std::string_view, Command>>& commands, int argc, char** argv);
+
 int checkCommand(std::string_view tool, const std::vector<std::string>& argv);
 int fmtCommand(std::string_view tool, const std::vector<std::string>& argv);
 int manifestCommand(std::string_view tool, const std::vector<std::string>& argv);

@@ -1,16 +1,10 @@
-// remitc: the compiler's command line — check and format Remit source (shared/DESIGN.md A1).
-#include <cstdio>
-#include <exception>
-#include <string>
-#include <vector>
-
-#include <fmt/format.h>
-
+// remitc: the compiler's command line — check, format, print manifests and compare authority
+// (shared/DESIGN.md A1). The commands themselves live in commands.cpp.
 #include "cli/commands.h"
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kUsageText =
     "usage: remitc <command> [options]\n"
     "\n"
     "commands:\n"
@@ -22,23 +16,8 @@ constexpr const char* kUsage =
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::vector<std::string> args(argv + 1, argv + argc);
-    if (args.empty() || args[0] == "-h" || args[0] == "--help") {
-        fmt::print(args.empty() ? stderr : stdout, "{}", kUsage);
-        return args.empty() ? remit::cli::kUsage : remit::cli::kOk;
-    }
-    std::string command = args[0];
-    args.erase(args.begin());
-    try {
-        if (command == "check") return remit::cli::checkCommand("remitc", args);
-        if (command == "fmt") return remit::cli::fmtCommand("remitc", args);
-        if (command == "manifest") return remit::cli::manifestCommand("remitc", args);
-        if (command == "diff") return remit::cli::diffCommand("remitc", args);
-    } catch (const std::exception&) {
-        // Internal failures must never show exception text or paths (shared/DESIGN.md A2).
-        fmt::print(stderr, "remitc: internal error while running '{}'; please report it with the input file\n", command);
-        return remit::cli::kFailure;
-    }
-    fmt::print(stderr, "remitc: error: unknown command '{}'\n\n{}", command, kUsage);
-    return remit::cli::kUsage;
+    using namespace remit::cli;
+    return runTool("remitc", kUsageText,
+                   {{"check", checkCommand}, {"fmt", fmtCommand}, {"manifest", manifestCommand}, {"diff", diffCommand}},
+                   argc, argv);
 }

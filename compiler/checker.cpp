@@ -12,6 +12,7 @@
 #include "compiler/formatter.h"
 #include "compiler/program_hash.h"
 #include "runtime/large_stack.h"
+#include "runtime/suggest.h"
 
 namespace remit {
 
@@ -31,34 +32,9 @@ bool isBuiltin(std::string_view name) {
     return false;
 }
 
-size_t editDistance(std::string_view a, std::string_view b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-        size_t diagonal = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= b.size(); ++j) {
-            size_t up = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            diagonal = up;
-        }
-    }
-    return row[b.size()];
-}
-
 // "did you mean 'x'?" for the closest candidate that is similar enough, else empty.
 std::string suggest(std::string_view name, const std::vector<std::string>& candidates) {
-    const std::string* best = nullptr;
-    double bestScore = 0.6;
-    for (const std::string& c : candidates) {
-        size_t longest = std::max(name.size(), c.size());
-        if (longest == 0 || c == name) continue;
-        double score = 1.0 - static_cast<double>(editDistance(name, c)) / static_cast<double>(longest);
-        if (score >= bestScore) {
-            bestScore = score;
-            best = &c;
-        }
-    }
+    std::optional<std::string> best = closestName(name, candidates);
     return best ? fmt::format("did you mean '{}'?", *best) : std::string();
 }
 
@@ -1636,15 +1612,13 @@ void Checker::buildManifest(const Effects& eff) {
     m.programHash = programHash(prog_);
     m.hostHash = host_.hash;
     for (const UseEntry& u : prog_.uses) m.uses.push_back(u.name);
-    double total = 0;
-    std::map<std::string, ResourceUse> resources;
-    for (const auto& [name, n] : eff) {
-        if (name.rfind("agent:", 0) == 0) continue;
+    // A resource's entry; unused `uses` entries get one too, with no calls (and no cost).
+    auto describe = [&](const std::string& name, uint64_t calls) {
         ResourceUse r;
         r.name = name;
-        r.maxCalls = n;
+        r.maxCalls = calls;
         if (const Capability* c = host_.capability(name)) {
-            r.costPerCall = c->cost;
+            r.costPerCall = calls ? c->cost : 0;
             r.idempotent = c->idempotent;
             r.approvalAlways = c->approvalAlways;
             r.outputTags = c->tags;
@@ -1653,29 +1627,21 @@ void Checker::buildManifest(const Effects& eff) {
             std::sort(r.clears.begin(), r.clears.end());
         } else {
             r.isModel = true;
-            if (const ModelInfo* mi = host_.model(name)) r.costPerCall = mi->cost;
+            if (const ModelInfo* mi = host_.model(name); mi && calls) r.costPerCall = mi->cost;
         }
-        r.worstCaseCost = static_cast<double>(n) * r.costPerCall;
-        total += r.worstCaseCost;
-        resources[name] = std::move(r);
+        r.worstCaseCost = static_cast<double>(calls) * r.costPerCall;
+        return r;
+    };
+    double total = 0;
+    std::map<std::string, ResourceUse> resources;
+    for (const auto& [name, n] : eff) {
+        if (name.rfind("agent:", 0) == 0) continue;
+        resources[name] = describe(name, n);
+        total += resources[name].worstCaseCost;
     }
-    for (const UseEntry& u : prog_.uses) {
-        if (resources.count(u.name)) continue;
-        const Capability* c = host_.capability(u.name);
-        if (!c && !host_.model(u.name)) continue;
-        ResourceUse r;
-        r.name = u.name;
-        r.isModel = c == nullptr;
-        if (c) {
-            r.idempotent = c->idempotent;
-            r.approvalAlways = c->approvalAlways;
-            r.outputTags = c->tags;
-            r.clears = c->clears;
-            std::sort(r.outputTags.begin(), r.outputTags.end());
-            std::sort(r.clears.begin(), r.clears.end());
-        }
-        resources[u.name] = std::move(r);
-    }
+    for (const UseEntry& u : prog_.uses)
+        if (!resources.count(u.name) && (host_.capability(u.name) || host_.model(u.name)))
+            resources[u.name] = describe(u.name, 0);
     for (auto& [name, r] : resources) m.resources.push_back(std::move(r));
     for (const DeclPtr& d : prog_.decls) {
         if (d->kind != DeclKind::Agent) continue;

@@ -653,26 +653,7 @@ std::string printTree(const Tree& tree, const FrontendLimits& limits, Print prin
 
 }  // namespace
 
-std::string formatFloatLiteral(double value) {
-    std::string repr = formatFloatRepr(value);
-    size_t ePos = repr.find('e');
-    if (ePos == std::string::npos) return repr;  // also nan/inf, which no parsed literal can hold
-    // Expand "-d.ddde+XX" to plain digits, the way repr itself does for moderate exponents.
-    bool negative = repr[0] == '-';
-    std::string digits;
-    for (size_t i = negative ? 1 : 0; i < ePos; ++i)
-        if (repr[i] != '.') digits += repr[i];
-    int pointAt = std::atoi(repr.c_str() + ePos + 1) + 1;  // digits before the decimal point
-    std::string out = negative ? "-" : "";
-    if (pointAt <= 0) {
-        out += "0." + std::string(static_cast<size_t>(-pointAt), '0') + digits;
-    } else if (static_cast<size_t>(pointAt) >= digits.size()) {
-        out += digits + std::string(static_cast<size_t>(pointAt) - digits.size(), '0') + ".0";
-    } else {
-        out += digits.substr(0, static_cast<size_t>(pointAt)) + "." + digits.substr(static_cast<size_t>(pointAt));
-    }
-    return out;
-}
+std::string formatFloatLiteral(double value) { return formatFloatPlain(value); }
 
 std::string formatDuration(double seconds) {
     // The parser only makes finite non-negative durations; anything else gets a plain spelling.

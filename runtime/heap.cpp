@@ -27,7 +27,9 @@ size_t grownCapacity(size_t current, size_t needed) {
 }  // namespace
 
 Heap::Heap(size_t budgetBytes, uint32_t maxTagSets, uint64_t maxProvNodes)
-    : budget_(std::min(budgetBytes, kMaxMemoryBudget)), tags_(maxTagSets), prov_(maxProvNodes) {
+    : budget_(std::min(budgetBytes, kMaxMemoryBudget)),
+      tags_(std::min(maxTagSets, kMaxTagSets)),  // ids must fit a Value's 24 bits
+      prov_(std::min(maxProvNodes, kMaxProvNodes)) {
     // Only the tables' growth is charged: their fixed part is the VM's, not the program's, so an
     // empty heap has liveBytes() == 0.
     tableBytes_ = tags_.bytesUsed() + prov_.bytesUsed();

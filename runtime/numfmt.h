@@ -8,5 +8,8 @@
 namespace remit {
 
 std::string formatFloatRepr(double value);
+// The same shortest digits, always in plain notation (1e+16 -> "10000000000000000.0", 1e-05 ->
+// "0.00001"): how the formatter spells a Float literal, since the lexer reads no exponents.
+std::string formatFloatPlain(double value);
 
 }  // namespace remit

@@ -226,19 +226,6 @@ std::optional<Value> orderingOp(Heap& heap, const Value& a, const Value& b, std:
 
 }  // namespace
 
-std::string_view kindName(ValueKind kind) {
-    switch (kind) {
-        case ValueKind::Unit: return "Unit";
-        case ValueKind::Bool: return "Bool";
-        case ValueKind::Int: return "Int";
-        case ValueKind::Float: return "Float";
-        case ValueKind::Str: return "Str";
-        case ValueKind::List: return "List";
-        case ValueKind::Record: return "Record";
-    }
-    return "?";
-}
-
 // ---- Pure helpers.
 
 int compareIntFloat(int64_t i, double f) {

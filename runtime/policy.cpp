@@ -3,6 +3,8 @@
 // A5) and turns every deviation into an E0504 that points at the offending key or value.
 #include "runtime/policy.h"
 
+#include "runtime/suggest.h"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -24,43 +26,6 @@ constexpr std::string_view kLimitsKeys[] = {"max_steps", "max_memory", "max_wall
 
 // Long or odd strings are summarised rather than echoed: a diagnostic line should stay one line.
 constexpr size_t kMaxQuotedValue = 40;
-
-// Case-insensitive optimal-string-alignment distance (a transposition counts as one edit), so
-// `max_clals` and `Max_Calls` both find `max_calls`.
-size_t editDistance(std::string_view a, std::string_view b) {
-    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
-    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-        for (size_t j = 1; j <= b.size(); ++j) {
-            size_t cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
-            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-            if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) && lower(a[i - 2]) == lower(b[j - 1]))
-                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-        }
-    }
-    return d[a.size()][b.size()];
-}
-
-// The candidate closest to `name`, if it is close enough to be a plausible typo (about one edit
-// per three characters). Ties go to the earlier candidate, so callers list likelier names first.
-template <typename Range>
-std::optional<std::string> closestName(std::string_view name, const Range& candidates) {
-    size_t limit = std::max<size_t>(1, name.size() / 3);
-    std::optional<std::string> best;
-    size_t bestDistance = limit + 1;
-    for (const auto& candidate : candidates) {
-        std::string_view view(candidate);
-        if (view == name) continue;
-        size_t distance = editDistance(name, view);
-        if (distance < bestDistance) {
-            bestDistance = distance;
-            best = std::string(view);
-        }
-    }
-    return best;
-}
 
 // A key as it must be written in TOML: bare when it can be, else a basic quoted string.
 std::string tomlKey(std::string_view key) {
