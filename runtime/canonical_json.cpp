@@ -45,8 +45,12 @@ uint32_t decodeUtf8(std::string_view s, size_t& i) {
 template <class Json>
 void appendScalar(std::string& out, const Json& value, bool ensureAscii) {
     switch (value.type()) {
-        case nlohmann::json::value_t::null: out += "null"; break;
-        case nlohmann::json::value_t::boolean: out += value.template get<bool>() ? "true" : "false"; break;
+        case nlohmann::json::value_t::null:
+            out += "null";
+            break;
+        case nlohmann::json::value_t::boolean:
+            out += value.template get<bool>() ? "true" : "false";
+            break;
         case nlohmann::json::value_t::number_integer:
         case nlohmann::json::value_t::number_unsigned: {
             char buf[24];
@@ -58,9 +62,12 @@ void appendScalar(std::string& out, const Json& value, bool ensureAscii) {
         }
         case nlohmann::json::value_t::number_float: {
             double d = value.template get<double>();
-            if (std::isnan(d)) out += "NaN";
-            else if (std::isinf(d)) out += d < 0 ? "-Infinity" : "Infinity";
-            else out += formatFloatRepr(d);
+            if (std::isnan(d))
+                out += "NaN";
+            else if (std::isinf(d))
+                out += d < 0 ? "-Infinity" : "Infinity";
+            else
+                out += formatFloatRepr(d);
             break;
         }
         case nlohmann::json::value_t::string:
@@ -167,25 +174,39 @@ void appendJsonString(std::string& out, std::string_view text, bool ensureAscii)
         }
         ++i;
         switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            case '\b': out += "\\b"; break;
-            case '\f': out += "\\f"; break;
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            case '\b':
+                out += "\\b";
+                break;
+            case '\f':
+                out += "\\f";
+                break;
             default:
-                if (c < 0x20 || (ensureAscii && c == 0x7f)) appendEscapedUnit(out, c);
-                else out += static_cast<char>(c);
+                if (c < 0x20 || (ensureAscii && c == 0x7f))
+                    appendEscapedUnit(out, c);
+                else
+                    out += static_cast<char>(c);
         }
     }
     out += '"';
 }
 
 std::string dumpJson(const nlohmann::json& value, const JsonTextStyle& style) { return dumpImpl(value, style); }
-std::string dumpJson(const nlohmann::ordered_json& value, const JsonTextStyle& style) {
-    return dumpImpl(value, style);
-}
+std::string dumpJson(const nlohmann::ordered_json& value, const JsonTextStyle& style) { return dumpImpl(value, style); }
 
 std::string canonicalJson(const nlohmann::json& value) { return dumpImpl(value, canonicalStyle()); }
 std::string canonicalJson(const nlohmann::ordered_json& value) { return dumpImpl(value, canonicalStyle()); }

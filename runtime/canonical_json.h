@@ -13,10 +13,9 @@
 // surrogate pairs) and DEL. The writers are iterative: nesting depth costs heap, not stack.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace remit {
 

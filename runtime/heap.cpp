@@ -1,11 +1,11 @@
 // Heap: allocation, accounting, iterative freeing and in-place growth (see heap.h).
 #include "runtime/heap.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
 #include <new>
-
-#include <fmt/format.h>
 
 namespace remit {
 
@@ -13,16 +13,12 @@ namespace {
 
 // What a string's buffer costs beyond its object: nothing while it fits the small-string buffer
 // inside std::string, else its capacity plus the terminating NUL.
-size_t strBufferBytes(size_t capacity) {
-    return capacity <= std::string().capacity() ? 0 : capacity + 1;
-}
+size_t strBufferBytes(size_t capacity) { return capacity <= std::string().capacity() ? 0 : capacity + 1; }
 
 size_t listBufferBytes(size_t capacity) { return capacity * sizeof(Value); }
 
 // Capacity after growth: at least double, so n appends cost O(n) in total.
-size_t grownCapacity(size_t current, size_t needed) {
-    return std::max({needed, current * 2, size_t(4)});
-}
+size_t grownCapacity(size_t current, size_t needed) { return std::max({needed, current * 2, size_t(4)}); }
 
 }  // namespace
 
@@ -35,9 +31,7 @@ Heap::Heap(size_t budgetBytes, uint32_t maxTagSets, uint64_t maxProvNodes)
     tableBytes_ = tags_.bytesUsed() + prov_.bytesUsed();
 }
 
-Heap::~Heap() {
-    assert(liveObjects_ == 0 && "every Value must be destroyed before its Heap");
-}
+Heap::~Heap() { assert(liveObjects_ == 0 && "every Value must be destroyed before its Heap"); }
 
 // ---- Accounting and errors.
 
@@ -122,10 +116,17 @@ void Heap::destroy(HeapObject* object) {
         dying_.pop_back();
         size_t bytes = dead->chargedBytes;
         switch (dead->kind) {
-            case ValueKind::Str: delete static_cast<StrObject*>(dead); break;
-            case ValueKind::List: delete static_cast<ListObject*>(dead); break;
-            case ValueKind::Record: delete static_cast<RecordObject*>(dead); break;
-            default: assert(false && "not a heap kind");
+            case ValueKind::Str:
+                delete static_cast<StrObject*>(dead);
+                break;
+            case ValueKind::List:
+                delete static_cast<ListObject*>(dead);
+                break;
+            case ValueKind::Record:
+                delete static_cast<RecordObject*>(dead);
+                break;
+            default:
+                assert(false && "not a heap kind");
         }
         credit(bytes);
         --liveObjects_;
@@ -191,9 +192,9 @@ const RecordShape* Heap::recordShape(std::span<const std::string> names) {
         key += '\0';
     }
     if (auto it = shapeIds_.find(key); it != shapeIds_.end()) return it->second;
-    assert(std::all_of(names.begin(), names.end(), [&](const std::string& n) {
-        return std::count(names.begin(), names.end(), n) == 1;
-    }) && "record field names must be distinct");
+    assert(std::all_of(names.begin(), names.end(),
+                       [&](const std::string& n) { return std::count(names.begin(), names.end(), n) == 1; }) &&
+           "record field names must be distinct");
     // Not charged: shapes come only from the program's record literals and types, so their number
     // is bounded by the program, not by the data it processes.
     shapes_.push_back(RecordShape{std::vector<std::string>(names.begin(), names.end())});
@@ -221,8 +222,7 @@ std::optional<Value> Heap::makeRecord(const RecordShape* shape, std::span<const 
         deepTags = *t;
         deepProv = *p;
     }
-    auto* object =
-        allocate<RecordObject>(ValueKind::Record, sizeof(RecordObject) + listBufferBytes(values.size()));
+    auto* object = allocate<RecordObject>(ValueKind::Record, sizeof(RecordObject) + listBufferBytes(values.size()));
     if (!object) return std::nullopt;
     Value out = Value::adopt(object, tags, prov);
     try {

@@ -12,10 +12,10 @@
 // Invariants:
 // - liveBytes() == bytes charged for live objects + what the tag and provenance tables grew by
 //   (they live as long as the run; their fixed part is not charged, so a fresh heap, or one whose
-//   untagged values are all gone, has liveBytes() == 0) + charge() − credit(). A charge is checked against the budget BEFORE the memory is
-//   allocated — for new objects and for the growth of strings and lists — so the budget bounds
-//   the memory live at any moment. (Table entries are charged right after they are created, so
-//   the tables may overshoot the budget by one entry, a few dozen bytes.)
+//   untagged values are all gone, has liveBytes() == 0) + charge() − credit(). A charge is checked against the budget
+//   BEFORE the memory is allocated — for new objects and for the growth of strings and lists — so the budget bounds the
+//   memory live at any moment. (Table entries are charged right after they are created, so the tables may overshoot the
+//   budget by one entry, a few dozen bytes.)
 // - Dropping the last reference frees an object and credits exactly the bytes charged for it;
 //   freeing is iterative, so a deeply nested value is freed without deep recursion.
 // - Every Value allocated here must be destroyed before the Heap (asserted in debug builds).
@@ -26,14 +26,13 @@
 #include <cstdint>
 #include <deque>
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "runtime/diagnostics.h"
 #include "runtime/provenance.h"
@@ -74,8 +73,8 @@ public:
     const RecordShape* recordShape(std::span<const std::string> names);
     const RecordShape* recordShape(std::initializer_list<std::string_view> names);
     // A record of `shape` with values[i] in field i (values.size() == shape->names.size()).
-    std::optional<Value> makeRecord(const RecordShape* shape, std::span<const Value> values,
-                                    TagSetId tags = kNoTags, ProvId prov = kNoProv);
+    std::optional<Value> makeRecord(const RecordShape* shape, std::span<const Value> values, TagSetId tags = kNoTags,
+                                    ProvId prov = kNoProv);
 
     // ---- Growing in place (DESIGN.md B2: `xs = xs + [x]` and `s = s + t` are amortised O(1)).
     // Each mutates the target's object when the target holds its only reference, and otherwise
@@ -148,7 +147,7 @@ private:
     ProvTable prov_;
     std::deque<RecordShape> shapes_;
     std::unordered_map<std::string, const RecordShape*> shapeIds_;  // names joined by '\0'
-    std::vector<HeapObject*> dying_;  // objects whose count reached zero, not yet freed
+    std::vector<HeapObject*> dying_;                                // objects whose count reached zero, not yet freed
     bool freeing_ = false;
 
     std::optional<TagSetId> uniteTagsSlow(TagSetId a, TagSetId b);

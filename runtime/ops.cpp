@@ -1,13 +1,13 @@
 // Operations on runtime values (see ops.h for semantics and labelling rules).
 #include "runtime/ops.h"
 
+#include <fmt/format.h>
+
 #include <bit>
 #include <charconv>
 #include <cmath>
 #include <unordered_set>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "runtime/canonical_json.h"
 #include "runtime/numfmt.h"
@@ -56,8 +56,8 @@ std::string numberText(const Value& v) {
 }
 
 std::optional<Value> unsupported(Heap& heap, std::string_view op, const Value& a, const Value& b) {
-    return evalError(heap, fmt::format("unsupported operand types for {}: {} and {}", op, kindName(a.kind()),
-                                       kindName(b.kind())));
+    return evalError(
+        heap, fmt::format("unsupported operand types for {}: {} and {}", op, kindName(a.kind()), kindName(b.kind())));
 }
 
 std::optional<Value> intOverflow(Heap& heap, std::string_view op, int64_t a, int64_t b) {
@@ -72,17 +72,14 @@ std::optional<Value> divisionByZero(Heap& heap, std::string_view op) {
 // A Float result, or R0101 when the IEEE result is inf or nan (DESIGN.md A6).
 std::optional<Value> floatResult(Heap& heap, double result, std::string_view op, const Value& a, const Value& b) {
     if (!std::isfinite(result)) {
-        return evalError(heap,
-                         fmt::format("float overflow: {} {} {} is not a finite number", numberText(a), op,
-                                     numberText(b)),
-                         nlohmann::ordered_json{{"operator", op}});
+        return evalError(
+            heap, fmt::format("float overflow: {} {} {} is not a finite number", numberText(a), op, numberText(b)),
+            nlohmann::ordered_json{{"operator", op}});
     }
     return labelTop(heap, Value::floating(result), a, b);
 }
 
-bool bothInt(const Value& a, const Value& b) {
-    return a.kind() == ValueKind::Int && b.kind() == ValueKind::Int;
-}
+bool bothInt(const Value& a, const Value& b) { return a.kind() == ValueKind::Int && b.kind() == ValueKind::Int; }
 bool bothNumbers(const Value& a, const Value& b) { return a.isNumber() && b.isNumber(); }
 
 std::optional<Value> concatenate(Heap& heap, const Value& a, const Value& b) {
@@ -148,16 +145,21 @@ bool putQuoted(Sink& sink, std::string_view text) {
 template <class Sink>
 bool putScalar(Sink& sink, const Value& v) {
     switch (v.kind()) {
-        case ValueKind::Unit: return sink.put("null");
-        case ValueKind::Bool: return sink.put(v.asBool() ? "true" : "false");
+        case ValueKind::Unit:
+            return sink.put("null");
+        case ValueKind::Bool:
+            return sink.put(v.asBool() ? "true" : "false");
         case ValueKind::Int: {
             char buf[24];
             auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v.asInt());
             return sink.put(std::string_view(buf, static_cast<size_t>(end - buf)));
         }
-        case ValueKind::Float: return sink.put(formatFloatRepr(v.asFloat()));
-        case ValueKind::Str: return putQuoted(sink, v.asStr());
-        default: return false;
+        case ValueKind::Float:
+            return sink.put(formatFloatRepr(v.asFloat()));
+        case ValueKind::Str:
+            return putQuoted(sink, v.asStr());
+        default:
+            return false;
     }
 }
 
@@ -217,8 +219,7 @@ bool appendStrOf(Heap& heap, Value& str, const Value& v) {
     return sink.flush() && ok;
 }
 
-std::optional<Value> orderingOp(Heap& heap, const Value& a, const Value& b, std::string_view op,
-                                bool (*accept)(int)) {
+std::optional<Value> orderingOp(Heap& heap, const Value& a, const Value& b, std::string_view op, bool (*accept)(int)) {
     std::optional<int> order = compareOrdered(a, b);
     if (!order) return unsupported(heap, op, a, b);
     return labelTop(heap, Value::boolean(accept(*order)), a, b);
@@ -332,7 +333,8 @@ bool valuesEqual(const Value& a, const Value& b) {
             return false;
         }
         switch (kx) {
-            case ValueKind::Unit: break;
+            case ValueKind::Unit:
+                break;
             case ValueKind::Bool:
                 if (x->asBool() != y->asBool()) return false;
                 break;
@@ -537,8 +539,7 @@ std::optional<Value> getField(Heap& heap, const Value& record, std::string_view 
         return evalError(heap, fmt::format("field access on a {}", kindName(record.kind())));
     std::optional<size_t> position = record.asRecord().shape->indexOf(name);
     if (!position) {
-        return evalError(heap, fmt::format("record has no field '{}'", name),
-                         nlohmann::ordered_json{{"field", name}});
+        return evalError(heap, fmt::format("record has no field '{}'", name), nlohmann::ordered_json{{"field", name}});
     }
     return getFieldAt(heap, record, *position);
 }

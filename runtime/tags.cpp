@@ -114,8 +114,10 @@ bool TagTable::intersects(TagSetId a, TagSetId b) const {
     auto j = y.begin();
     while (i != x.end() && j != y.end()) {
         if (*i == *j) return true;
-        if (*i < *j) ++i;
-        else ++j;
+        if (*i < *j)
+            ++i;
+        else
+            ++j;
     }
     return false;
 }

@@ -71,11 +71,11 @@ private:
 
     uint32_t maxSets_;
     size_t bytesUsed_ = 0;
-    std::vector<std::string> tagNames_;                      // name id -> name
+    std::vector<std::string> tagNames_;                                            // name id -> name
     std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> tagIds_;  // name -> name id
-    std::vector<std::vector<uint32_t>> sets_;                 // set id -> name ids, ascending
+    std::vector<std::vector<uint32_t>> sets_;                                      // set id -> name ids, ascending
     std::unordered_map<std::vector<uint32_t>, TagSetId, VectorHash> setIds_;
-    std::unordered_map<uint64_t, TagSetId> unions_;           // (min id << 32 | max id) -> union
+    std::unordered_map<uint64_t, TagSetId> unions_;  // (min id << 32 | max id) -> union
 
     std::optional<TagSetId> uniteSlow(TagSetId a, TagSetId b);
     std::optional<TagSetId> internSorted(std::vector<uint32_t> members);

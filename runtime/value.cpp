@@ -6,13 +6,20 @@ namespace remit {
 
 std::string_view kindName(ValueKind kind) {
     switch (kind) {
-        case ValueKind::Unit: return "Unit";
-        case ValueKind::Bool: return "Bool";
-        case ValueKind::Int: return "Int";
-        case ValueKind::Float: return "Float";
-        case ValueKind::Str: return "Str";
-        case ValueKind::List: return "List";
-        case ValueKind::Record: return "Record";
+        case ValueKind::Unit:
+            return "Unit";
+        case ValueKind::Bool:
+            return "Bool";
+        case ValueKind::Int:
+            return "Int";
+        case ValueKind::Float:
+            return "Float";
+        case ValueKind::Str:
+            return "Str";
+        case ValueKind::List:
+            return "List";
+        case ValueKind::Record:
+            return "Record";
     }
     return "?";
 }

@@ -53,8 +53,8 @@ struct HeapObject {
     // 2^32 references cannot be alive at once.
     uint32_t refCount = 1;
     ValueKind kind;
-    Heap* heap;             // frees the object and credits its bytes back
-    size_t chargedBytes;    // what the Heap charged for it, credited back exactly on free
+    Heap* heap;           // frees the object and credits its bytes back
+    size_t chargedBytes;  // what the Heap charged for it, credited back exactly on free
 
     HeapObject(ValueKind k, Heap* h, size_t charged) : kind(k), heap(h), chargedBytes(charged) {}
 };
@@ -72,9 +72,7 @@ public:
     // Unit, untagged.
     Value() noexcept : bits_(0), kindTags_(0), prov_(kNoProv) {}
 
-    static Value unit(TagSetId tags = kNoTags, ProvId prov = kNoProv) {
-        return Value(ValueKind::Unit, 0, tags, prov);
-    }
+    static Value unit(TagSetId tags = kNoTags, ProvId prov = kNoProv) { return Value(ValueKind::Unit, 0, tags, prov); }
     static Value boolean(bool b, TagSetId tags = kNoTags, ProvId prov = kNoProv) {
         return Value(ValueKind::Bool, b ? 1 : 0, tags, prov);
     }
@@ -120,16 +118,28 @@ public:
     bool isHeap() const { return isHeapKind(kind()); }
     bool isNumber() const { return kind() == ValueKind::Int || kind() == ValueKind::Float; }
 
-    bool asBool() const { assert(kind() == ValueKind::Bool); return i_ != 0; }
-    int64_t asInt() const { assert(kind() == ValueKind::Int); return i_; }
-    double asFloat() const { assert(kind() == ValueKind::Float); return f_; }
+    bool asBool() const {
+        assert(kind() == ValueKind::Bool);
+        return i_ != 0;
+    }
+    int64_t asInt() const {
+        assert(kind() == ValueKind::Int);
+        return i_;
+    }
+    double asFloat() const {
+        assert(kind() == ValueKind::Float);
+        return f_;
+    }
     // Int or Float as a double (Int converted with rounding to nearest, as Python's float(int)).
     double asNumber() const { return kind() == ValueKind::Int ? static_cast<double>(i_) : f_; }
     const StrObject& asStrObject() const;
     std::string_view asStr() const;
     const ListObject& asList() const;
     const RecordObject& asRecord() const;
-    HeapObject* object() const { assert(isHeap()); return obj_; }
+    HeapObject* object() const {
+        assert(isHeap());
+        return obj_;
+    }
     // The object's reference count (0 for scalars): 1 means this Value is its only owner.
     uint32_t refCount() const { return isHeap() ? obj_->refCount : 0; }
 
@@ -205,8 +215,8 @@ struct RecordShape {
 
 struct RecordObject : HeapObject {
     const RecordShape* shape = nullptr;
-    std::vector<Value> values;     // values[i] is the field shape->names[i]
-    TagSetId deepTags = kNoTags;   // as for ListObject
+    std::vector<Value> values;    // values[i] is the field shape->names[i]
+    TagSetId deepTags = kNoTags;  // as for ListObject
     ProvId deepProv = kNoProv;
     using HeapObject::HeapObject;
 };
@@ -228,16 +238,22 @@ inline const RecordObject& Value::asRecord() const {
 // The cached deep labels of a container's contents (kNoTags/kNoProv for scalars and strings).
 inline TagSetId contentTags(const Value& v) {
     switch (v.kind()) {
-        case ValueKind::List: return v.asList().deepTags;
-        case ValueKind::Record: return v.asRecord().deepTags;
-        default: return kNoTags;
+        case ValueKind::List:
+            return v.asList().deepTags;
+        case ValueKind::Record:
+            return v.asRecord().deepTags;
+        default:
+            return kNoTags;
     }
 }
 inline ProvId contentProv(const Value& v) {
     switch (v.kind()) {
-        case ValueKind::List: return v.asList().deepProv;
-        case ValueKind::Record: return v.asRecord().deepProv;
-        default: return kNoProv;
+        case ValueKind::List:
+            return v.asList().deepProv;
+        case ValueKind::Record:
+            return v.asRecord().deepProv;
+        default:
+            return kNoProv;
     }
 }
 

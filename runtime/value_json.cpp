@@ -1,13 +1,13 @@
 // Value ⇄ JSON (see value_json.h).
 #include "runtime/value_json.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <unordered_map>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "runtime/canonical_json.h"
 #include "runtime/numfmt.h"
@@ -27,12 +27,23 @@ size_t intTextSize(int64_t i) {
 // A scalar's JSON and the length of its compact text (strings without escapes).
 OJson scalarJson(const Value& v, size_t& size) {
     switch (v.kind()) {
-        case ValueKind::Unit: size += 4; return nullptr;
-        case ValueKind::Bool: size += v.asBool() ? 4 : 5; return v.asBool();
-        case ValueKind::Int: size += intTextSize(v.asInt()); return v.asInt();
-        case ValueKind::Float: size += formatFloatRepr(v.asFloat()).size(); return v.asFloat();
-        case ValueKind::Str: size += v.asStr().size() + 2; return std::string(v.asStr());
-        default: return nullptr;
+        case ValueKind::Unit:
+            size += 4;
+            return nullptr;
+        case ValueKind::Bool:
+            size += v.asBool() ? 4 : 5;
+            return v.asBool();
+        case ValueKind::Int:
+            size += intTextSize(v.asInt());
+            return v.asInt();
+        case ValueKind::Float:
+            size += formatFloatRepr(v.asFloat()).size();
+            return v.asFloat();
+        case ValueKind::Str:
+            size += v.asStr().size() + 2;
+            return std::string(v.asStr());
+        default:
+            return nullptr;
     }
 }
 
@@ -41,15 +52,22 @@ OJson scalarJson(const Value& v, size_t& size) {
 std::string_view jsonKindName(const nlohmann::json::value_t type) {
     using T = nlohmann::json::value_t;
     switch (type) {
-        case T::null: return "null";
-        case T::boolean: return "boolean";
+        case T::null:
+            return "null";
+        case T::boolean:
+            return "boolean";
         case T::number_integer:
         case T::number_unsigned:
-        case T::number_float: return "number";
-        case T::string: return "string";
-        case T::array: return "array";
-        case T::object: return "object";
-        default: return "binary data";
+        case T::number_float:
+            return "number";
+        case T::string:
+            return "string";
+        case T::array:
+            return "array";
+        case T::object:
+            return "object";
+        default:
+            return "binary data";
     }
 }
 
@@ -94,14 +112,16 @@ private:
     // stops at the first mismatch.
     std::optional<Value> convert(const Json& json, TypeRef type) {
         switch (type->kind) {
-            case TypeKind::Never: return fail(fmt::format("no value is allowed here, found {}", jsonKindName(json.type())));
+            case TypeKind::Never:
+                return fail(fmt::format("no value is allowed here, found {}", jsonKindName(json.type())));
             case TypeKind::Unit:
                 if (!json.is_null()) return expected(type, json);
                 return Value::unit(tags_, prov_);
             case TypeKind::Bool:
                 if (!json.is_boolean()) return expected(type, json);
                 return Value::boolean(json.template get<bool>(), tags_, prov_);
-            case TypeKind::Int: return convertInt(json, type);
+            case TypeKind::Int:
+                return convertInt(json, type);
             case TypeKind::Float: {
                 if (json.is_number_integer()) {
                     double d = json.is_number_unsigned() ? static_cast<double>(json.template get<uint64_t>())
@@ -126,8 +146,10 @@ private:
                     return fail(fmt::format("expected one of {}, found {}", options, quoteText(text)));
                 return heap_.makeStr(text, tags_, prov_);
             }
-            case TypeKind::List: return convertList(json, type);
-            case TypeKind::Record: return convertRecord(json, type);
+            case TypeKind::List:
+                return convertList(json, type);
+            case TypeKind::Record:
+                return convertRecord(json, type);
         }
         return expected(type, json);
     }
@@ -251,8 +273,8 @@ std::optional<nlohmann::ordered_json> valueToJson(const Value& root, size_t maxB
     return out;
 }
 
-ValueFromJson valueFromJson(Heap& heap, const nlohmann::json& json, TypeRef type, std::string_view path,
-                            TagSetId tags, ProvId prov) {
+ValueFromJson valueFromJson(Heap& heap, const nlohmann::json& json, TypeRef type, std::string_view path, TagSetId tags,
+                            ProvId prov) {
     return FromJson<nlohmann::json>(heap, tags, prov).run(json, type, path);
 }
 

@@ -661,14 +661,14 @@ TEST_CASE("ops: str() follows PROTOTYPE.md 4.2") {
     CHECK(text(str(heap, "as \"is\"\n")) == "as \"is\"\n");
     // Containers: json.dumps(v, ensure_ascii=False), from CPython:
     //   [1, 2.5, "é\"\n\\", true, null, {"a": [612.0, 1e+16], "b": {"c": "中"}}, [], {}, -0.0, 1e-05]
-    Value inner = record(heap, {{"a", list(heap, {F(612.0), F(1e16)})},
-                                {"b", record(heap, {{"c", str(heap, "中")}})}});
+    Value inner = record(heap, {{"a", list(heap, {F(612.0), F(1e16)})}, {"b", record(heap, {{"c", str(heap, "中")}})}});
     const RecordShape* empty = heap.recordShape(std::vector<std::string>{});
     Value emptyRecord = ok(heap.makeRecord(empty, {}));
-    Value v = list(heap, {Value::integer(1), F(2.5), str(heap, "é\"\n\\"), Value::boolean(true), Value::unit(),
-                          inner, list(heap, {}), emptyRecord, F(-0.0), F(1e-05)});
-    CHECK(text(v) == "[1, 2.5, \"é\\\"\\n\\\\\", true, null, {\"a\": [612.0, 1e+16], \"b\": {\"c\": \"中\"}}, [], {}, "
-                     "-0.0, 1e-05]");
+    Value v = list(heap, {Value::integer(1), F(2.5), str(heap, "é\"\n\\"), Value::boolean(true), Value::unit(), inner,
+                          list(heap, {}), emptyRecord, F(-0.0), F(1e-05)});
+    CHECK(text(v) ==
+          "[1, 2.5, \"é\\\"\\n\\\\\", true, null, {\"a\": [612.0, 1e+16], \"b\": {\"c\": \"中\"}}, [], {}, "
+          "-0.0, 1e-05]");
     CHECK(text(record(heap, {{"amount", F(612.0)}, {"currency", str(heap, "EUR")}})) ==
           "{\"amount\": 612.0, \"currency\": \"EUR\"}");
     // Control characters inside containers are escaped as json.dumps does.
@@ -831,7 +831,8 @@ TEST_CASE("canonical_json: matches Python's json.dumps(sort_keys=True, separator
         {R"json(["20240101-000000-abcdef", "main#0", 3])json", "[\"20240101-000000-abcdef\",\"main#0\",3]"},
         {R"json({"nested": {"z": [3, 2, 1], "y": {"b": 2.5, "a": -1.0}}, "list": [{"k": "v"}]})json",
          "{\"list\":[{\"k\":\"v\"}],\"nested\":{\"y\":{\"a\":-1.0,\"b\":2.5},\"z\":[3,2,1]}}"},
-        {R"json([0, -1, 9007199254740993, 1.0e0, 2.5E+3, -1.5e-10])json", "[0,-1,9007199254740993,1.0,2500.0,-1.5e-10]"},
+        {R"json([0, -1, 9007199254740993, 1.0e0, 2.5E+3, -1.5e-10])json",
+         "[0,-1,9007199254740993,1.0,2500.0,-1.5e-10]"},
         {R"json("plain")json", "\"plain\""},
         {R"json(true)json", "true"},
         {R"json(null)json", "null"},
@@ -843,8 +844,8 @@ TEST_CASE("canonical_json: matches Python's json.dumps(sort_keys=True, separator
         CHECK(canonicalJson(nlohmann::ordered_json::parse(c.input)) == c.expected);
     }
     // Non-finite floats as Python prints them (never produced by Remit values).
-    nlohmann::json special = nlohmann::json::array({std::numeric_limits<double>::infinity(),
-                                                    -std::numeric_limits<double>::infinity()});
+    nlohmann::json special =
+        nlohmann::json::array({std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()});
     CHECK(canonicalJson(special) == "[Infinity,-Infinity]");
 }
 
@@ -859,7 +860,8 @@ TEST_CASE("canonical_json: other json.dumps styles match Python") {
          "\"quote\\\" back\\\\ nl\\n cr\\r tab\\t bs\\b ff\\f ctl\\u0001 \\u001f del\\u007f \\u00e9 \\u4e2d "
          "\\ud83d\\ude00 \\u2028\""},
         {R"json({"\u00e9": 1, "z": 2, "a": 3, "Z": 4, "\ud83d\ude00": 5, "\u00ff": 6, "": 7, "\uffff": 8})json",
-         "{\"\\u00e9\": 1, \"z\": 2, \"a\": 3, \"Z\": 4, \"\\ud83d\\ude00\": 5, \"\\u00ff\": 6, \"\": 7, \"\\uffff\": 8}"},
+         "{\"\\u00e9\": 1, \"z\": 2, \"a\": 3, \"Z\": 4, \"\\ud83d\\ude00\": 5, \"\\u00ff\": 6, \"\": 7, \"\\uffff\": "
+         "8}"},
     };
     for (const Case& c : cases) {
         CAPTURE(c.input);
@@ -872,10 +874,11 @@ TEST_CASE("canonical_json: other json.dumps styles match Python") {
     indented.itemSeparator = ",";
     auto doc = nlohmann::ordered_json::parse(
         R"({"args": {"to": "x@y", "amount": 612.0, "items": [{"q": 1}, {"p": [true, false, null]}]}, "program_hash": "abc", "resource": "mail.send", "site": "main#0"})");
-    CHECK(dumpJson(doc, indented) ==
-          "{\n  \"args\": {\n    \"to\": \"x@y\",\n    \"amount\": 612.0,\n    \"items\": [\n      {\n        \"q\": 1\n"
-          "      },\n      {\n        \"p\": [\n          true,\n          false,\n          null\n        ]\n      }\n"
-          "    ]\n  },\n  \"program_hash\": \"abc\",\n  \"resource\": \"mail.send\",\n  \"site\": \"main#0\"\n}");
+    CHECK(
+        dumpJson(doc, indented) ==
+        "{\n  \"args\": {\n    \"to\": \"x@y\",\n    \"amount\": 612.0,\n    \"items\": [\n      {\n        \"q\": 1\n"
+        "      },\n      {\n        \"p\": [\n          true,\n          false,\n          null\n        ]\n      }\n"
+        "    ]\n  },\n  \"program_hash\": \"abc\",\n  \"resource\": \"mail.send\",\n  \"site\": \"main#0\"\n}");
     CHECK(dumpJson(nlohmann::ordered_json::parse(R"([[], {}, [[]], [{}], {"a": {}}])"), indented) ==
           "[\n  [],\n  {},\n  [\n    []\n  ],\n  [\n    {}\n  ],\n  {\n    \"a\": {}\n  }\n]");
 }
