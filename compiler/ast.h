@@ -322,6 +322,7 @@ struct Program {
     std::string usesTrailing;
     std::string budgetTrailing;
     std::vector<std::string> endComments;     // after the last declaration
+    uint32_t nodeCount = 0;                   // every NodeId in this tree is below it
 
     const FnDecl* findFn(std::string_view fnName) const;
 };

@@ -27,9 +27,8 @@ constexpr const char* kBuiltins[] = {"len",   "take",  "range", "str",   "lower"
                                      "round", "int",   "float", "first", "unique", "replace"};
 
 bool isBuiltin(std::string_view name) {
-    for (const char* b : kBuiltins)
-        if (name == b) return true;
-    return false;
+    static const std::set<std::string_view> builtins(std::begin(kBuiltins), std::end(kBuiltins));
+    return builtins.count(name) > 0;
 }
 
 // "did you mean 'x'?" for the closest candidate that is similar enough, else empty.
@@ -300,8 +299,8 @@ private:
 
     std::map<std::string, TypeRef> types_;  // host and program types
     std::map<std::string, const TypeExpr*> pendingTypes_;
-    std::map<std::string, const FnDecl*> fns_;
-    std::map<std::string, const AgentDecl*> agents_;
+    std::map<std::string, const FnDecl*, std::less<>> fns_;
+    std::map<std::string, const AgentDecl*, std::less<>> agents_;
     std::set<std::string> uses_;
     std::set<std::string> usedResources_;
     std::unordered_map<const CallExpr*, std::string> siteIds_;
@@ -344,7 +343,11 @@ private:
     }
 
     TypeRef resolve(const TypeExpr& te) { return resolver_.resolve(te); }
-    void noteType(const Expr& e, TypeRef t) { result_.exprTypes[static_cast<uint32_t>(e.id)] = t; }
+    void noteType(const Expr& e, TypeRef t) {
+        auto index = static_cast<size_t>(e.id);
+        if (index >= result_.exprTypes.size()) result_.exprTypes.resize(index + 1);
+        result_.exprTypes[index] = t;
+    }
 
     // ------------------------------------------------------------ declarations
 
@@ -1147,7 +1150,7 @@ void Checker::modifiersOnPlainCall(const CallExpr& e) {
 
 Info Checker::call(const CallExpr& e, const Ctx& ctx) {
     const std::vector<std::string>& path = e.callee;
-    std::string dotted = e.calleeName();
+    std::string dotted = path.size() >= 2 ? e.calleeName() : path[0];
     ResolvedCall& resolved = result_.calls[static_cast<uint32_t>(e.id)];
     if (path.size() == 2 && path[1] == "ask" && (host_.model(path[0]) || agents_.count(path[0])))
         return modelCall(e, ctx);
@@ -1845,6 +1848,7 @@ void resolveHost(const HostInterface& ast, const std::string& file, HostModel& h
 CheckResult checkProgram(const Program& program, HostModel host, DiagnosticList& diags, const CheckerOptions& options) {
     CheckResult result;
     result.host = std::move(host);
+    result.exprTypes.resize(program.nodeCount);
     size_t errorsBefore = diags.errorCount();
     Checker checker(program, result.host, diags, options, result);
     runOnLargeStack([&] { checker.run(); });

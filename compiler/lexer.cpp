@@ -66,6 +66,8 @@ public:
         : src_(text), file_(file), limits_(limits), diags_(diags), line_(line), col_(col), isFragment_(isFragment) {}
 
     LexResult run() {
+        // About one token per four bytes of source: one allocation instead of a doubling series.
+        out_.tokens.reserve(std::min(src_.size() / 4 + 8, limits_.maxTokens + 2));
         if (!isFragment_ && !checkWholeFile()) {
             finish();
             return std::move(out_);
@@ -124,7 +126,7 @@ private:
                 lineStart = ++i;
                 continue;
             }
-            size_t len = utf8SequenceLength(src_, i);
+            size_t len = static_cast<unsigned char>(src_[i]) < 0x80 ? 1 : utf8SequenceLength(src_, i);
             if (len == 0) {
                 fatal(DiagCode::E0001, "source is not valid UTF-8", Span{line, col, line, col + 1},
                       "save the file as UTF-8");
@@ -209,8 +211,9 @@ private:
             return;
         }
         if (c == ' ' || c == '\t' || c == '\r') {
-            ++pos_;
-            ++col_;
+            size_t start = pos_;
+            while (pos_ < src_.size() && (src_[pos_] == ' ' || src_[pos_] == '\t' || src_[pos_] == '\r')) ++pos_;
+            col_ += static_cast<uint32_t>(pos_ - start);
             return;
         }
         if (c == '#') return lexComment();
@@ -372,8 +375,9 @@ private:
     // without a cascade of follow-on errors.
     void pushPlaceholderString(size_t begin, const Span& start) {
         Token t = make(Tok::Str, begin, Span{start.line, start.col, line_, col_});
-        t.pieces.emplace_back();
-        push(std::move(t));
+        t.strIndex = static_cast<uint32_t>(out_.strings.size());
+        out_.strings.emplace_back(1);
+        push(t);
     }
 
     void lexString() {
@@ -517,8 +521,9 @@ private:
             pieces.push_back(std::move(piece));
         }
         Token t = make(Tok::Str, begin, Span{start.line, start.col, line_, col_});
-        t.pieces = std::move(pieces);
-        push(std::move(t));
+        t.strIndex = static_cast<uint32_t>(out_.strings.size());
+        out_.strings.push_back(std::move(pieces));
+        push(t);
     }
 };
 

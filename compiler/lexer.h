@@ -18,6 +18,7 @@ namespace remit {
 struct LexResult {
     std::vector<Token> tokens;  // always ends with Newline, Eof
     std::vector<Comment> comments;
+    std::vector<std::vector<StrPiece>> strings;  // the pieces of each Str token, by Token::strIndex
     bool fatal = false;         // a limit or encoding error stopped lexing early
 };
 

@@ -27,7 +27,9 @@ struct ParseContext {
 
 class Parser {
 public:
-    Parser(ParseContext& ctx, LexResult lexed) : ctx_(ctx), toks_(std::move(lexed.tokens)), comments_(std::move(lexed.comments)) {
+    Parser(ParseContext& ctx, LexResult lexed)
+        : ctx_(ctx), toks_(std::move(lexed.tokens)), comments_(std::move(lexed.comments)),
+          strings_(std::move(lexed.strings)) {
         taken_.assign(comments_.size(), false);
     }
 
@@ -40,6 +42,7 @@ private:
     ParseContext& ctx_;
     std::vector<Token> toks_;
     std::vector<Comment> comments_;
+    std::vector<std::vector<StrPiece>> strings_;
     std::vector<bool> taken_;
     size_t pos_ = 0;
     Span lastSpan_;  // the span of the last consumed token
@@ -54,6 +57,7 @@ private:
         if (pos_ + 1 < toks_.size()) ++pos_;
         return t;
     }
+    const std::vector<StrPiece>& pieces(const Token& t) const { return strings_[t.strIndex]; }
     bool accept(Tok kind) {
         if (!at(kind)) return false;
         advance();
@@ -110,10 +114,10 @@ private:
         return negative ? -value : value;
     }
     std::string plainString(std::string_view what) {
-        if (!at(Tok::Str) || peek().pieces.size() != 1 || peek().pieces[0].isExpr)
+        if (!at(Tok::Str) || pieces(peek()).size() != 1 || pieces(peek())[0].isExpr)
             failAt(fmt::format("expected a plain string literal for {}, found {}", what, describeToken(peek())),
                    at(Tok::Str) ? "interpolation is not allowed here" : "");
-        return advance().pieces[0].text;
+        return pieces(advance())[0].text;
     }
 
     void skipNewlines() {
@@ -231,12 +235,7 @@ private:
     StmtPtr statement();
 
     ExprPtr expr();
-    ExprPtr orExpr();
-    ExprPtr andExpr();
-    ExprPtr notExpr();
-    ExprPtr comparison();
-    ExprPtr additive();
-    ExprPtr multiplicative();
+    ExprPtr binaryExpr(int minPrecedence);
     ExprPtr unary();
     ExprPtr postfix();
     ExprPtr primary();
@@ -577,6 +576,7 @@ std::unique_ptr<Program> Parser::program() {
         prog->endComments = takeComments(UINT32_MAX);
     } catch (ParseStop&) {
     }
+    prog->nodeCount = ctx_.nextId;
     return prog;
 }
 
@@ -710,71 +710,52 @@ StmtPtr Parser::statement() {
 
 // ---------------------------------------------------------------- expressions
 
-ExprPtr Parser::expr() { return orExpr(); }
+ExprPtr Parser::expr() { return binaryExpr(1); }
 
-ExprPtr Parser::orExpr() {
-    ExprPtr left = andExpr();
-    while (accept(Tok::KwOr)) left = binary(BinaryOp::Or, std::move(left), andExpr());
-    return left;
-}
-
-ExprPtr Parser::andExpr() {
-    ExprPtr left = notExpr();
-    while (accept(Tok::KwAnd)) left = binary(BinaryOp::And, std::move(left), notExpr());
-    return left;
-}
-
-ExprPtr Parser::notExpr() {
-    if (!at(Tok::KwNot)) return comparison();
-    Nest nest(*this);
-    auto n = node<UnaryExpr>(advance().span);
-    n->op = UnaryOp::Not;
-    n->operand = notExpr();
-    n->span = from(n->span);
-    return n;
-}
-
-static bool comparisonOp(Tok kind, BinaryOp& op) {
+// The binary operator at the current token and its precedence (spec §6: or 1, and 2, then `not`
+// at 3 as a prefix, comparisons and `in` 4, + - 5, * / % 6); 0 when the token is none.
+static int binaryOperator(Tok kind, BinaryOp& op) {
     switch (kind) {
-        case Tok::EqEq: op = BinaryOp::Eq; return true;
-        case Tok::NotEq: op = BinaryOp::Ne; return true;
-        case Tok::Less: op = BinaryOp::Lt; return true;
-        case Tok::LessEq: op = BinaryOp::Le; return true;
-        case Tok::Greater: op = BinaryOp::Gt; return true;
-        case Tok::GreaterEq: op = BinaryOp::Ge; return true;
-        case Tok::KwIn: op = BinaryOp::In; return true;
-        default: return false;
+        case Tok::KwOr: op = BinaryOp::Or; return 1;
+        case Tok::KwAnd: op = BinaryOp::And; return 2;
+        case Tok::EqEq: op = BinaryOp::Eq; return 4;
+        case Tok::NotEq: op = BinaryOp::Ne; return 4;
+        case Tok::Less: op = BinaryOp::Lt; return 4;
+        case Tok::LessEq: op = BinaryOp::Le; return 4;
+        case Tok::Greater: op = BinaryOp::Gt; return 4;
+        case Tok::GreaterEq: op = BinaryOp::Ge; return 4;
+        case Tok::KwIn: op = BinaryOp::In; return 4;
+        case Tok::Plus: op = BinaryOp::Add; return 5;
+        case Tok::Minus: op = BinaryOp::Sub; return 5;
+        case Tok::Star: op = BinaryOp::Mul; return 6;
+        case Tok::Slash: op = BinaryOp::Div; return 6;
+        case Tok::Percent: op = BinaryOp::Mod; return 6;
+        default: return 0;
     }
 }
 
-ExprPtr Parser::comparison() {
-    ExprPtr left = additive();
+// Precedence climbing over the whole binary grammar: one call per operand instead of one per
+// precedence level. Operators are left-associative, and comparisons do not chain.
+ExprPtr Parser::binaryExpr(int minPrecedence) {
+    constexpr int kNotPrecedence = 3, kComparison = 4;
+    ExprPtr left;
+    if (at(Tok::KwNot) && minPrecedence <= kNotPrecedence) {
+        Nest nest(*this);
+        auto n = node<UnaryExpr>(advance().span);
+        n->op = UnaryOp::Not;
+        n->operand = binaryExpr(kNotPrecedence);
+        n->span = from(n->span);
+        left = std::move(n);
+    } else {
+        left = unary();
+    }
     BinaryOp op;
-    if (comparisonOp(peek().kind, op)) {
+    for (int precedence; (precedence = binaryOperator(peek().kind, op)) >= minPrecedence && precedence > 0;) {
         advance();
-        left = binary(op, std::move(left), additive());
-        BinaryOp again;
-        if (comparisonOp(peek().kind, again))
+        left = binary(op, std::move(left), binaryExpr(precedence + 1));
+        BinaryOp next;
+        if (precedence == kComparison && binaryOperator(peek().kind, next) == kComparison)
             failAt("comparisons cannot be chained", "use 'and': a < b and b < c");
-    }
-    return left;
-}
-
-ExprPtr Parser::additive() {
-    ExprPtr left = multiplicative();
-    while (at(Tok::Plus) || at(Tok::Minus)) {
-        BinaryOp op = advance().kind == Tok::Plus ? BinaryOp::Add : BinaryOp::Sub;
-        left = binary(op, std::move(left), multiplicative());
-    }
-    return left;
-}
-
-ExprPtr Parser::multiplicative() {
-    ExprPtr left = unary();
-    while (at(Tok::Star) || at(Tok::Slash) || at(Tok::Percent)) {
-        Tok k = advance().kind;
-        BinaryOp op = k == Tok::Star ? BinaryOp::Mul : k == Tok::Slash ? BinaryOp::Div : BinaryOp::Mod;
-        left = binary(op, std::move(left), unary());
     }
     return left;
 }
@@ -987,14 +968,15 @@ ExprPtr Parser::primary() {
 
 ExprPtr Parser::stringLiteral() {
     const Token& t = advance();
-    bool plain = t.pieces.size() == 1 && !t.pieces[0].isExpr;
+    const std::vector<StrPiece>& parts = pieces(t);
+    bool plain = parts.size() == 1 && !parts[0].isExpr;
     if (plain) {
         auto n = node<StrLit>(t.span);
-        n->value = t.pieces[0].text;
+        n->value = parts[0].text;
         return n;
     }
     auto n = node<InterpExpr>(t.span);
-    for (const StrPiece& piece : t.pieces) {
+    for (const StrPiece& piece : parts) {
         InterpPart part;
         if (!piece.isExpr) {
             part.text = piece.text;

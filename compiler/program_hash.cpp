@@ -64,19 +64,24 @@ public:
     void str(std::string_view value) {
         separate();
         out_ += '"';
-        for (char c : value) {
+        size_t run = 0;  // bytes copied as they are, appended in one go
+        for (size_t i = 0; i < value.size(); ++i) {
+            char c = value[i];
             auto byte = static_cast<unsigned char>(c);
+            bool plain = c != '"' && c != '\\' && byte >= 0x20 && byte != 0x7f;
+            if (plain) continue;
+            out_.append(value.substr(run, i - run));
+            run = i + 1;
             if (c == '"' || c == '\\') {
                 out_ += '\\';
                 out_ += c;
-            } else if (byte < 0x20 || byte == 0x7f) {
+            } else {
                 char buf[8];
                 std::snprintf(buf, sizeof buf, "\\u%04x", byte);
                 out_ += buf;
-            } else {
-                out_ += c;
             }
         }
+        out_.append(value.substr(run));
         out_ += '"';
     }
 

@@ -62,7 +62,7 @@ struct Token {
     std::string_view text;  // the source spelling
     int64_t intValue = 0;
     double floatValue = 0;  // Float; Duration in seconds
-    std::vector<StrPiece> pieces;  // Str
+    uint32_t strIndex = 0;  // Str: its pieces are LexResult::strings[strIndex] (keeps Token trivially copyable)
 };
 
 struct Comment {

@@ -11,12 +11,12 @@ const CapabilityParam* Capability::param(std::string_view paramName) const {
 }
 
 const Capability* HostModel::capability(std::string_view name) const {
-    auto it = capabilities.find(std::string(name));
+    auto it = capabilities.find(name);
     return it == capabilities.end() ? nullptr : &it->second;
 }
 
 const ModelInfo* HostModel::model(std::string_view name) const {
-    auto it = models.find(std::string(name));
+    auto it = models.find(name);
     return it == models.end() ? nullptr : &it->second;
 }
 

@@ -44,9 +44,10 @@ struct ModelInfo {
 struct HostModel {
     std::string file;
     std::shared_ptr<TypeArena> arena = std::make_shared<TypeArena>();  // owns every TypeRef below
+    // Transparent comparators: lookups by string_view allocate nothing.
     std::map<std::string, TypeRef> types;                   // host `type` declarations
-    std::map<std::string, Capability> capabilities;
-    std::map<std::string, ModelInfo> models;
+    std::map<std::string, Capability, std::less<>> capabilities;
+    std::map<std::string, ModelInfo, std::less<>> models;
     std::map<std::string, std::vector<std::string>> inputs;  // `input NAME tags ...`
     std::string hash;                                       // hostHash of the parsed interface
 

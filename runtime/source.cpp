@@ -4,8 +4,7 @@ namespace remit {
 
 SourceFile::SourceFile(std::string name, std::string text) : name_(std::move(name)), text_(std::move(text)) {
     lineStarts_.push_back(0);
-    for (size_t i = 0; i < text_.size(); ++i)
-        if (text_[i] == '\n') lineStarts_.push_back(i + 1);
+    for (size_t i = text_.find('\n'); i != std::string::npos; i = text_.find('\n', i + 1)) lineStarts_.push_back(i + 1);
 }
 
 std::string_view SourceFile::lineText(uint32_t line) const {

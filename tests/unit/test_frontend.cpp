@@ -69,13 +69,13 @@ TEST_CASE("lexer: strings, escapes and interpolation pieces") {
     DiagnosticList diags;
     LexResult r = lexText(R"("a\n\t\"\\\{\}b" "Hi {name}!" "{x}")", diags);
     REQUIRE_FALSE(diags.hasErrors());
-    CHECK(r.tokens[0].pieces.size() == 1);
-    CHECK(r.tokens[0].pieces[0].text == "a\n\t\"\\{}b");
-    REQUIRE(r.tokens[1].pieces.size() == 3);
-    CHECK(r.tokens[1].pieces[1].isExpr);
-    CHECK(r.tokens[1].pieces[1].text == "name");
-    CHECK(r.tokens[1].pieces[1].col == 23);
-    CHECK(r.tokens[2].pieces.size() == 1);
+    CHECK(r.strings[r.tokens[0].strIndex].size() == 1);
+    CHECK(r.strings[r.tokens[0].strIndex][0].text == "a\n\t\"\\{}b");
+    REQUIRE(r.strings[r.tokens[1].strIndex].size() == 3);
+    CHECK(r.strings[r.tokens[1].strIndex][1].isExpr);
+    CHECK(r.strings[r.tokens[1].strIndex][1].text == "name");
+    CHECK(r.strings[r.tokens[1].strIndex][1].col == 23);
+    CHECK(r.strings[r.tokens[2].strIndex].size() == 1);
 }
 
 TEST_CASE("lexer: string errors") {
