@@ -1,7 +1,6 @@
 #include "cli/commands.h"
 
 #include <cstdio>
-#include <iostream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -103,6 +103,10 @@ Object* Heap::allocate(ValueKind kind, size_t charged) {
     }
 }
 
+void dropReference(HeapObject* object) {
+    if (--object->refCount == 0) destroyHeapObject(object);
+}
+
 void destroyHeapObject(HeapObject* object) { object->heap->destroy(object); }
 
 void Heap::destroy(HeapObject* object) {

@@ -66,6 +66,8 @@ struct RecordObject;
 // Frees an object whose count reached zero (defined in heap.cpp; iterative, so dropping a deeply
 // nested value cannot overflow the stack).
 void destroyHeapObject(HeapObject* object);
+// Drops one reference and destroys the object when it was the last.
+void dropReference(HeapObject* object);
 
 class Value {
 public:
@@ -181,7 +183,9 @@ private:
         assert(tags < kMaxTagSets);
     }
     void release() {
-        if (isHeap() && --obj_->refCount == 0) destroyHeapObject(obj_);
+        // Out of line on purpose: inlined through the payload union, GCC 12 at -O2 warns
+        // (-Warray-bounds) on integer values whose bits it mistakes for a pointer.
+        if (isHeap()) dropReference(obj_);
     }
 };
 
