@@ -267,13 +267,7 @@ private:
     }
 
     void error(DiagCode code, std::string message, const Span& span, std::string hint = {}) {
-        Diagnostic d;
-        d.code = code;
-        d.message = std::move(message);
-        d.file = file_;
-        d.span = span;
-        d.hint = std::move(hint);
-        diags_.add(std::move(d));
+        diags_.add(makeDiagnostic(code, std::move(message), file_, span, std::move(hint)));
     }
 };
 
@@ -332,14 +326,8 @@ private:
 
     void report(DiagCode code, std::string message, const Span& span, std::string hint = {},
                 std::vector<std::string> notes = {}) {
-        Diagnostic d;
-        d.code = code;
-        d.message = std::move(message);
-        d.file = opts_.programFile;
-        d.span = span;
-        d.hint = std::move(hint);
-        d.notes = std::move(notes);
-        diags_.add(std::move(d));
+        diags_.add(
+            makeDiagnostic(code, std::move(message), opts_.programFile, span, std::move(hint), std::move(notes)));
     }
 
     TypeRef resolve(const TypeExpr& te) { return resolver_.resolve(te); }
@@ -476,13 +464,8 @@ void Checker::checkUses() {
                    hint.empty() ? "remove it, or ask the host operator to provide it" : hint);
         }
         if (!seen.insert(u.name).second) {
-            Diagnostic d;
-            d.code = DiagCode::W0202;
-            d.message = "duplicate entry in 'uses'";
-            d.file = opts_.programFile;
-            d.span = u.span;
-            d.hint = fmt::format("remove the second '{}'", u.name);
-            diags_.add(std::move(d));
+            diags_.add(makeDiagnostic(DiagCode::W0202, "duplicate entry in 'uses'", opts_.programFile, u.span,
+                                      fmt::format("remove the second '{}'", u.name)));
         }
         uses_.insert(u.name);
     }
@@ -1707,13 +1690,8 @@ void Checker::run() {
         if (fns_[f.name] != &f || analysedFns_.count(f.name)) continue;
         // With recursion the call graph is not walked, so "never called" would be noise.
         if (f.name != "main" && !referencedFns_.count(f.name) && !recursive_) {
-            Diagnostic w;
-            w.code = DiagCode::W0101;
-            w.message = fmt::format("function '{}' is never called from main", f.name);
-            w.file = opts_.programFile;
-            w.span = f.nameSpan;
-            w.hint = "call it from main, or remove it";
-            diags_.add(std::move(w));
+            diags_.add(makeDiagnostic(DiagCode::W0101, fmt::format("function '{}' is never called from main", f.name),
+                                      opts_.programFile, f.nameSpan, "call it from main, or remove it"));
         }
         if (recursive_) continue;
         std::vector<Info> args;
@@ -1731,13 +1709,9 @@ void Checker::run() {
 
     for (const UseEntry& u : prog_.uses) {
         if ((host_.capability(u.name) || host_.model(u.name)) && !usedResources_.count(u.name)) {
-            Diagnostic w;
-            w.code = DiagCode::W0201;
-            w.message = fmt::format("'{}' is declared in uses but never used", u.name);
-            w.file = opts_.programFile;
-            w.span = u.span;
-            w.hint = "remove it from 'uses' to keep the program's authority minimal";
-            diags_.add(std::move(w));
+            diags_.add(makeDiagnostic(DiagCode::W0201, fmt::format("'{}' is declared in uses but never used", u.name),
+                                      opts_.programFile, u.span,
+                                      "remove it from 'uses' to keep the program's authority minimal"));
         }
     }
     for (const auto& [name, agent] : agents_) {
@@ -1777,13 +1751,7 @@ void resolveHost(const HostInterface& ast, const std::string& file, HostModel& h
     resolver.named = &host.types;
     resolver.pending = &pending;
     auto report = [&](DiagCode code, std::string message, const Span& span, std::string hint = {}) {
-        Diagnostic d;
-        d.code = code;
-        d.message = std::move(message);
-        d.file = file;
-        d.span = span;
-        d.hint = std::move(hint);
-        diags.add(std::move(d));
+        diags.add(makeDiagnostic(code, std::move(message), file, span, std::move(hint)));
     };
     for (const DeclPtr& d : ast.decls) {
         if (d->kind != DeclKind::Type) continue;

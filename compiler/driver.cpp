@@ -134,12 +134,8 @@ CheckOutcome checkProgramFile(const std::string& path, const CheckOptions& optio
 
     out.hostPath = options.hostPath ? options.hostPath : findHostInterface(path);
     if (!out.hostPath) {
-        Diagnostic d;
-        d.code = DiagCode::E0002;
-        d.message = "no host.rmti found next to the program or in a parent directory";
-        d.file = path;
-        d.hint = "pass --host PATH to name the host interface";
-        out.diags.add(std::move(d));
+        out.diags.add(makeDiagnostic(DiagCode::E0002, "no host.rmti found next to the program or in a parent directory",
+                                     path, Span{}, "pass --host PATH to name the host interface"));
         return out;
     }
     std::string hostText;
@@ -167,12 +163,9 @@ CheckOutcome checkProgramFile(const std::string& path, const CheckOptions& optio
     }
     bool programOk = !out.diags.hasErrors();
     if (policyText.size() > options.limits.maxSourceBytes) {
-        Diagnostic d;
-        d.code = DiagCode::E0504;
-        d.message = fmt::format("policy file is over the limit of {} bytes", options.limits.maxSourceBytes);
-        d.file = *out.policyPath;
-        d.hint = "a policy is a short list of grants; check that this is the right file";
-        out.diags.add(std::move(d));
+        out.diags.add(makeDiagnostic(
+            DiagCode::E0504, fmt::format("policy file is over the limit of {} bytes", options.limits.maxSourceBytes),
+            *out.policyPath, {}, "a policy is a short list of grants; check that this is the right file"));
         return out;
     }
     out.sources[*out.policyPath] = std::make_unique<SourceFile>(*out.policyPath, policyText);
@@ -197,12 +190,10 @@ void formatChecked(FormatOutcome& out, const FrontendLimits& limits, Parse parse
     DiagnosticList scratch;
     std::unique_ptr<Tree> reparsed = parse(again, scratch, limits);
     if (!reparsed || scratch.hasErrors() || !same(*tree, *reparsed)) {
-        Diagnostic d;
-        d.code = DiagCode::E0003;
-        d.message = "formatting this file would exceed a front-end limit or change its meaning; it was left unchanged";
-        d.file = out.source->name();
-        d.hint = "split long lines or deep nesting by hand, and please report the file";
-        out.diags.add(std::move(d));
+        out.diags.add(makeDiagnostic(
+            DiagCode::E0003,
+            "formatting this file would exceed a front-end limit or change its meaning; it was left unchanged",
+            out.source->name(), {}, "split long lines or deep nesting by hand, and please report the file"));
         return;
     }
     out.formatted = std::move(formatted);

@@ -93,13 +93,7 @@ private:
     void error(DiagCode code, std::string message, Span span, std::string hint = {}) {
         // Past the error cap nothing new would be shown: stop rather than scan a hostile file.
         if (++errors_ >= limits_.maxErrors) out_.fatal = true;
-        Diagnostic d;
-        d.code = code;
-        d.message = std::move(message);
-        d.file = std::string(file_);
-        d.span = span;
-        d.hint = std::move(hint);
-        diags_.add(std::move(d));
+        diags_.add(makeDiagnostic(code, std::move(message), std::string(file_), span, std::move(hint)));
     }
     void fatal(DiagCode code, std::string message, Span span, std::string hint = {}) {
         error(code, std::move(message), span, std::move(hint));

@@ -675,13 +675,7 @@ std::string manifestSummary(const Manifest& manifest) {
 void checkManifestAgainstPolicy(const Manifest& manifest, const Policy& policy, const std::string& programFile,
                                 const Span& programSpan, DiagnosticList& diags) {
     auto report = [&](DiagCode code, std::string message, std::string hint) {
-        Diagnostic d;
-        d.code = code;
-        d.message = std::move(message);
-        d.file = programFile;
-        d.span = programSpan;
-        d.hint = std::move(hint);
-        diags.add(std::move(d));
+        diags.add(makeDiagnostic(code, std::move(message), programFile, programSpan, std::move(hint)));
     };
     for (const ResourceUse* r : sortedResources(manifest)) {
         const Grant* grant = policy.grantFor(r->name);

@@ -73,13 +73,8 @@ private:
     }
     [[noreturn]] void failAt(std::string message, std::string hint = {}) { fail(std::move(message), peek().span, std::move(hint)); }
     void record(DiagCode code, std::string message, Span span, std::string hint = {}) {
-        Diagnostic d;
-        d.code = code;
-        d.message = std::move(message);
-        d.file = std::string(ctx_.file);
-        d.span = span;
-        d.hint = std::move(hint);
-        if (ctx_.diags.add(std::move(d))) ++ctx_.errors;
+        if (ctx_.diags.add(makeDiagnostic(code, std::move(message), std::string(ctx_.file), span, std::move(hint))))
+            ++ctx_.errors;
         if (ctx_.errors >= ctx_.limits.maxErrors) throw ParseStop{};
     }
 

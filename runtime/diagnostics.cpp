@@ -42,6 +42,18 @@ const std::vector<DiagCode>& allDiagCodes() {
     return codes;
 }
 
+Diagnostic makeDiagnostic(DiagCode code, std::string message, std::string file, Span span, std::string hint,
+                          std::vector<std::string> notes) {
+    Diagnostic d;
+    d.code = code;
+    d.message = std::move(message);
+    d.file = std::move(file);
+    d.span = span;
+    d.hint = std::move(hint);
+    d.notes = std::move(notes);
+    return d;
+}
+
 bool DiagnosticList::add(Diagnostic diagnostic) {
     bool isError = diagnostic.isError();
     if (isError && full()) return false;

@@ -50,6 +50,10 @@ struct Diagnostic {
     bool isError() const { return severity() != Severity::Warning; }
 };
 
+// A diagnostic in one expression (every phase builds them this way).
+Diagnostic makeDiagnostic(DiagCode code, std::string message, std::string file, Span span = {}, std::string hint = {},
+                          std::vector<std::string> notes = {});
+
 // Collects diagnostics in the order they are found, drops exact repeats (same code, message and
 // position, as the prototype does) and stops accepting errors after `maxErrors`.
 class DiagnosticList {
