@@ -207,7 +207,7 @@ public:
             case ast::TypeKind::Record: {
                 std::vector<RecordFieldType> fields;
                 for (const TypeField& f : te.fields) fields.push_back({f.name, resolve(*f.type)});
-                return arena_.record(std::move(fields), aliasName);
+                return bounded(arena_.record(std::move(fields), aliasName), te.span);
             }
             case ast::TypeKind::Named: break;
         }
@@ -229,7 +229,7 @@ public:
             }
             if (te.max && *te.max < 0)
                 error(DiagCode::E0105, "a list bound cannot be negative", te.span);
-            return arena_.list(resolve(*te.args[0]), te.max);
+            return bounded(arena_.list(resolve(*te.args[0]), te.max), te.span);
         }
         if (te.max) error(DiagCode::E0105, "'max' applies only to List types", te.span, "write List[T] max N");
         if (!te.args.empty())
@@ -268,6 +268,13 @@ private:
 
     void error(DiagCode code, std::string message, const Span& span, std::string hint = {}) {
         diags_.add(makeDiagnostic(code, std::move(message), file_, span, std::move(hint)));
+    }
+
+    TypeRef bounded(TypeRef type, const Span& span) {
+        if (type->depth <= kMaxTypeDepth) return type;
+        error(DiagCode::E0003, fmt::format("type nesting deeper than {} levels", kMaxTypeDepth), span,
+              "flatten the data: fewer lists of records of lists");
+        return arena_.never();
     }
 };
 
@@ -1742,7 +1749,16 @@ void Checker::run() {
 
 // ---------------------------------------------------------------- the host interface
 
+static void resolveHostTypes(const HostInterface& ast, const std::string& file, HostModel& host,
+                             DiagnosticList& diags);
+
 void resolveHost(const HostInterface& ast, const std::string& file, HostModel& host, DiagnosticList& diags) {
+    // Alias chains (`type A = B`, `type B = C`, ...) resolve recursively: use the large stack.
+    runOnLargeStack([&] { resolveHostTypes(ast, file, host, diags); });
+}
+
+static void resolveHostTypes(const HostInterface& ast, const std::string& file, HostModel& host,
+                             DiagnosticList& diags) {
     host.file = file;
     host.hash = hostHash(ast);
     TypeArena& arena = *host.arena;

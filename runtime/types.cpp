@@ -53,6 +53,7 @@ TypeRef TypeArena::list(TypeRef elem, std::optional<int64_t> max) {
     t.kind = TypeKind::List;
     t.elem = elem;
     t.max = max;
+    t.depth = elem->depth + 1;
     return add(std::move(t));
 }
 
@@ -61,6 +62,8 @@ TypeRef TypeArena::record(std::vector<RecordFieldType> fields, std::string name)
     t.kind = TypeKind::Record;
     t.fields = std::move(fields);
     t.name = std::move(name);
+    for (const RecordFieldType& f : t.fields) t.depth = std::max(t.depth, f.type->depth + 1);
+    if (t.fields.empty()) t.depth = 1;
     return add(std::move(t));
 }
 

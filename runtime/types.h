@@ -21,6 +21,11 @@ namespace remit {
 
 enum class TypeKind : uint8_t { Never, Unit, Bool, Int, Float, Str, Enum, List, Record };
 
+// Deepest nesting of lists and records a type may have. Aliases can nest types without nesting
+// brackets in the source (`type A2 = List[A1]`), so this is checked on resolved types; it bounds
+// every recursive walk over types (assignability, JSON schema, typed JSON parsing).
+constexpr uint32_t kMaxTypeDepth = 128;
+
 struct Type;
 using TypeRef = const Type*;
 
@@ -36,6 +41,7 @@ struct Type {
     TypeRef elem = nullptr;              // List
     std::optional<int64_t> max;          // List: static bound
     std::vector<RecordFieldType> fields; // Record, in declared order
+    uint32_t depth = 0;                  // nesting of lists and records (Int: 0, List[Int]: 1, ...)
 
     bool isNumber() const { return kind == TypeKind::Int || kind == TypeKind::Float; }
     bool isStringLike() const { return kind == TypeKind::Str || kind == TypeKind::Enum; }

@@ -62,5 +62,22 @@ def test_nesting_limit_is_not_hit_by_ordinary_programs():
         expect(r.code == 0, "40 nested lists are fine", r)
 
 
+def test_long_alias_chain_in_host_does_not_overflow_the_stack():
+    n = 45000  # just under 1 MiB of `type T0 = T1` lines: resolved recursively, on the checker's large stack
+    host = "".join(f"type T{i} = T{i + 1}\n" for i in range(n)) + f"type T{n} = Int\nmodel llm\n"
+    with Workspace({"host.rmti": host, "ok.rmt": "program p\nfn main() {\n}\n"}) as ws:
+        r = run(REMITC, "check", "ok.rmt", cwd=ws.path, timeout=120)
+        expect(r.code == 0 and "ok: ok.rmt" in r.out, "a long alias chain checks", r)
+
+
+def test_type_nesting_through_aliases():
+    host = "model llm\ntype A0 = Int\n" + "".join(f"type A{i} = List[A{i - 1}]\n" for i in range(1, 200))
+    with Workspace({"host.rmti": host, "ok.rmt": "program p\nfn main() {\n}\n"}) as ws:
+        r = run(REMITC, "check", "ok.rmt", cwd=ws.path)
+        expect(r.code == 1 and "host.rmti:131:13: error[E0003]: type nesting deeper than 128 levels" in r.err,
+               "E0003 at the first alias past the limit", r)
+        expect(r.err.count("error[E0003]") == 1, "one error, no cascade", r)
+
+
 if __name__ == "__main__":
     main(globals())
