@@ -36,7 +36,13 @@ std::optional<IoError> readSource(const std::string& path, size_t maxBytes, std:
 }
 
 std::optional<IoError> writeFileAtomically(const std::string& path, const std::string& text) {
-    std::string temporary = path + ".remit-tmp";
+    // Through a symlink, replace the file it points to (not the link); keep the file's mode.
+    std::error_code ec;
+    std::string target = fs::is_symlink(path, ec) ? fs::canonical(path, ec).string() : path;
+    if (ec) return IoError{fmt::format("cannot resolve {}", path)};
+    fs::perms mode = fs::status(target, ec).permissions();
+    bool keepMode = !ec;
+    std::string temporary = target + ".remit-tmp";
     {
         std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
         if (!out) return IoError{fmt::format("cannot write {}: {}", path, std::strerror(errno))};
@@ -48,8 +54,8 @@ std::optional<IoError> writeFileAtomically(const std::string& path, const std::s
             return IoError{fmt::format("cannot write {}: {}", path, std::strerror(errno))};
         }
     }
-    std::error_code ec;
-    fs::rename(temporary, path, ec);
+    if (keepMode) fs::permissions(temporary, mode, ec);
+    fs::rename(temporary, target, ec);
     if (ec) {
         fs::remove(temporary, ec);
         return IoError{fmt::format("cannot replace {}", path)};

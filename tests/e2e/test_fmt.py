@@ -48,6 +48,19 @@ def test_syntax_error_leaves_file_alone():
         expect(not list(ws.path.glob("*.remit-tmp")), "no temporary file left")
 
 
+def test_rewrite_keeps_mode_and_symlinks():
+    messy = "program p\nfn main() -> Int {\n return 1+2\n}\n"
+    with Workspace({"real/prog.rmt": messy}) as ws:
+        real = ws.path / "real" / "prog.rmt"
+        real.chmod(0o640)
+        (ws.path / "link.rmt").symlink_to(real)
+        r = run(REMITC, "fmt", "link.rmt", cwd=ws.path)
+        expect(r.code == 0 and r.out == "formatted link.rmt\n", "formatted through the link", r)
+        expect((ws.path / "link.rmt").is_symlink(), "the link is still a link")
+        expect("return 1 + 2" in real.read_text(encoding="utf-8"), "the target was rewritten")
+        expect((real.stat().st_mode & 0o777) == 0o640, f"mode kept: {oct(real.stat().st_mode & 0o777)}")
+
+
 def test_missing_file():
     with Workspace() as ws:
         r = run(REMITC, "fmt", "none.rmt", cwd=ws.path)
