@@ -244,54 +244,41 @@ std::optional<Value> Heap::makeRecord(const RecordShape* shape, std::span<const 
 
 // ---- Growth.
 
-bool Heap::growList(ListObject& list, size_t needed) {
-    size_t capacity = list.items.capacity();
+// Grows an object's buffer (a list's items or a string's bytes) to hold `needed` elements,
+// charging the budget first: doubling when that fits, else exactly what is needed.
+template <class Object, class Buffer>
+bool Heap::growBuffer(Object& object, Buffer& buffer, size_t needed, size_t maxElements, size_t overflowDetail,
+                      size_t (*bufferBytes)(size_t)) {
+    size_t capacity = buffer.capacity();
     if (needed <= capacity) return true;
-    if (needed > kMaxMemoryBudget / sizeof(Value)) {
-        failMemory(kMaxMemoryBudget);
+    if (needed > maxElements) {
+        failMemory(overflowDetail);
         return false;
     }
     size_t target = grownCapacity(capacity, needed);
-    size_t extra = listBufferBytes(target) - listBufferBytes(capacity);
+    size_t extra = bufferBytes(target) - bufferBytes(capacity);
     if (extra > available()) {  // doubling does not fit: the exact size might
         target = needed;
-        extra = listBufferBytes(target) - listBufferBytes(capacity);
+        extra = bufferBytes(target) - bufferBytes(capacity);
     }
     if (!charge(extra)) return false;
     try {
-        list.items.reserve(target);
+        buffer.reserve(target);
     } catch (const std::bad_alloc&) {
         credit(extra);
         failMemory(extra);
         return false;
     }
-    list.chargedBytes += extra;
+    object.chargedBytes += extra;
     return true;
 }
 
+bool Heap::growList(ListObject& list, size_t needed) {
+    return growBuffer(list, list.items, needed, kMaxMemoryBudget / sizeof(Value), kMaxMemoryBudget, listBufferBytes);
+}
+
 bool Heap::growStr(StrObject& str, size_t needed) {
-    size_t capacity = str.bytes.capacity();
-    if (needed <= capacity) return true;
-    if (needed > kMaxMemoryBudget) {
-        failMemory(needed);
-        return false;
-    }
-    size_t target = grownCapacity(capacity, needed);
-    size_t extra = strBufferBytes(target) - strBufferBytes(capacity);
-    if (extra > available()) {  // doubling does not fit: the exact size might
-        target = needed;
-        extra = strBufferBytes(target) - strBufferBytes(capacity);
-    }
-    if (!charge(extra)) return false;
-    try {
-        str.bytes.reserve(target);
-    } catch (const std::bad_alloc&) {
-        credit(extra);
-        failMemory(extra);
-        return false;
-    }
-    str.chargedBytes += extra;
-    return true;
+    return growBuffer(str, str.bytes, needed, kMaxMemoryBudget, needed, strBufferBytes);
 }
 
 bool Heap::appendInPlace(Value& list, const Value& itemRef) {

@@ -158,6 +158,9 @@ private:
     Object* allocate(ValueKind kind, size_t charged);
     bool growList(ListObject& list, size_t needed);
     bool growStr(StrObject& str, size_t needed);
+    template <class Object, class Buffer>
+    bool growBuffer(Object& object, Buffer& buffer, size_t needed, size_t maxElements, size_t overflowDetail,
+                    size_t (*bufferBytes)(size_t));
 };
 
 }  // namespace remit
