@@ -6,7 +6,7 @@
 #   make test          build, then run every test (ctest)
 #   make sanitize      Debug build with ASan+UBSan in build/asan, then ctest
 #   make fuzz          libFuzzer harnesses with clang in build/fuzz
-#   make bench         build, then run the front-end benchmark
+#   make bench         build, then run the benchmarks and the side-by-side comparison with Lua and CPython
 #   make clean         remove the build trees this file creates
 #
 # Variables: WERROR=ON turns warnings into errors (.ci/run sets it); JOBS=N (default 2).
@@ -75,6 +75,8 @@ fuzz: deps
 bench: deps build
 	@echo "==> bench"
 	@$(RELEASE_DIR)/bench/remit_bench_frontend
+	@$(RELEASE_DIR)/bench/remit_bench_vm
+	@python3 bench/compare/run.py --remitvm $(RELEASE_DIR)/cli/remitvm --remitc $(RELEASE_DIR)/cli/remitc
 
 clean:
 	rm -rf $(RELEASE_DIR) $(ASAN_DIR) $(FUZZ_DIR)

@@ -187,11 +187,13 @@ int manifestCommand(std::string_view tool, const std::vector<std::string>& argv)
         fmt::print(stderr, "{}: error: manifest needs exactly one PROGRAM\n", tool);
         return kUsage;
     }
+    const std::string& file = args.positional[0];
+    if (file.size() > 4 && file.ends_with(".rbc")) return bytecodeManifest(tool, file);
     CheckOptions options;
     if (const std::string* host = args.value("--host")) options.hostPath = *host;
     if (const std::string* policy = args.value("--policy")) options.policyPath = *policy;
     int exit = kOk;
-    auto outcome = checkedOrReport(tool, args.positional[0], options, exit);
+    auto outcome = checkedOrReport(tool, file, options, exit);
     if (!outcome) return exit;
     fmt::print("{}\n", manifestToJson(outcome->checked->manifest).dump(2));
     return kOk;

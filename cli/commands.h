@@ -36,5 +36,11 @@ int checkCommand(std::string_view tool, const std::vector<std::string>& argv);
 int fmtCommand(std::string_view tool, const std::vector<std::string>& argv);
 int manifestCommand(std::string_view tool, const std::vector<std::string>& argv);
 int diffCommand(std::string_view tool, const std::vector<std::string>& argv);
+// cli/run_commands.cpp
+int buildCommand(std::string_view tool, const std::vector<std::string>& argv);
+int disCommand(std::string_view tool, const std::vector<std::string>& argv);
+int runCommand(std::string_view tool, const std::vector<std::string>& argv);
+// `manifest PROG.rbc`: the manifest stored in a verified artifact.
+int bytecodeManifest(std::string_view tool, const std::string& path);
 
 }  // namespace remit::cli

@@ -11,11 +11,17 @@ constexpr const char* kUsageText =
     "  check FILE... [--host H] [--policy P] [--json]\n"
     "  fmt FILE... [--check]\n"
     "  diff OLD NEW [--host H] [--json]\n"
-    "(build, run, resume, replay, approve, test and mcp arrive with later stages)\n";
+    "  build FILE [--host H] [--out DIR]       write DIR/<program>.rbc and its manifest (default DIR: build)\n"
+    "  run FILE [--host H] [--policy P] [--allow-all] [-i K=V]... [--inputs F.json] [--json]\n"
+    "(resume, replay, approve, test and mcp arrive with later stages)\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
     using namespace remit::cli;
-    return runTool("remit", kUsageText, {{"check", checkCommand}, {"fmt", fmtCommand}, {"diff", diffCommand}}, argc, argv);
+    return runTool("remit", kUsageText, {{"check", checkCommand},
+                    {"fmt", fmtCommand},
+                    {"diff", diffCommand},
+                    {"build", buildCommand},
+                    {"run", runCommand}}, argc, argv);
 }

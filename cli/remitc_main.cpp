@@ -10,7 +10,9 @@ constexpr const char* kUsageText =
     "commands:\n"
     "  check FILE|DIR... [--host H] [--policy P] [--json]   check programs, report diagnostics\n"
     "  fmt FILE... [--check]                                 format .rmt and .rmti files in place\n"
-    "  manifest PROGRAM [--host H]                           print the manifest as JSON\n"
+    "  build PROG.rmt [-o OUT.rbc] [--host H]                compile to a verified .rbc (default: beside PROG)\n"
+    "  dis PROG.rbc|PROG.rmt [--host H]                      disassemble, each instruction with its source line\n"
+    "  manifest PROG.rmt|PROG.rbc [--host H]                 print the manifest as JSON\n"
     "  diff OLD NEW [--host H] [--json]                      did the edit widen authority? (exit 4 if so)\n";
 
 }  // namespace
@@ -18,6 +20,11 @@ constexpr const char* kUsageText =
 int main(int argc, char** argv) {
     using namespace remit::cli;
     return runTool("remitc", kUsageText,
-                   {{"check", checkCommand}, {"fmt", fmtCommand}, {"manifest", manifestCommand}, {"diff", diffCommand}},
+                   {{"check", checkCommand},
+                    {"fmt", fmtCommand},
+                    {"build", buildCommand},
+                    {"dis", disCommand},
+                    {"manifest", manifestCommand},
+                    {"diff", diffCommand}},
                    argc, argv);
 }

@@ -1,27 +1,22 @@
-// remitvm: the VM's command line (run, approve, resume, replay, trace, test, serve, mcp). Its
-// commands arrive with the VM and broker stages; until then it only explains itself.
-#include <cstdio>
-#include <string>
-
-#include <fmt/format.h>
+// remitvm: the VM's command line (shared/DESIGN.md A1). `run` executes a .rmt (compiled in
+// memory) or a verified .rbc; approve, resume, replay, trace, test, serve and mcp arrive with the
+// broker. The commands themselves live in commands.cpp and run_commands.cpp.
+#include "cli/commands.h"
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kUsageText =
     "usage: remitvm <command> [options]\n"
     "\n"
-    "This build of remitvm has no commands yet: run, approve, resume, replay, trace, test, serve\n"
-    "and mcp arrive with the bytecode VM and the broker. Use remitc to check and format programs.\n";
+    "commands:\n"
+    "  run PROG.rmt|PROG.rbc [--host H] [--policy P] [--allow-all] [-i NAME=VALUE]... [--inputs FILE.json]\n"
+    "      [--json] [--max-steps N] [--max-memory BYTES] [--max-wall-ms N]\n"
+    "      run main and print its result as JSON\n"
+    "(approve, resume, replay, trace, test, serve and mcp arrive with the broker)\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string first = argc > 1 ? argv[1] : "";
-    if (first == "-h" || first == "--help") {
-        fmt::print("{}", kUsage);
-        return 0;
-    }
-    if (!first.empty()) fmt::print(stderr, "remitvm: error: unknown command '{}'\n\n", first);
-    fmt::print(stderr, "{}", kUsage);
-    return 2;
+    using namespace remit::cli;
+    return runTool("remitvm", kUsageText, {{"run", runCommand}}, argc, argv);
 }

@@ -337,9 +337,15 @@ private:
             makeDiagnostic(code, std::move(message), opts_.programFile, span, std::move(hint), std::move(notes)));
     }
 
-    TypeRef resolve(const TypeExpr& te) { return resolver_.resolve(te); }
-    void noteType(const Expr& e, TypeRef t) {
-        auto index = static_cast<size_t>(e.id);
+    // Resolves a written type and records it under its node, for the code generator.
+    TypeRef resolve(const TypeExpr& te) {
+        TypeRef t = resolver_.resolve(te);
+        noteNodeType(te.id, t);
+        return t;
+    }
+    void noteType(const Expr& e, TypeRef t) { noteNodeType(e.id, t); }
+    void noteNodeType(NodeId id, TypeRef t) {
+        auto index = static_cast<size_t>(id);
         if (index >= result_.exprTypes.size()) result_.exprTypes.resize(index + 1);
         result_.exprTypes[index] = t;
     }
@@ -1753,8 +1759,9 @@ static void resolveHostTypes(const HostInterface& ast, const std::string& file, 
                              DiagnosticList& diags);
 
 void resolveHost(const HostInterface& ast, const std::string& file, HostModel& host, DiagnosticList& diags) {
-    // Alias chains (`type A = B`, `type B = C`, ...) resolve recursively: use the large stack.
-    runOnLargeStack([&] { resolveHostTypes(ast, file, host, diags); });
+    // Alias chains (`type A = B`, `type B = C`, ...) resolve recursively, at most one level per
+    // declaration.
+    runDeep(ast.decls.size(), [&] { resolveHostTypes(ast, file, host, diags); });
 }
 
 static void resolveHostTypes(const HostInterface& ast, const std::string& file, HostModel& host,
@@ -1835,7 +1842,8 @@ CheckResult checkProgram(const Program& program, HostModel host, DiagnosticList&
     result.exprTypes.resize(program.nodeCount);
     size_t errorsBefore = diags.errorCount();
     Checker checker(program, result.host, diags, options, result);
-    runOnLargeStack([&] { checker.run(); });
+    // The walk nests at most once per node along a call chain (no function repeats on it).
+    runDeep(program.nodeCount, [&] { checker.run(); });
     diags.sortByPosition();
     result.ok = diags.errorCount() == errorsBefore;
     return result;

@@ -36,7 +36,7 @@ struct CheckResult {
     HostModel host;                 // owns the TypeArena every TypeRef here points into
     std::map<std::string, TypeRef> programTypes;  // the program's own `type` declarations
     Manifest manifest;
-    std::vector<TypeRef> exprTypes;                        // indexed by ast::NodeId; null where not an expression
+    std::vector<TypeRef> exprTypes;  // by ast::NodeId of expressions and written types; null elsewhere
     std::unordered_map<uint32_t, ResolvedCall> calls;     // by ast::NodeId of each call
     bool ok = false;                // no errors
 };

@@ -38,8 +38,9 @@ std::optional<IoError> readSource(const std::string& path, size_t maxBytes, std:
 std::optional<IoError> writeFileAtomically(const std::string& path, const std::string& text) {
     // Through a symlink, replace the file it points to (not the link); keep the file's mode.
     std::error_code ec;
-    std::string target = fs::is_symlink(path, ec) ? fs::canonical(path, ec).string() : path;
-    if (ec) return IoError{fmt::format("cannot resolve {}", path)};
+    bool isLink = fs::is_symlink(fs::symlink_status(path, ec));  // false for a new file
+    std::string target = isLink ? fs::canonical(path, ec).string() : path;
+    if (isLink && ec) return IoError{fmt::format("cannot resolve {}", path)};
     fs::perms mode = fs::status(target, ec).permissions();
     bool keepMode = !ec;
     std::string temporary = target + ".remit-tmp";
@@ -160,6 +161,7 @@ CheckOutcome checkProgramFile(const std::string& path, const CheckOptions& optio
     std::vector<std::string> hostResources = host.resourceNames();
     out.checked = checkProgram(*out.program, std::move(host), out.diags, CheckerOptions{path, *out.hostPath});
 
+    if (!options.checkPolicy) return out;
     out.policyPath = options.policyPath ? options.policyPath : findPolicy(path);
     if (!out.policyPath) return out;
     std::string policyText;

@@ -39,6 +39,7 @@ std::vector<std::string> expandProgramPaths(const std::vector<std::string>& path
 struct CheckOptions {
     std::optional<std::string> hostPath;    // --host; otherwise discovered
     std::optional<std::string> policyPath;  // --policy
+    bool checkPolicy = true;                // false: no policy is looked for (build, dis, run --allow-all)
     FrontendLimits limits;
 };
 

@@ -263,7 +263,12 @@ bool Heap::growBuffer(Object& object, Buffer& buffer, size_t needed, size_t maxE
     }
     if (!charge(extra)) return false;
     try {
-        buffer.reserve(target);
+        // Into a fresh buffer: reserve() on a non-empty std::string rounds up to twice its old
+        // capacity whatever is asked, which would leave the charge behind the memory held.
+        Buffer fresh;
+        fresh.reserve(target);
+        fresh.insert(fresh.end(), std::make_move_iterator(buffer.begin()), std::make_move_iterator(buffer.end()));
+        buffer.swap(fresh);
     } catch (const std::bad_alloc&) {
         credit(extra);
         failMemory(extra);

@@ -14,4 +14,13 @@ constexpr size_t kLargeStackBytes = size_t(256) << 20;
 // by `work` is rethrown here. Falls back to calling it directly if no thread can be created.
 void runOnLargeStack(const std::function<void()>& work, size_t stackBytes = kLargeStackBytes);
 
+// Recursion over an input of `size` units (AST nodes, declarations) nests at most about that deep.
+// Small inputs run on the current stack: handing work to a thread and joining it costs more than
+// checking a small program, and a start-up of a few milliseconds is the budget for `remitvm run`.
+constexpr size_t kInlineRecursionUnits = 2000;
+inline void runDeep(size_t size, const std::function<void()>& work) {
+    if (size <= kInlineRecursionUnits) work();
+    else runOnLargeStack(work);
+}
+
 }  // namespace remit

@@ -145,6 +145,11 @@ public:
     // The object's reference count (0 for scalars): 1 means this Value is its only owner.
     uint32_t refCount() const { return isHeap() ? obj_->refCount : 0; }
 
+    // The kind and tags in one word: equal to `unlabelled(kind)` exactly when the value has that
+    // kind and no tags (the VM's fast paths test both with one comparison).
+    uint32_t kindAndTags() const { return kindTags_; }
+    static constexpr uint32_t unlabelled(ValueKind kind) { return static_cast<uint32_t>(kind); }
+
     // Top-level tags and provenance.
     TagSetId tags() const { return kindTags_ >> 8; }
     ProvId prov() const { return prov_; }

@@ -1,0 +1,493 @@
+// The commands that produce and run bytecode: `remitc build`, `remitc dis`, `remitc manifest
+// PROG.rbc`, and `run` (remitvm run, remit run). Flag parsing and printing only: programs come
+// from compiler/driver.h and vm/api.h, runs from the embedding API (remit/remit.h).
+#include <fmt/format.h>
+
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "cli/commands.h"
+#include "compiler/driver.h"
+#include "compiler/manifest.h"
+#include "compiler/parser.h"
+#include "remit/remit.h"
+#include "runtime/canonical_json.h"
+#include "runtime/value_json.h"
+#include "vm/api.h"
+#include "vm/disasm.h"
+#include "vm/rbc.h"
+
+namespace remit::cli {
+
+namespace {
+
+constexpr size_t kMaxRbcBytes = size_t(256) << 20;
+
+bool isBytecodePath(const std::string& path) { return path.size() > 4 && path.ends_with(".rbc"); }
+
+void printDiagnostics(const DiagnosticList& diags, const CheckOutcome* outcome) {
+    for (const Diagnostic& d : diags.items())
+        fmt::print(stderr, "{}\n", renderText(d, outcome ? outcome->sourceFor(d.file) : nullptr));
+}
+
+// A program ready to run or disassemble, from a .rmt (checked and compiled in memory) or a .rbc.
+struct ProgramSource {
+    std::shared_ptr<const LoadedProgram> program;
+    std::optional<CheckOutcome> checked;  // .rmt: the check (diagnostics, policy, host, sources)
+    std::string file;
+};
+
+// Reads and verifies a .rbc; exit 2 with a message naming the problem when it does not load.
+std::shared_ptr<const LoadedProgram> loadBytecodeFile(std::string_view tool, const std::string& path, int& exit) {
+    std::string bytes;
+    if (auto err = readSource(path, kMaxRbcBytes, bytes)) {
+        fmt::print(stderr, "{}: error: {}\n", tool, err->message);
+        exit = kUsage;
+        return nullptr;
+    }
+    if (bytes.size() > kMaxRbcBytes) {
+        fmt::print(stderr, "{}: error: {} is larger than {} MiB, the limit for a .rbc file\n", tool, path,
+                   kMaxRbcBytes >> 20);
+        exit = kUsage;
+        return nullptr;
+    }
+    LoadOutcome loaded = loadProgram(bytes);
+    if (!loaded.program) {
+        fmt::print(stderr, "{}: error: {} is not a valid .rbc file: {}\n", tool, path, loaded.error);
+        fmt::print(stderr, "  hint: rebuild it from its source with `remitc build PROG.rmt`\n");
+        exit = kUsage;
+        return nullptr;
+    }
+    return loaded.program;
+}
+
+// Compiles a checked program; an E0003 limit is reported like any diagnostic (exit 1).
+std::shared_ptr<const LoadedProgram> compileChecked(const CheckOutcome& outcome, int& exit) {
+    std::string error;
+    auto program = buildProgram(*outcome.program, *outcome.checked, outcome.file, error);
+    if (!program) {
+        DiagnosticList diags;
+        diags.add(makeDiagnostic(DiagCode::E0003, error, outcome.file, outcome.program->span,
+                                 "split the function or the program into smaller parts"));
+        printDiagnostics(diags, &outcome);
+        exit = kFailure;
+    }
+    return program;
+}
+
+// The program text for excerpts in runtime errors and disassembly: the checked source, else the
+// file the .rbc names if it is still there.
+std::string sourceTextFor(const ProgramSource& source) {
+    if (source.checked)
+        if (const SourceFile* f = source.checked->sourceFor(source.file)) return std::string(f->text());
+    std::string text;
+    const std::string& named = source.program->module().sourceFile;
+    if (!named.empty() && !readSource(named, size_t(1) << 20, text)) return text;
+    return {};
+}
+
+// Results print as the prototype prints them: json.dumps(value, indent=2, ensure_ascii=False).
+std::string prettyJson(const nlohmann::ordered_json& value) {
+    return dumpJson(value, JsonTextStyle{false, false, 2, ",", ": "});
+}
+
+std::string newRunId() {
+    std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
+    std::random_device random;
+    return fmt::format("{}-{:06x}", stamp, random() & 0xffffff);
+}
+
+}  // namespace
+
+int buildCommand(std::string_view tool, const std::vector<std::string>& argv) {
+    Args args;
+    // `-o OUT.rbc` (remitc) or `--out DIR` (the prototype's `remit build`, default `build`).
+    if (!parseArgs(tool, argv, {}, {"--host", "-o", "--out"}, args)) return kUsage;
+    if (args.positional.size() != 1) {
+        fmt::print(stderr, "{}: error: build needs exactly one PROGRAM.rmt\n", tool);
+        return kUsage;
+    }
+    const std::string& file = args.positional[0];
+    CheckOptions options;
+    options.checkPolicy = false;  // an artifact is checked against a policy where it runs
+    if (const std::string* host = args.value("--host")) options.hostPath = *host;
+    CheckOutcome outcome = checkProgramFile(file, options);
+    if (outcome.ioError) {
+        fmt::print(stderr, "{}: error: {}\n", tool, outcome.ioError->message);
+        return kUsage;
+    }
+    printDiagnostics(outcome.diags, &outcome);
+    if (!outcome.ok() || !outcome.checked) {
+        fmt::print(stderr, "{} error(s) in {}\n", outcome.diags.errorCount(), file);
+        return kFailure;
+    }
+    int exit = kOk;
+    auto program = compileChecked(outcome, exit);
+    if (!program) return exit;
+
+    std::string out;
+    std::optional<std::string> manifestOut;
+    if (const std::string* o = args.value("-o")) {
+        out = *o;
+    } else if (tool == "remit" || args.has("--out")) {
+        std::filesystem::path dir = args.value("--out") ? *args.value("--out") : "build";
+        std::error_code ec;
+        std::filesystem::create_directories(dir, ec);
+        if (ec) {
+            fmt::print(stderr, "{}: error: cannot create directory {}\n", tool, dir.string());
+            return kUsage;
+        }
+        out = (dir / (outcome.program->name + ".rbc")).string();
+        manifestOut = (dir / (outcome.program->name + ".manifest.json")).string();
+    } else {
+        out = std::filesystem::path(file).replace_extension(".rbc").string();
+    }
+    if (auto err = writeFileAtomically(out, writeRbc(program->module()))) {
+        fmt::print(stderr, "{}: error: {}\n", tool, err->message);
+        return kUsage;
+    }
+    fmt::print("wrote {}\n", out);
+    if (manifestOut) {
+        std::string manifest = manifestToJson(outcome.checked->manifest).dump(2) + "\n";
+        if (auto err = writeFileAtomically(*manifestOut, manifest)) {
+            fmt::print(stderr, "{}: error: {}\n", tool, err->message);
+            return kUsage;
+        }
+        fmt::print("wrote {}\n", *manifestOut);
+    }
+    fmt::print("program hash {}\n", program->module().programHash);
+    return kOk;
+}
+
+int disCommand(std::string_view tool, const std::vector<std::string>& argv) {
+    Args args;
+    if (!parseArgs(tool, argv, {}, {"--host"}, args)) return kUsage;
+    if (args.positional.size() != 1) {
+        fmt::print(stderr, "{}: error: dis needs exactly one PROGRAM (.rbc, or .rmt to compile first)\n", tool);
+        return kUsage;
+    }
+    ProgramSource source;
+    source.file = args.positional[0];
+    int exit = kOk;
+    if (isBytecodePath(source.file)) {
+        source.program = loadBytecodeFile(tool, source.file, exit);
+    } else {
+        CheckOptions options;
+        options.checkPolicy = false;
+        if (const std::string* host = args.value("--host")) options.hostPath = *host;
+        source.checked = checkProgramFile(source.file, options);
+        if (source.checked->ioError) {
+            fmt::print(stderr, "{}: error: {}\n", tool, source.checked->ioError->message);
+            return kUsage;
+        }
+        if (!source.checked->ok() || !source.checked->checked) {
+            printDiagnostics(source.checked->diags, &*source.checked);
+            return kFailure;
+        }
+        source.program = compileChecked(*source.checked, exit);
+    }
+    if (!source.program) return exit;
+    fmt::print("{}", disassemble(source.program->module(), sourceTextFor(source)));
+    return kOk;
+}
+
+int bytecodeManifest(std::string_view tool, const std::string& path) {
+    int exit = kOk;
+    auto program = loadBytecodeFile(tool, path, exit);
+    if (!program) return exit;
+    nlohmann::ordered_json manifest = nlohmann::ordered_json::parse(program->module().manifestJson);
+    fmt::print("{}\n", manifest.dump(2));
+    return kOk;
+}
+
+namespace {
+
+// Everything `run` needs besides the program: the host (input tags), the policy and the limits.
+struct RunSetup {
+    ProgramSource source;
+    HostModel host;
+    std::optional<Policy> policy;
+    VmLimits limits;
+};
+
+// Turns -i/--inputs into main's arguments (typed, tagged per the host's `input` lines). Prints
+// the problem and returns false on a usage error (exit 2).
+bool buildInputs(std::string_view tool, const Args& args, const LoadedProgram& program, const HostModel& host,
+                 Heap& heap, std::vector<Value>& out) {
+    const Function& main = program.module().functions[program.entry()];
+    nlohmann::json given = nlohmann::json::object();
+    if (const std::string* inputsFile = args.value("--inputs")) {
+        std::string text;
+        if (auto err = readSource(*inputsFile, size_t(64) << 20, text)) {
+            fmt::print(stderr, "{}: error: {}\n", tool, err->message);
+            return false;
+        }
+        nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
+        if (parsed.is_discarded() || !parsed.is_object()) {
+            fmt::print(stderr, "{}: error: {} must hold a JSON object of inputs\n", tool, *inputsFile);
+            return false;
+        }
+        given = std::move(parsed);
+    }
+    for (const auto& [flag, value] : args.options) {
+        if (flag != "-i" && flag != "--input") continue;
+        size_t eq = value.find('=');
+        if (eq == std::string::npos || eq == 0) {
+            fmt::print(stderr, "{}: error: input '{}' must be written NAME=VALUE\n", tool, value);
+            return false;
+        }
+        std::string name = value.substr(0, eq), text = value.substr(eq + 1);
+        auto param = std::find(main.paramNames.begin(), main.paramNames.end(), name);
+        if (param == main.paramNames.end()) {
+            fmt::print(stderr, "{}: error: unknown input '{}': main takes {}\n", tool, name,
+                       main.paramNames.empty() ? std::string("no inputs") : fmt::format("{}", fmt::join(main.paramNames, ", ")));
+            return false;
+        }
+        TypeRef type = program.type(main.paramTypes[static_cast<size_t>(param - main.paramNames.begin())]);
+        if (type && type->isStringLike() && type->kind == TypeKind::Str) {
+            given[name] = text;  // a Str input is taken literally
+            continue;
+        }
+        nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
+        if (parsed.is_discarded()) {
+            fmt::print(stderr, "{}: error: input '{}' is not valid JSON for type {}\n", tool, name,
+                       type ? showType(type) : "?");
+            return false;
+        }
+        given[name] = std::move(parsed);
+    }
+    for (auto it = given.begin(); it != given.end(); ++it)
+        if (std::find(main.paramNames.begin(), main.paramNames.end(), it.key()) == main.paramNames.end()) {
+            fmt::print(stderr, "{}: error: unknown input '{}'\n", tool, it.key());
+            return false;
+        }
+    for (size_t p = 0; p < main.paramNames.size(); ++p) {
+        const std::string& name = main.paramNames[p];
+        auto it = given.find(name);
+        if (it == given.end()) {
+            fmt::print(stderr, "{}: error: missing input '{}' (pass -i {}=VALUE or --inputs FILE.json)\n", tool, name,
+                       name);
+            return false;
+        }
+        std::vector<std::string> tagNames = host.inputTags(name);
+        std::optional<TagSetId> tags = heap.internTags(std::span<const std::string>(tagNames));
+        if (!tags) {
+            fmt::print(stderr, "{}: error: input '{}' does not fit in memory\n", tool, name);
+            return false;
+        }
+        ValueFromJson v = valueFromJson(heap, *it, program.type(main.paramTypes[p]), "input." + name, *tags);
+        if (v.mismatch) {
+            fmt::print(stderr, "{}: error: input '{}' does not fit its type: {}\n", tool, name, v.mismatch->text());
+            return false;
+        }
+        if (!v.value) {
+            fmt::print(stderr, "{}: error: input '{}' does not fit in the run's memory limit\n", tool, name);
+            return false;
+        }
+        out.push_back(std::move(*v.value));
+    }
+    return true;
+}
+
+std::optional<uint64_t> parseLimitFlag(std::string_view tool, const Args& args, std::string_view flag) {
+    const std::string* v = args.value(flag);
+    if (!v) return std::nullopt;
+    uint64_t n = 0;
+    auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+    if (ec != std::errc() || end != v->data() + v->size() || n == 0) {
+        fmt::print(stderr, "{}: error: {} needs a positive integer, not '{}'\n", tool, flag, *v);
+        throw std::invalid_argument("bad limit");
+    }
+    return n;
+}
+
+nlohmann::ordered_json tagNamesJson(const Heap& heap, TagSetId tags) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const std::string& name : heap.tagTable().names(tags)) out.push_back(name);
+    return out;
+}
+
+}  // namespace
+
+int runCommand(std::string_view tool, const std::vector<std::string>& argv) {
+    Args args;
+    if (!parseArgs(tool, argv, {"--json", "--allow-all", "--approve-all", "--live", "--interactive"},
+                   {"--host", "--policy", "--fixtures", "--adapter", "-i", "--input", "--inputs", "--state-dir",
+                    "--max-steps", "--max-memory", "--max-wall-ms"},
+                   args))
+        return kUsage;
+    if (args.positional.size() != 1) {
+        fmt::print(stderr, "{}: error: run needs exactly one PROGRAM (.rmt or .rbc)\n", tool);
+        return kUsage;
+    }
+    bool json = args.has("--json");
+    bool allowAll = args.has("--allow-all");
+    RunSetup setup;
+    ProgramSource& source = setup.source;
+    source.file = args.positional[0];
+    int exit = kOk;
+    auto rejected = [&](const DiagnosticList& diags) {
+        if (json) {
+            nlohmann::ordered_json d = nlohmann::ordered_json::array();
+            for (const Diagnostic& x : diags.items()) d.push_back(toJson(x));
+            fmt::print("{}\n", nlohmann::ordered_json{{"status", "rejected"}, {"diagnostics", d}}.dump(2));
+        } else {
+            printDiagnostics(diags, source.checked ? &*source.checked : nullptr);
+            fmt::print(stderr, "refusing to run a program with errors\n");
+        }
+        return kFailure;
+    };
+    std::optional<std::string> policyPath;
+    if (const std::string* p = args.value("--policy")) policyPath = *p;
+
+    if (!isBytecodePath(source.file)) {
+        CheckOptions options;
+        if (const std::string* host = args.value("--host")) options.hostPath = *host;
+        options.policyPath = policyPath;
+        options.checkPolicy = !allowAll;
+        source.checked = checkProgramFile(source.file, options);
+        CheckOutcome& outcome = *source.checked;
+        if (outcome.ioError) {
+            fmt::print(stderr, "{}: error: {}\n", tool, outcome.ioError->message);
+            return kUsage;
+        }
+        if (!outcome.ok() || !outcome.checked) return rejected(outcome.diags);
+        if (!json) printDiagnostics(outcome.diags, &outcome);  // warnings
+        if (!allowAll && !outcome.policy) {
+            fmt::print(stderr, "error: no policy.toml next to the program; pass --policy or --allow-all\n");
+            return kUsage;
+        }
+        setup.policy = allowAll ? Policy::allowAllPolicy() : *outcome.policy;
+        setup.host = outcome.checked->host;
+        source.program = compileChecked(outcome, exit);
+        if (!source.program) return exit;
+    } else {
+        source.program = loadBytecodeFile(tool, source.file, exit);
+        if (!source.program) return exit;
+        const Module& module = source.program->module();
+        // The host interface the artifact runs against: it must be the one it was built for.
+        std::optional<std::string> hostPath =
+            args.value("--host") ? std::optional(*args.value("--host")) : findHostInterface(source.file);
+        if (!hostPath) {
+            fmt::print(stderr, "{}: error: no host.rmti found next to {} or in a parent directory\n", tool,
+                       source.file);
+            fmt::print(stderr, "  hint: pass --host PATH to name the host interface\n");
+            return kUsage;
+        }
+        std::string hostText;
+        if (auto err = readSource(*hostPath, size_t(1) << 20, hostText)) {
+            fmt::print(stderr, "{}: error: {}\n", tool, err->message);
+            return kUsage;
+        }
+        DiagnosticList diags;
+        SourceFile hostSource(*hostPath, hostText);
+        auto hostAst = parseHost(hostSource, diags);
+        if (hostAst && !diags.hasErrors()) resolveHost(*hostAst, *hostPath, setup.host, diags);
+        if (diags.hasErrors()) return rejected(diags);
+        if (setup.host.hash != module.hostHash) {
+            fmt::print(stderr,
+                       "{}: error: {} was built for another host interface than {} (host hash {} vs {})\n"
+                       "  hint: rebuild it with `remitc build` against this host, or pass --host\n",
+                       tool, source.file, *hostPath, module.hostHash.substr(0, 12), setup.host.hash.substr(0, 12));
+            return kFailure;
+        }
+        if (allowAll) {
+            setup.policy = Policy::allowAllPolicy();
+        } else {
+            if (!policyPath) policyPath = findPolicy(source.file);
+            if (!policyPath) {
+                fmt::print(stderr, "error: no policy.toml next to the program; pass --policy or --allow-all\n");
+                return kUsage;
+            }
+            std::string policyText;
+            if (auto err = readSource(*policyPath, size_t(1) << 20, policyText)) {
+                fmt::print(stderr, "{}: error: {}\n", tool, err->message);
+                return kUsage;
+            }
+            setup.policy = parsePolicy(*policyPath, policyText, diags);
+            if (setup.policy) checkPolicyAgainstHost(*setup.policy, setup.host.resourceNames(), diags);
+            // A forged manifest gains nothing (the broker enforces every rule again), but an honest
+            // one that exceeds the policy is refused before anything runs.
+            std::optional<Manifest> manifest = manifestFromJson(nlohmann::json::parse(module.manifestJson));
+            if (setup.policy && manifest && !diags.hasErrors())
+                checkManifestAgainstPolicy(*manifest, *setup.policy, source.file, Span{}, diags);
+            if (diags.hasErrors()) return rejected(diags);
+        }
+    }
+    const LoadedProgram& program = *source.program;
+    if (program.entry() == kNoType) {
+        fmt::print(stderr, "{}: error: {} has no main function to run\n", tool, source.file);
+        return kUsage;
+    }
+
+    // Limits: the defaults, then the policy's [limits], then the flags.
+    VmLimits& limits = setup.limits;
+    if (setup.policy && setup.policy->limits.maxSteps) limits.maxSteps = static_cast<uint64_t>(*setup.policy->limits.maxSteps);
+    if (setup.policy && setup.policy->limits.maxMemory) limits.maxMemory = static_cast<size_t>(*setup.policy->limits.maxMemory);
+    if (setup.policy && setup.policy->limits.maxWallMs) limits.maxWallMs = static_cast<uint64_t>(*setup.policy->limits.maxWallMs);
+    try {
+        if (auto n = parseLimitFlag(tool, args, "--max-steps")) limits.maxSteps = *n;
+        if (auto n = parseLimitFlag(tool, args, "--max-memory")) limits.maxMemory = static_cast<size_t>(*n);
+        if (auto n = parseLimitFlag(tool, args, "--max-wall-ms")) limits.maxWallMs = *n;
+    } catch (const std::invalid_argument&) {
+        return kUsage;
+    }
+
+    Run run(source.program, limits);
+    std::vector<Value> inputs;  // after `run`: values go before the heap that holds them
+    if (!buildInputs(tool, args, program, setup.host, run.heap(), inputs)) return kUsage;
+    std::string runId = newRunId();
+    RunStatus status = run.start(program.entry(), std::move(inputs));
+    if (status == RunStatus::HostCall) {
+        const HostCall& call = run.hostCall();
+        fmt::print(stderr,
+                   "{}: error: {} calls {} at line {} (site {}), but this build has no broker to perform host calls\n"
+                   "  hint: only programs that make no capability or model call can run until the broker lands\n",
+                   tool, source.file, call.site->resource, call.site->span.line, call.site->id);
+        return kUsage;
+    }
+    if (status == RunStatus::Failed) {
+        const RunFailure& f = run.failure();
+        const DiagInfo& info = diagInfo(f.error.code);
+        if (json) {
+            nlohmann::ordered_json error = {{"code", info.code},  {"name", info.name},
+                                            {"message", f.error.message}, {"line", f.span.line},
+                                            {"col", f.span.col}};
+            if (!f.error.details.is_null()) error["details"] = f.error.details;
+            fmt::print("{}\n", nlohmann::ordered_json{{"status", "failed"}, {"run_id", runId}, {"error", error}}.dump(2));
+        } else {
+            Diagnostic d = makeDiagnostic(f.error.code, f.error.message, source.file,
+                                          Span{f.span.line, f.span.col, f.span.endLine, f.span.endCol});
+            d.details = f.error.details;
+            std::string text = sourceTextFor(source);
+            SourceFile excerpt(source.file, text);
+            fmt::print(stderr, "{}\n", renderText(d, text.empty() ? nullptr : &excerpt));
+        }
+        return kFailure;
+    }
+    std::optional<nlohmann::ordered_json> result = valueToJson(run.result());
+    if (json) {
+        std::optional<TagSetId> deep = run.heap().deepTags(run.result());
+        nlohmann::ordered_json envelope = {{"status", "completed"},
+                                           {"run_id", runId},
+                                           {"result", result ? *result : nlohmann::ordered_json(nullptr)},
+                                           {"result_tags", tagNamesJson(run.heap(), deep ? *deep : kNoTags)},
+                                           {"spent_usd", 0.0},
+                                           {"calls", 0}};
+        fmt::print("{}\n", prettyJson(envelope));
+    } else {
+        fmt::print("{}\n", prettyJson(result ? *result : nlohmann::ordered_json(nullptr)));
+    }
+    return kOk;
+}
+
+}  // namespace remit::cli

@@ -1,0 +1,1017 @@
+#include "compiler/codegen.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+
+#include "compiler/formatter.h"
+#include "compiler/manifest.h"
+#include "runtime/builtins.h"
+
+namespace remit {
+
+using namespace ast;
+using ValueType = remit::TypeKind;  // ast has a TypeKind of its own (how a type is written)
+
+namespace {
+
+// Thrown inside the generator when a limit of the bytecode format is exceeded; caught at the
+// entry point and turned into CodegenResult::error. (Never escapes generateModule.)
+struct LimitExceeded {
+    std::string message;
+};
+
+constexpr uint16_t kNoReg = 0xffff;
+
+DebugSpan toDebug(const Span& s) {
+    return DebugSpan{s.line, s.col, s.endLine, s.endCol};
+}
+
+bool isKind(TypeRef t, ValueType k) { return t && t->kind == k; }
+bool isNumberType(TypeRef t) { return t && t->isNumber(); }
+
+// Expressions that write their destination before they have read everything they need (a
+// branch's value, a loop's growing list, `and`/`or`'s left side): an assignment to a variable
+// they also read must go through a temporary.
+bool writesDestinationEarly(const Expr& e) {
+    if (e.kind == ExprKind::If || e.kind == ExprKind::For || e.kind == ExprKind::Match) return true;
+    if (e.kind == ExprKind::Binary) {
+        BinaryOp op = e.as<BinaryExpr>().op;
+        return op == BinaryOp::And || op == BinaryOp::Or;
+    }
+    return false;
+}
+
+// Does evaluating `e` run statements (which may assign variables)? Only blocks contain
+// statements, and only if/for/match contain blocks.
+bool containsBlocks(const Expr& e) {
+    switch (e.kind) {
+        case ExprKind::If:
+        case ExprKind::For:
+        case ExprKind::Match: return true;
+        case ExprKind::Interp:
+            for (const InterpPart& p : e.as<InterpExpr>().parts)
+                if (p.expr && containsBlocks(*p.expr)) return true;
+            return false;
+        case ExprKind::Field: return containsBlocks(*e.as<FieldExpr>().object);
+        case ExprKind::Index: {
+            const auto& i = e.as<IndexExpr>();
+            return containsBlocks(*i.object) || containsBlocks(*i.index);
+        }
+        case ExprKind::List:
+            for (const ExprPtr& item : e.as<ListExpr>().items)
+                if (containsBlocks(*item)) return true;
+            return false;
+        case ExprKind::Record:
+            for (const RecordField& f : e.as<RecordExpr>().fields)
+                if (containsBlocks(*f.value)) return true;
+            return false;
+        case ExprKind::Unary: return containsBlocks(*e.as<UnaryExpr>().operand);
+        case ExprKind::Binary: {
+            const auto& b = e.as<BinaryExpr>();
+            return containsBlocks(*b.left) || containsBlocks(*b.right);
+        }
+        case ExprKind::Call: {
+            const auto& c = e.as<CallExpr>();
+            for (const CallArg& a : c.args)
+                if (containsBlocks(*a.value)) return true;
+            return c.fallback && containsBlocks(*c.fallback);
+        }
+        default: return false;
+    }
+}
+
+// Calls visit(expr, loopDepth) for every expression under `b`, parents before children; the body
+// and filter of a `for` are one loop deeper.
+template <class Visit>
+void walkExpr(const Expr& e, int depth, Visit& visit);
+template <class Visit>
+void walkBlock(const Block& b, int depth, Visit& visit) {
+    for (const StmtPtr& s : b.stmts)
+        if (s->value) walkExpr(*s->value, depth, visit);
+}
+template <class Visit>
+void walkExpr(const Expr& e, int depth, Visit& visit) {
+    visit(e, depth);
+    switch (e.kind) {
+        case ExprKind::Interp:
+            for (const InterpPart& p : e.as<InterpExpr>().parts)
+                if (p.expr) walkExpr(*p.expr, depth, visit);
+            break;
+        case ExprKind::Field: walkExpr(*e.as<FieldExpr>().object, depth, visit); break;
+        case ExprKind::Index:
+            walkExpr(*e.as<IndexExpr>().object, depth, visit);
+            walkExpr(*e.as<IndexExpr>().index, depth, visit);
+            break;
+        case ExprKind::List:
+            for (const ExprPtr& item : e.as<ListExpr>().items) walkExpr(*item, depth, visit);
+            break;
+        case ExprKind::Record:
+            for (const RecordField& f : e.as<RecordExpr>().fields) walkExpr(*f.value, depth, visit);
+            break;
+        case ExprKind::Unary: walkExpr(*e.as<UnaryExpr>().operand, depth, visit); break;
+        case ExprKind::Binary:
+            walkExpr(*e.as<BinaryExpr>().left, depth, visit);
+            walkExpr(*e.as<BinaryExpr>().right, depth, visit);
+            break;
+        case ExprKind::Call: {
+            const auto& c = e.as<CallExpr>();
+            for (const CallArg& a : c.args) walkExpr(*a.value, depth, visit);
+            if (c.fallback) walkExpr(*c.fallback, depth, visit);
+            break;
+        }
+        case ExprKind::If: {
+            const auto& i = e.as<IfExpr>();
+            walkExpr(*i.cond, depth, visit);
+            walkBlock(*i.thenBlock, depth, visit);
+            if (i.elseBlock) walkBlock(*i.elseBlock, depth, visit);
+            if (i.elseIf) walkExpr(*i.elseIf, depth, visit);
+            break;
+        }
+        case ExprKind::For: {
+            const auto& f = e.as<ForExpr>();
+            walkExpr(*f.iter, depth, visit);
+            if (f.filter) walkExpr(*f.filter, depth + 1, visit);
+            walkBlock(*f.body, depth + 1, visit);
+            break;
+        }
+        case ExprKind::Match: {
+            const auto& m = e.as<MatchExpr>();
+            walkExpr(*m.subject, depth, visit);
+            for (const MatchArm& a : m.arms) walkBlock(*a.body, depth, visit);
+            break;
+        }
+        default: break;
+    }
+}
+
+// The constant a literal denotes, as a key for hoisting ("" for anything else).
+std::string literalKey(const Expr& e) {
+    switch (e.kind) {
+        case ExprKind::Int: return fmt::format("i{}", e.as<IntLit>().value);
+        case ExprKind::Float: return fmt::format("f{}", std::bit_cast<uint64_t>(e.as<FloatLit>().value));
+        case ExprKind::Str: return "s" + e.as<StrLit>().value;
+        default: return {};
+    }
+}
+
+class Generator {
+public:
+    Generator(const Program& program, const CheckResult& check, Module& module)
+        : prog_(program), check_(check), module_(module) {}
+
+    void run();
+
+private:
+    const Program& prog_;
+    const CheckResult& check_;
+    Module& module_;
+
+    std::map<int64_t, uint32_t> intConstants_;
+    std::map<uint64_t, uint32_t> floatConstants_;  // by bit pattern, so -0.0 and 0.0 stay apart
+    std::unordered_map<std::string, uint32_t> strConstants_;
+    std::map<std::vector<std::string>, uint16_t> shapes_;
+    std::unordered_map<TypeRef, uint32_t> types_;
+    std::map<std::string, uint16_t, std::less<>> functionIndex_;
+
+    // ---- per function
+    struct Local {
+        std::string name;
+        uint16_t reg;
+        std::optional<int64_t> declaredMax;  // a var's annotated list bound (R0113 when exceeded)
+    };
+    struct Loop {
+        std::vector<size_t> breaks;  // JMPs to patch to the loop's exit
+    };
+    Function* fn_ = nullptr;
+    uint32_t fnIndex_ = 0;
+    bool inheritsPc_ = false;  // the function may run under a caller's pc (anything but main and tests)
+    int pcDepth_ = 0;          // enclosing constructs that raised the pc (emitted a PCENTER)
+    std::vector<bool> mayHoldHeap_;  // per register: may hold a Str, List or record (CLEAR frees those)
+    // Literals that are operands inside loops, loaded once into their own register when the
+    // function starts (by literalKey). Those registers are never written again.
+    std::unordered_map<std::string, uint16_t> hoisted_;
+    static constexpr size_t kMaxHoisted = 32;
+
+    void hoistLoopConstants(const Block& body) {
+        hoisted_.clear();
+        std::vector<const Expr*> found;
+        std::unordered_map<std::string, bool> seen;
+        auto visit = [&](const Expr& e, int depth) {
+            if (depth == 0 || e.kind != ExprKind::Binary) return;
+            const auto& b = e.as<BinaryExpr>();
+            if (b.op == BinaryOp::And || b.op == BinaryOp::Or) return;
+            for (const Expr* side : {b.left.get(), b.right.get()}) {
+                std::string key = literalKey(*side);
+                if (!key.empty() && seen.size() < kMaxHoisted && seen.emplace(key, true).second) found.push_back(side);
+            }
+        };
+        walkBlock(body, 0, visit);
+        for (const Expr* literal : found) {
+            uint16_t reg = allocReg();
+            expr(*literal, reg);
+            hoisted_[literalKey(*literal)] = reg;
+        }
+    }
+    std::vector<Local> locals_;
+    std::vector<Loop> loops_;
+    uint32_t nextReg_ = 0;
+    uint32_t peakReg_ = 0;  // the highest nextReg_ seen since it was last reset (a loop body's temporaries)
+    Span span_;             // the span of the construct being compiled, given to each instruction
+
+    // ------------------------------------------------------------ module tables
+
+    uint32_t addConstant(Constant c) {
+        if (module_.constants.size() >= 0xffffffffu) throw LimitExceeded{"the program has too many constants"};
+        module_.constants.push_back(std::move(c));
+        return static_cast<uint32_t>(module_.constants.size() - 1);
+    }
+    uint32_t intConstant(int64_t v) {
+        auto [it, fresh] = intConstants_.try_emplace(v, 0);
+        if (fresh) it->second = addConstant(Constant{Constant::Kind::Int, v, 0, {}});
+        return it->second;
+    }
+    uint32_t floatConstant(double v) {
+        auto [it, fresh] = floatConstants_.try_emplace(std::bit_cast<uint64_t>(v), 0);
+        if (fresh) it->second = addConstant(Constant{Constant::Kind::Float, 0, v, {}});
+        return it->second;
+    }
+    uint32_t strConstant(const std::string& v) {
+        auto [it, fresh] = strConstants_.try_emplace(v, 0);
+        if (fresh) it->second = addConstant(Constant{Constant::Kind::Str, 0, 0, v});
+        return it->second;
+    }
+    // Operands that are 16 bits wide (GETFIELD's and EQK's C) take a Str constant by index.
+    uint16_t strConstant16(const std::string& v) {
+        uint32_t k = strConstant(v);
+        if (k > 0xffff) throw LimitExceeded{"the program has more than 65,535 constants before a field name"};
+        return static_cast<uint16_t>(k);
+    }
+    uint16_t shapeIndex(std::vector<std::string> names) {
+        auto [it, fresh] = shapes_.try_emplace(names, 0);
+        if (fresh) {
+            if (module_.shapes.size() >= 0xffff) throw LimitExceeded{"the program has too many record shapes"};
+            it->second = static_cast<uint16_t>(module_.shapes.size());
+            module_.shapes.push_back(std::move(names));
+        }
+        return it->second;
+    }
+    uint32_t typeIndex(TypeRef t) {
+        if (!t) return kNoType;
+        if (auto it = types_.find(t); it != types_.end()) return it->second;
+        TypeEntry entry;
+        entry.kind = t->kind;
+        entry.name = t->name;
+        if (t->kind == ValueType::Enum) entry.options = t->options;
+        if (t->kind == ValueType::List) {
+            entry.elem = typeIndex(t->elem);
+            entry.max = t->max;
+        }
+        for (const RecordFieldType& f : t->fields) entry.fields.emplace_back(f.name, typeIndex(f.type));
+        module_.types.push_back(std::move(entry));
+        auto index = static_cast<uint32_t>(module_.types.size() - 1);
+        types_[t] = index;
+        return index;
+    }
+    TypeRef typeOf(const Expr& e) const { return nodeType(e.id); }
+    TypeRef nodeType(NodeId id) const {
+        auto i = static_cast<size_t>(id);
+        return i < check_.exprTypes.size() ? check_.exprTypes[i] : nullptr;
+    }
+    const ResolvedCall& resolved(const CallExpr& e) const {
+        auto it = check_.calls.find(static_cast<uint32_t>(e.id));
+        if (it == check_.calls.end()) throw LimitExceeded{fmt::format("internal: call at line {} was not resolved", e.span.line)};
+        return it->second;
+    }
+
+    // ------------------------------------------------------------ emitting
+
+    size_t emit(Instr instr) {
+        fn_->code.push_back(instr);
+        fn_->spans.push_back(toDebug(span_));
+        return fn_->code.size() - 1;
+    }
+    size_t emitABC(Op op, uint32_t a, uint32_t b = 0, uint32_t c = 0) {
+        return emit(Instr::abc(op, static_cast<uint16_t>(a), static_cast<uint16_t>(b), static_cast<uint16_t>(c)));
+    }
+    size_t emitABx(Op op, uint32_t a, uint32_t bx) { return emit(Instr::abx(op, static_cast<uint16_t>(a), bx)); }
+    size_t here() const { return fn_->code.size(); }
+    void patchJump(size_t at, size_t target) {
+        Instr& i = fn_->code[at];
+        i = Instr::abx(i.op, i.a, static_cast<uint32_t>(target));
+    }
+    size_t emitJump(Op op, uint32_t a = 0) { return emitABx(op, a, 0); }
+
+    struct SpanScope {
+        Generator& g;
+        Span saved;
+        SpanScope(Generator& gen, const Span& s) : g(gen), saved(gen.span_) { g.span_ = s; }
+        ~SpanScope() { g.span_ = saved; }
+    };
+
+    // ------------------------------------------------------------ registers
+
+    static bool mayBeHeap(TypeRef t) {
+        return !t || !(t->kind == ValueType::Unit || t->kind == ValueType::Bool || t->kind == ValueType::Int ||
+                       t->kind == ValueType::Float);
+    }
+    void noteHeap(uint16_t reg, TypeRef t) {
+        if (reg == kNoReg || !mayBeHeap(t)) return;
+        if (mayHoldHeap_.size() <= reg) mayHoldHeap_.resize(reg + 1u, false);
+        mayHoldHeap_[reg] = true;
+    }
+    // CLEAR for the registers in [from, to) that may hold heap values (none: no instruction).
+    void clearHeapRegisters(uint32_t from, uint32_t to) {
+        uint32_t first = to, last = from;
+        for (uint32_t r = from; r < to && r < mayHoldHeap_.size(); ++r)
+            if (mayHoldHeap_[r]) {
+                first = std::min(first, r);
+                last = r + 1;
+            }
+        if (first < last) emitABC(Op::CLEAR, first, last - first);
+    }
+
+    // Does running this code read the pc? Only writes to variables (which gain the pc's tags),
+    // `return` (likewise), and calls (a callee inherits the pc; a host call reports it) do; for
+    // anything else the compiler leaves out the PCENTER/PCLEAVE pair.
+    bool readsPc(const Block& b) const {
+        for (const StmtPtr& st : b.stmts) {
+            const Stmt& s = *st;
+            if (s.kind == StmtKind::Assign || s.kind == StmtKind::Return || (s.kind == StmtKind::Let && s.isVar))
+                return true;
+            if (s.value && readsPc(*s.value)) return true;
+        }
+        return false;
+    }
+    bool readsPc(const Expr& e) const {
+        switch (e.kind) {
+            case ExprKind::Call: {
+                const auto& c = e.as<CallExpr>();
+                auto it = check_.calls.find(static_cast<uint32_t>(e.id));
+                if (it == check_.calls.end() || it->second.target != CallTarget::Builtin) return true;
+                for (const CallArg& a : c.args)
+                    if (readsPc(*a.value)) return true;
+                return false;
+            }
+            case ExprKind::If: {
+                const auto& i = e.as<IfExpr>();
+                return readsPc(*i.cond) || readsPc(*i.thenBlock) || (i.elseBlock && readsPc(*i.elseBlock)) ||
+                       (i.elseIf && readsPc(*i.elseIf));
+            }
+            case ExprKind::For: {
+                const auto& f = e.as<ForExpr>();
+                return readsPc(*f.iter) || (f.filter && readsPc(*f.filter)) || readsPc(*f.body);
+            }
+            case ExprKind::Match: {
+                const auto& m = e.as<MatchExpr>();
+                if (readsPc(*m.subject)) return true;
+                for (const MatchArm& a : m.arms)
+                    if (readsPc(*a.body)) return true;
+                return false;
+            }
+            case ExprKind::Interp:
+                for (const InterpPart& p : e.as<InterpExpr>().parts)
+                    if (p.expr && readsPc(*p.expr)) return true;
+                return false;
+            case ExprKind::Field: return readsPc(*e.as<FieldExpr>().object);
+            case ExprKind::Index: return readsPc(*e.as<IndexExpr>().object) || readsPc(*e.as<IndexExpr>().index);
+            case ExprKind::List:
+                for (const ExprPtr& item : e.as<ListExpr>().items)
+                    if (readsPc(*item)) return true;
+                return false;
+            case ExprKind::Record:
+                for (const RecordField& f : e.as<RecordExpr>().fields)
+                    if (readsPc(*f.value)) return true;
+                return false;
+            case ExprKind::Unary: return readsPc(*e.as<UnaryExpr>().operand);
+            case ExprKind::Binary: return readsPc(*e.as<BinaryExpr>().left) || readsPc(*e.as<BinaryExpr>().right);
+            default: return false;
+        }
+    }
+    // PCENTER when `needed` (returns the register saving the old pc, or kNoReg); pcLeave undoes it.
+    uint16_t pcEnter(bool needed, uint16_t condition) {
+        if (!needed) return kNoReg;
+        uint16_t saved = allocReg();
+        emitABC(Op::PCENTER, saved, condition);
+        ++pcDepth_;
+        return saved;
+    }
+    void pcLeave(uint16_t saved) {
+        if (saved == kNoReg) return;
+        --pcDepth_;
+        emitABC(Op::PCLEAVE, saved);
+    }
+
+    uint16_t allocReg() {
+        if (nextReg_ >= kMaxRegisters)
+            throw LimitExceeded{fmt::format("function '{}' needs more than {} registers", fn_->name, kMaxRegisters)};
+        uint16_t r = static_cast<uint16_t>(nextReg_++);
+        peakReg_ = std::max(peakReg_, nextReg_);
+        fn_->numRegs = std::max(fn_->numRegs, nextReg_);
+        return r;
+    }
+    uint16_t allocWindow(size_t n) {
+        uint16_t base = static_cast<uint16_t>(nextReg_);
+        for (size_t i = 0; i < n; ++i) allocReg();
+        return base;
+    }
+    void freeTo(uint32_t mark) { nextReg_ = mark; }
+
+    const Local* findLocal(std::string_view name) const {
+        for (auto it = locals_.rbegin(); it != locals_.rend(); ++it)
+            if (it->name == name) return &*it;
+        return nullptr;
+    }
+
+    // ------------------------------------------------------------ functions
+
+    void function(const FnDecl& fn);
+    void test(const TestDecl& t, const Span& span);
+    void block(const Block& b, uint16_t dest);
+    void statement(const Stmt& s);
+    void assign(const Stmt& s, const Local& local);
+    void afterVarWrite(const Local& local) {
+        if (inheritsPc_ || pcDepth_ > 0) emitABC(Op::TAINTPC, local.reg);
+        if (local.declaredMax) emitABx(Op::CHECKMAX, local.reg, intConstant(*local.declaredMax));
+    }
+
+    // ------------------------------------------------------------ expressions
+
+    // Compiles `e` into `dest`; with dest == kNoReg the value is not needed (a statement).
+    void expr(const Expr& e, uint16_t dest);
+    // A register holding `e`'s value: a local's own register when `e` names one, else a temporary.
+    uint16_t operand(const Expr& e) {
+        if (e.kind == ExprKind::Name)
+            if (const Local* l = findLocal(e.as<NameExpr>().name)) return l->reg;
+        if (!hoisted_.empty())
+            if (auto it = hoisted_.find(literalKey(e)); it != hoisted_.end()) return it->second;
+        uint16_t r = allocReg();
+        expr(e, r);
+        return r;
+    }
+    // Two operands evaluated left to right. The left one is copied when evaluating the right one
+    // may reassign the variable it names.
+    std::pair<uint16_t, uint16_t> operands(const Expr& left, const Expr& right) {
+        uint16_t l;
+        if (left.kind == ExprKind::Name && containsBlocks(right)) {
+            l = allocReg();
+            expr(left, l);
+        } else {
+            l = operand(left);
+        }
+        return {l, operand(right)};
+    }
+    void binary(const BinaryExpr& e, uint16_t dest);
+    void ifExpr(const IfExpr& e, uint16_t dest);
+    void forExpr(const ForExpr& e, uint16_t dest);
+    void matchExpr(const MatchExpr& e, uint16_t dest);
+    void call(const CallExpr& e, uint16_t dest);
+    void builtinCall(const CallExpr& e, uint16_t dest);
+    void functionCall(const CallExpr& e, const FnDecl& fn, uint16_t dest);
+    void hostCall(const CallExpr& e, const ResolvedCall& r, uint16_t dest);
+    // Evaluates `args` (bound to `params` by position, then by name) into a window, in source order.
+    uint16_t argumentWindow(const std::vector<CallArg>& args, const std::vector<std::string>& params);
+};
+
+void Generator::run() {
+    module_.programName = prog_.name;
+    module_.budgetUsd = prog_.budgetUsd;
+    module_.programHash = check_.manifest.programHash;
+    module_.hostHash = check_.manifest.hostHash;
+    module_.manifestJson = manifestToJson(check_.manifest).dump();
+    for (const DeclPtr& d : prog_.decls)
+        if (d->kind == DeclKind::Agent) {
+            const AgentDecl& a = d->as<AgentDecl>();
+            module_.agents.push_back(Agent{a.name, a.model, a.system, a.maxCalls});
+        }
+    // Indices first, so calls can refer to functions declared later.
+    for (const DeclPtr& d : prog_.decls)
+        if (d->kind == DeclKind::Fn) {
+            const FnDecl& f = d->as<FnDecl>();
+            functionIndex_[f.name] = static_cast<uint16_t>(module_.functions.size());
+            module_.functions.emplace_back();
+            module_.functions.back().name = f.name;
+        }
+    if (module_.functions.size() > 0xffff) throw LimitExceeded{"the program has more than 65,535 functions"};
+    if (auto it = functionIndex_.find("main"); it != functionIndex_.end()) module_.entry = it->second;
+    for (const DeclPtr& d : prog_.decls)
+        if (d->kind == DeclKind::Fn) function(d->as<FnDecl>());
+    for (const DeclPtr& d : prog_.decls)
+        if (d->kind == DeclKind::Test) test(d->as<TestDecl>(), d->span);
+}
+
+void Generator::function(const FnDecl& f) {
+    fnIndex_ = functionIndex_.at(f.name);
+    fn_ = &module_.functions[fnIndex_];
+    inheritsPc_ = f.name != "main";
+    pcDepth_ = 0;
+    mayHoldHeap_.clear();
+    locals_.clear();
+    nextReg_ = peakReg_ = 0;
+    SpanScope at(*this, f.nameSpan);
+    for (const Param& p : f.params) {
+        fn_->paramNames.push_back(p.name);
+        fn_->paramTypes.push_back(typeIndex(nodeType(p.type->id)));
+        locals_.push_back(Local{p.name, allocReg(), std::nullopt});
+        noteHeap(locals_.back().reg, nodeType(p.type->id));
+    }
+    fn_->returnType = f.ret ? typeIndex(nodeType(f.ret->id)) : kNoType;
+    hoistLoopConstants(*f.body);
+    block(*f.body, kNoReg);
+    emitABC(Op::RETUNIT, 0);
+}
+
+void Generator::test(const TestDecl& t, const Span& span) {
+    fnIndex_ = static_cast<uint32_t>(module_.functions.size());
+    if (fnIndex_ > 0xffff) throw LimitExceeded{"the program has more than 65,535 functions and tests"};
+    module_.functions.emplace_back();
+    fn_ = &module_.functions.back();
+    fn_->name = "test:" + t.name;
+    module_.tests.push_back(TestCase{t.name, t.fixtures, fnIndex_, toDebug(span)});
+    inheritsPc_ = false;
+    pcDepth_ = 0;
+    mayHoldHeap_.clear();
+    locals_.clear();
+    nextReg_ = peakReg_ = 0;
+    SpanScope at(*this, span);
+    hoistLoopConstants(*t.body);
+    block(*t.body, kNoReg);
+    emitABC(Op::RETUNIT, 0);
+}
+
+void Generator::block(const Block& b, uint16_t dest) {
+    size_t localsMark = locals_.size();
+    uint32_t regMark = nextReg_;
+    bool valueSet = false;
+    for (size_t i = 0; i < b.stmts.size(); ++i) {
+        const Stmt& s = *b.stmts[i];
+        if (i + 1 == b.stmts.size() && s.kind == StmtKind::Expr && dest != kNoReg) {
+            expr(*s.value, dest);
+            valueSet = true;
+        } else {
+            statement(s);
+        }
+    }
+    if (dest != kNoReg && !valueSet) {
+        SpanScope at(*this, b.span);
+        emitABC(Op::LOADUNIT, dest);
+    }
+    locals_.resize(localsMark);
+    freeTo(regMark);
+}
+
+void Generator::statement(const Stmt& s) {
+    SpanScope at(*this, s.span);
+    uint32_t mark = nextReg_;
+    switch (s.kind) {
+        case StmtKind::Let: {
+            uint16_t reg = allocReg();
+            expr(*s.value, reg);
+            Local local{s.name, reg, std::nullopt};
+            if (s.isVar && s.type) {
+                TypeRef declared = nodeType(s.type->id);
+                if (isKind(declared, ValueType::List) && declared->max) local.declaredMax = declared->max;
+            }
+            if (s.isVar) afterVarWrite(local);
+            locals_.push_back(local);
+            return;  // the register stays allocated for the rest of the block
+        }
+        case StmtKind::Assign: {
+            const Local* local = findLocal(s.name);
+            if (!local) throw LimitExceeded{fmt::format("internal: unknown variable '{}'", s.name)};
+            assign(s, *local);
+            break;
+        }
+        case StmtKind::Return:
+            if (s.value) {
+                emitABC(Op::RET, operand(*s.value));
+            } else {
+                emitABC(Op::RETUNIT, 0);
+            }
+            break;
+        case StmtKind::Expr: expr(*s.value, kNoReg); break;
+        case StmtKind::Expect: {
+            uint16_t cond = operand(*s.value);
+            std::string message = s.message ? *s.message : "expectation failed: " + formatExpression(*s.value);
+            emitABx(Op::EXPECT, cond, strConstant(message));
+            break;
+        }
+        case StmtKind::Break:
+            if (loops_.empty()) throw LimitExceeded{"internal: break outside a loop"};
+            loops_.back().breaks.push_back(emitJump(Op::JMP));
+            break;
+    }
+    freeTo(mark);
+}
+
+void Generator::assign(const Stmt& s, const Local& local) {
+    const Expr& value = *s.value;
+    // `x = x + [item]` and `x = x + y` grow x in place (amortised O(1) when x is its value's only
+    // holder) instead of building a copy.
+    if (value.kind == ExprKind::Binary) {
+        const auto& b = value.as<BinaryExpr>();
+        TypeRef t = typeOf(value);
+        bool growable = isKind(t, ValueType::List) || isKind(t, ValueType::Str);
+        if (b.op == BinaryOp::Add && growable && b.left->kind == ExprKind::Name &&
+            b.left->as<NameExpr>().name == s.name && !containsBlocks(*b.right)) {
+            if (b.right->kind == ExprKind::List && b.right->as<ListExpr>().items.size() == 1) {
+                SpanScope at(*this, b.span);
+                uint16_t item = operand(*b.right->as<ListExpr>().items[0]);
+                emitABC(Op::APPEND, local.reg, item);
+            } else {
+                SpanScope at(*this, b.span);
+                uint16_t other = operand(*b.right);
+                emitABC(Op::CONCATTO, local.reg, other);
+            }
+            afterVarWrite(local);
+            return;
+        }
+    }
+    if (writesDestinationEarly(value)) {
+        uint16_t tmp = allocReg();
+        expr(value, tmp);
+        emitABC(Op::MOVE, local.reg, tmp);
+    } else {
+        expr(value, local.reg);
+    }
+    afterVarWrite(local);
+}
+
+void Generator::expr(const Expr& e, uint16_t dest) {
+    SpanScope at(*this, e.span);
+    uint32_t mark = nextReg_;
+    // A value nobody reads still has to be computed for its effects and errors; compute it into
+    // a scratch register (if/for/match handle kNoReg themselves and skip building their value).
+    bool handlesNoDest = e.kind == ExprKind::If || e.kind == ExprKind::For || e.kind == ExprKind::Match;
+    if (dest == kNoReg && !handlesNoDest) dest = allocReg();
+    noteHeap(dest, typeOf(e));
+    switch (e.kind) {
+        case ExprKind::Int: {
+            int64_t v = e.as<IntLit>().value;
+            if (v >= 0 && v <= 0xffff) emitABC(Op::LOADI, dest, static_cast<uint32_t>(v));
+            else emitABx(Op::LOADK, dest, intConstant(v));
+            break;
+        }
+        case ExprKind::Float: emitABx(Op::LOADK, dest, floatConstant(e.as<FloatLit>().value)); break;
+        case ExprKind::Bool: emitABC(Op::LOADBOOL, dest, e.as<BoolLit>().value ? 1 : 0); break;
+        case ExprKind::Str: emitABx(Op::LOADK, dest, strConstant(e.as<StrLit>().value)); break;
+        case ExprKind::Interp: {
+            const auto& parts = e.as<InterpExpr>().parts;
+            uint16_t window = allocWindow(parts.size());
+            for (size_t i = 0; i < parts.size(); ++i) {
+                auto slot = static_cast<uint16_t>(window + i);
+                if (parts[i].expr) expr(*parts[i].expr, slot);
+                else emitABx(Op::LOADK, slot, strConstant(parts[i].text));
+            }
+            if (parts.size() > 0xffff) throw LimitExceeded{"an interpolated string has too many parts"};
+            emitABC(Op::INTERP, dest, window, static_cast<uint32_t>(parts.size()));
+            break;
+        }
+        case ExprKind::Name: {
+            const Local* l = findLocal(e.as<NameExpr>().name);
+            if (!l) throw LimitExceeded{fmt::format("internal: unknown variable '{}'", e.as<NameExpr>().name)};
+            if (l->reg != dest) emitABC(Op::MOVE, dest, l->reg);
+            break;
+        }
+        case ExprKind::Field: {
+            const auto& f = e.as<FieldExpr>();
+            uint16_t object = operand(*f.object);
+            emitABC(Op::GETFIELD, dest, object, strConstant16(f.name));
+            break;
+        }
+        case ExprKind::Index: {
+            const auto& i = e.as<IndexExpr>();
+            auto [list, index] = operands(*i.object, *i.index);
+            emitABC(Op::INDEX, dest, list, index);
+            break;
+        }
+        case ExprKind::List: {
+            const auto& items = e.as<ListExpr>().items;
+            if (items.size() > 0xffff) throw LimitExceeded{"a list literal has more than 65,535 items"};
+            uint16_t window = allocWindow(items.size());
+            for (size_t i = 0; i < items.size(); ++i) expr(*items[i], static_cast<uint16_t>(window + i));
+            emitABC(Op::NEWLIST, dest, window, static_cast<uint32_t>(items.size()));
+            break;
+        }
+        case ExprKind::Record: {
+            const auto& fields = e.as<RecordExpr>().fields;
+            std::vector<std::string> names;
+            for (const RecordField& f : fields) names.push_back(f.name);
+            uint16_t shape = shapeIndex(std::move(names));
+            uint16_t window = allocWindow(fields.size());
+            for (size_t i = 0; i < fields.size(); ++i) expr(*fields[i].value, static_cast<uint16_t>(window + i));
+            emitABC(Op::NEWRECORD, dest, window, shape);
+            break;
+        }
+        case ExprKind::Unary: {
+            const auto& u = e.as<UnaryExpr>();
+            uint16_t v = operand(*u.operand);
+            emitABC(u.op == UnaryOp::Not ? Op::NOT : Op::NEG, dest, v);
+            break;
+        }
+        case ExprKind::Binary: binary(e.as<BinaryExpr>(), dest); break;
+        case ExprKind::Call: call(e.as<CallExpr>(), dest); break;
+        case ExprKind::If: ifExpr(e.as<IfExpr>(), dest); break;
+        case ExprKind::For: forExpr(e.as<ForExpr>(), dest); break;
+        case ExprKind::Match: matchExpr(e.as<MatchExpr>(), dest); break;
+    }
+    freeTo(mark);
+}
+
+void Generator::binary(const BinaryExpr& e, uint16_t dest) {
+    if (e.op == BinaryOp::And || e.op == BinaryOp::Or) {
+        // The result is the left value when it decides (keeping its tags), else the right one.
+        expr(*e.left, dest);
+        size_t skip = emitJump(e.op == BinaryOp::And ? Op::JMPIFNOT : Op::JMPIF, dest);
+        expr(*e.right, dest);
+        patchJump(skip, here());
+        return;
+    }
+    TypeRef lt = typeOf(*e.left), rt = typeOf(*e.right);
+    bool ints = isKind(lt, ValueType::Int) && isKind(rt, ValueType::Int);
+    bool floats = isNumberType(lt) && isNumberType(rt) && !ints;
+    auto [l, r] = operands(*e.left, *e.right);
+    auto pick = [&](Op generic, Op intOp, Op floatOp) { return ints ? intOp : floats ? floatOp : generic; };
+    switch (e.op) {
+        case BinaryOp::Add: emitABC(pick(Op::ADD, Op::ADDI, Op::ADDF), dest, l, r); break;
+        case BinaryOp::Sub: emitABC(pick(Op::SUB, Op::SUBI, Op::SUBF), dest, l, r); break;
+        case BinaryOp::Mul: emitABC(pick(Op::MUL, Op::MULI, Op::MULF), dest, l, r); break;
+        case BinaryOp::Div: emitABC(ints || floats ? Op::DIVF : Op::DIV, dest, l, r); break;
+        case BinaryOp::Mod: emitABC(ints ? Op::MODI : Op::MOD, dest, l, r); break;
+        case BinaryOp::Eq: emitABC(ints ? Op::EQI : Op::EQ, dest, l, r); break;
+        case BinaryOp::Ne: emitABC(Op::NE, dest, l, r); break;
+        // a > b is b < a: the operands are already evaluated in source order, so swapping them in
+        // the instruction changes nothing else (both sides' tags are united either way).
+        case BinaryOp::Lt: emitABC(pick(Op::LT, Op::LTI, Op::LTF), dest, l, r); break;
+        case BinaryOp::Le: emitABC(pick(Op::LE, Op::LEI, Op::LEF), dest, l, r); break;
+        case BinaryOp::Gt: emitABC(pick(Op::LT, Op::LTI, Op::LTF), dest, r, l); break;
+        case BinaryOp::Ge: emitABC(pick(Op::LE, Op::LEI, Op::LEF), dest, r, l); break;
+        case BinaryOp::In: emitABC(Op::IN, dest, l, r); break;
+        case BinaryOp::And:
+        case BinaryOp::Or: break;  // handled above
+    }
+}
+
+void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
+    // An if whose type is Unit (no else, or branches of different types) has the value Unit.
+    bool wantValue = dest != kNoReg && !isKind(typeOf(e), ValueType::Unit);
+    uint16_t branchDest = wantValue ? dest : kNoReg;
+    // The condition is copied when its tags are needed after the branches, which may reassign it.
+    uint16_t cond;
+    if (wantValue) {
+        cond = allocReg();
+        expr(*e.cond, cond);
+    } else {
+        cond = operand(*e.cond);
+    }
+    bool tracksPc = readsPc(*e.thenBlock) || (e.elseBlock && readsPc(*e.elseBlock)) || (e.elseIf && readsPc(*e.elseIf));
+    uint16_t savedPc = pcEnter(tracksPc, cond);
+    size_t toElse = emitJump(Op::JMPIFNOT, cond);
+    block(*e.thenBlock, branchDest);
+    bool hasElse = e.elseIf || e.elseBlock || wantValue;
+    size_t toEnd = hasElse ? emitJump(Op::JMP) : 0;
+    patchJump(toElse, here());
+    if (e.elseIf) {
+        ifExpr(e.elseIf->as<IfExpr>(), branchDest);
+    } else if (e.elseBlock) {
+        block(*e.elseBlock, branchDest);
+    } else if (wantValue) {
+        emitABC(Op::LOADUNIT, dest);
+    }
+    if (hasElse) patchJump(toEnd, here());
+    pcLeave(savedPc);
+    if (wantValue) emitABC(Op::ADDTAGS, dest, cond);
+    else if (dest != kNoReg) emitABC(Op::LOADUNIT, dest);
+}
+
+void Generator::matchExpr(const MatchExpr& e, uint16_t dest) {
+    bool wantValue = dest != kNoReg && !isKind(typeOf(e), ValueType::Unit);
+    uint16_t armDest = wantValue ? dest : kNoReg;
+    uint16_t subject = allocReg();  // a copy: the arms may reassign the variable it came from
+    expr(*e.subject, subject);
+    bool tracksPc = false;
+    for (const MatchArm& arm : e.arms) tracksPc = tracksPc || readsPc(*arm.body);
+    uint16_t savedPc = pcEnter(tracksPc, subject);
+    std::vector<size_t> toEnd;
+    bool hasDefault = false;
+    uint16_t test = allocReg();
+    for (const MatchArm& arm : e.arms) {
+        SpanScope at(*this, arm.span);
+        size_t toNext = 0;
+        if (arm.pattern) {
+            emitABC(Op::EQK, test, subject, strConstant16(*arm.pattern));
+            toNext = emitJump(Op::JMPIFNOT, test);
+        }
+        block(*arm.body, armDest);
+        toEnd.push_back(emitJump(Op::JMP));
+        if (!arm.pattern) {
+            hasDefault = true;
+            break;  // `_` takes every value that reaches it; later arms are unreachable
+        }
+        patchJump(toNext, here());
+    }
+    if (!hasDefault && wantValue) emitABC(Op::LOADUNIT, dest);
+    for (size_t j : toEnd) patchJump(j, here());
+    pcLeave(savedPc);
+    if (wantValue) emitABC(Op::ADDTAGS, dest, subject);
+    else if (dest != kNoReg) emitABC(Op::LOADUNIT, dest);
+}
+
+void Generator::forExpr(const ForExpr& e, uint16_t dest) {
+    // The window: [A] the list (Unit for range loops), [A+1] the index, [A+2] the end.
+    uint16_t window = allocWindow(3);
+    const Expr& iter = *e.iter;
+    bool isRange = false;
+    int64_t rangeEnd = 0;
+    if (iter.kind == ExprKind::Call) {
+        const auto& c = iter.as<CallExpr>();
+        if (c.callee.size() == 1 && c.callee[0] == "range" && c.args.size() == 1 &&
+            c.args[0].value->kind == ExprKind::Int && resolved(c).target == CallTarget::Builtin) {
+            // for i in range(N) counts without building the list.
+            isRange = true;
+            rangeEnd = std::max<int64_t>(0, c.args[0].value->as<IntLit>().value);
+        }
+    }
+    auto loadInt = [&](uint16_t reg, int64_t v) {
+        if (v >= 0 && v <= 0xffff) emitABC(Op::LOADI, reg, static_cast<uint32_t>(v));
+        else emitABx(Op::LOADK, reg, intConstant(v));
+    };
+    if (isRange) {
+        emitABC(Op::LOADUNIT, window);
+        loadInt(static_cast<uint16_t>(window + 2), rangeEnd);
+        if (e.limit) emitABx(Op::CLAMPK, window + 2, intConstant(*e.limit));
+    } else {
+        expr(iter, window);
+        // FORPREP lowers the end to the list's length.
+        loadInt(static_cast<uint16_t>(window + 2), e.limit ? std::max<int64_t>(0, *e.limit) : INT64_MAX);
+    }
+    loadInt(static_cast<uint16_t>(window + 1), 0);
+    // The pc in the body includes the iterated list's tags (a range is untagged).
+    bool bodyReadsPc = readsPc(*e.body) || (e.filter && readsPc(*e.filter));
+    uint16_t savedPc = pcEnter(bodyReadsPc && !isRange, window);
+    bool collect = dest != kNoReg;
+    if (collect) emitABC(Op::NEWLIST, dest, 0, 0);
+    size_t prep = emitABx(Op::FORPREP, window, 0);
+    size_t top = here();
+
+    loops_.push_back(Loop{});
+    size_t localsMark = locals_.size();
+    uint32_t bodyMark = nextReg_;
+    uint32_t outerPeak = peakReg_;
+    peakReg_ = nextReg_;
+    // A range loop's variable is its counter register (the body cannot assign it); a list loop
+    // loads each element.
+    uint16_t var = static_cast<uint16_t>(window + 1);
+    if (!isRange) {
+        var = allocReg();
+        if (isKind(typeOf(iter), ValueType::List)) noteHeap(var, typeOf(iter)->elem);
+        emitABC(Op::FORITEM, var, window);
+    }
+    locals_.push_back(Local{e.var, var, std::nullopt});
+    size_t toContinue = 0;
+    uint16_t filterPc = kNoReg;
+    if (e.filter) {
+        SpanScope at(*this, e.filter->span);
+        uint16_t cond = operand(*e.filter);
+        toContinue = emitJump(Op::JMPIFNOT, cond);
+        filterPc = pcEnter(readsPc(*e.body), cond);
+    }
+    if (collect) {
+        uint16_t value = allocReg();
+        block(*e.body, value);
+        SpanScope at(*this, e.body->span);
+        emitABC(Op::APPEND, dest, value);
+    } else {
+        block(*e.body, kNoReg);
+    }
+    pcLeave(filterPc);
+    if (e.filter) patchJump(toContinue, here());
+    // Free this iteration's temporaries and locals, so nothing they held outlives the iteration.
+    uint32_t bodyPeak = peakReg_;
+    clearHeapRegisters(bodyMark, bodyPeak);
+    emitABx(Op::FORLOOP, window, static_cast<uint32_t>(top));
+    size_t exit = here();
+    patchJump(prep, exit);
+    for (size_t b : loops_.back().breaks) patchJump(b, exit);
+    loops_.pop_back();
+    locals_.resize(localsMark);
+    freeTo(bodyMark);
+    peakReg_ = std::max(outerPeak, bodyPeak);
+
+    pcLeave(savedPc);
+    if (collect && !isRange) emitABC(Op::ADDTAGS, dest, window);  // the result carries the list's own tags
+    if (!isRange) emitABC(Op::CLEAR, window, 1);
+}
+
+void Generator::call(const CallExpr& e, uint16_t dest) {
+    const ResolvedCall& r = resolved(e);
+    switch (r.target) {
+        case CallTarget::Builtin: builtinCall(e, dest); return;
+        case CallTarget::Function: {
+            const FnDecl* fn = prog_.findFn(r.name);
+            if (!fn) throw LimitExceeded{fmt::format("internal: unknown function '{}'", r.name)};
+            functionCall(e, *fn, dest);
+            return;
+        }
+        case CallTarget::Capability:
+        case CallTarget::Model:
+        case CallTarget::Agent: hostCall(e, r, dest); return;
+        case CallTarget::Unknown: break;
+    }
+    throw LimitExceeded{fmt::format("internal: call at line {} has no target", e.span.line)};
+}
+
+uint16_t Generator::argumentWindow(const std::vector<CallArg>& args, const std::vector<std::string>& params) {
+    uint16_t window = allocWindow(params.size());
+    std::vector<bool> given(params.size(), false);
+    size_t positional = 0;
+    for (const CallArg& a : args) {
+        size_t slot = positional;
+        if (a.name) {
+            auto it = std::find(params.begin(), params.end(), *a.name);
+            slot = static_cast<size_t>(it - params.begin());
+        } else {
+            ++positional;
+        }
+        if (slot >= params.size()) throw LimitExceeded{"internal: an argument does not bind to a parameter"};
+        given[slot] = true;
+        expr(*a.value, static_cast<uint16_t>(window + slot));
+    }
+    for (size_t i = 0; i < params.size(); ++i)
+        if (!given[i]) emitABC(Op::LOADUNIT, window + i);  // only `context:` may be left out
+    return window;
+}
+
+void Generator::functionCall(const CallExpr& e, const FnDecl& fn, uint16_t dest) {
+    std::vector<std::string> params;
+    for (const Param& p : fn.params) params.push_back(p.name);
+    uint16_t window = argumentWindow(e.args, params);
+    emitABC(Op::CALL, dest, functionIndex_.at(fn.name), window);
+}
+
+void Generator::builtinCall(const CallExpr& e, uint16_t dest) {
+    std::optional<BuiltinId> id = findBuiltin(e.callee[0], e.args.size());
+    if (!id) throw LimitExceeded{fmt::format("internal: no builtin {}/{}", e.callee[0], e.args.size())};
+    uint16_t window = allocWindow(e.args.size());
+    for (size_t i = 0; i < e.args.size(); ++i) expr(*e.args[i].value, static_cast<uint16_t>(window + i));
+    emitABC(Op::BUILTIN, dest, window, static_cast<uint32_t>(*id));
+}
+
+void Generator::hostCall(const CallExpr& e, const ResolvedCall& r, uint16_t dest) {
+    Site site;
+    site.id = r.site;
+    site.function = fnIndex_;
+    site.span = toDebug(e.span);
+    site.retry = static_cast<uint32_t>(std::clamp<int64_t>(e.retry.value_or(0), 0, 0xffffffff));
+    site.timeoutSeconds = e.timeoutSeconds;
+    site.hasFallback = e.fallback != nullptr;
+    std::vector<CallArg> noArgs;
+    uint16_t window;
+    if (r.target == CallTarget::Capability) {
+        site.kind = SiteKind::Capability;
+        site.resource = r.name;
+        const Capability* cap = check_.host.capability(r.name);
+        if (!cap) throw LimitExceeded{fmt::format("internal: unknown capability '{}'", r.name)};
+        for (const CapabilityParam& p : cap->params) site.argNames.push_back(p.name);
+        window = argumentWindow(e.args, site.argNames);
+    } else {
+        site.kind = r.target == CallTarget::Agent ? SiteKind::Agent : SiteKind::Model;
+        site.resource = r.model;
+        if (r.target == CallTarget::Agent) site.agent = r.name;
+        site.argNames = {"prompt", "context"};
+        site.askType = typeIndex(r.askType);
+        window = argumentWindow(e.args, site.argNames);
+    }
+    if (module_.sites.size() >= 0xffff) throw LimitExceeded{"the program has more than 65,535 call sites"};
+    auto siteIndex = static_cast<uint16_t>(module_.sites.size());
+    bool isCapability = site.kind == SiteKind::Capability;
+    module_.sites.push_back(std::move(site));
+    emitABC(isCapability ? Op::CALLCAP : Op::ASKMODEL, dest, window, siteIndex);
+    if (e.fallback) {
+        // After every attempt failed, the VM continues at the instruction after this JMP.
+        size_t skip = emitJump(Op::JMP);
+        expr(*e.fallback, dest);
+        patchJump(skip, here());
+    }
+}
+
+}  // namespace
+
+CodegenResult generateModule(const Program& program, const CheckResult& check, const std::string& sourceFile) {
+    CodegenResult result;
+    result.module = std::make_unique<Module>();
+    result.module->sourceFile = sourceFile;
+    try {
+        Generator(program, check, *result.module).run();
+    } catch (const LimitExceeded& e) {
+        result.module.reset();
+        result.error = e.message;
+    }
+    return result;
+}
+
+}  // namespace remit

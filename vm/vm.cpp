@@ -1,0 +1,836 @@
+// The dispatch loop (shared/DESIGN.md B2) and the Run of the embedding API (include/remit/remit.h).
+//
+// Registers live on one stack allocated when the run starts: the verifier computed the most any
+// chain of calls can need (Module::stackRegisters), since there is no recursion. A call's frame
+// begins at the caller's argument window, so arguments are never copied.
+//
+// Budgets are charged where control can repeat: a back-edge (FORLOOP, or any backward jump a
+// forged file might contain) charges the length of the code it jumps back over, and a call charges
+// the callee's length, so `steps` is an upper bound on the instructions executed. The wall clock
+// and the abort flag are read every kCheckInterval charges, so an abort takes effect within a
+// bounded amount of work.
+//
+// Labels: every value carries tags and provenance; the current control tags (the pc) are a
+// TagSetId in the loop, saved in a register by PCENTER and restored by PCLEAVE, inherited by
+// callees, and exposed at each host call.
+#include <fmt/format.h>
+
+#include <cstring>
+#include <limits>
+
+#include "remit/remit.h"
+#include "runtime/builtins.h"
+#include "runtime/ops.h"
+#include "runtime/value_json.h"
+#include "vm/rbc.h"
+
+namespace remit {
+
+// ---------------------------------------------------------------- LoadedProgram
+
+LoadedProgram::LoadedProgram(std::unique_ptr<Module> module)
+    : module_(std::move(module)), arena_(std::make_unique<TypeArena>()) {
+    types_ = materializeTypes(*module_, *arena_);
+}
+
+uint32_t LoadedProgram::findFunction(std::string_view name) const {
+    for (size_t i = 0; i < module_->functions.size(); ++i)
+        if (module_->functions[i].name == name) return static_cast<uint32_t>(i);
+    return kNoType;
+}
+
+// ---------------------------------------------------------------- the run
+
+namespace {
+
+constexpr uint32_t kCheckInterval = 1024;  // charges between wall-clock and abort checks
+
+struct Frame {
+    uint32_t function;
+    uint32_t base;      // index of register 0 in the stack
+    uint32_t returnPc;  // in the caller: the instruction after the CALL
+    uint16_t dest;      // in the caller: the register receiving the result
+    TagSetId callerPc;  // the caller's pc, restored on return
+};
+
+// A GETFIELD's cached position: records of `shape` have the field at `slot`.
+struct FieldCache {
+    const RecordShape* shape = nullptr;
+    uint32_t slot = 0;
+};
+
+}  // namespace
+
+struct Run::Impl {
+    std::shared_ptr<const LoadedProgram> program;
+    const Module& module;
+    VmLimits limits;
+    Heap heap;
+    std::vector<Value> constants;
+    std::vector<Value> stack;
+    std::vector<Frame> frames;
+    std::vector<size_t> cacheOffset;  // per function: its first entry in fieldCache
+    std::vector<FieldCache> fieldCache;
+
+    RunStatus status = RunStatus::NotStarted;
+    HostCall call;
+    uint32_t callPc = 0;  // the CALLCAP/ASKMODEL instruction the run stopped at
+    Value result;
+    RunFailure failure;
+
+    // Where execution continues on resume.
+    uint32_t pc = 0;
+    TagSetId pcTags = kNoTags;
+
+    int64_t stepsLeft;
+    uint64_t stepsCharged = 0;
+    uint32_t untilCheck = kCheckInterval;
+    std::chrono::nanoseconds vmTime{0};
+    std::chrono::steady_clock::time_point sliceStart;
+    std::atomic<bool> abortRequested{false};
+
+    Impl(std::shared_ptr<const LoadedProgram> p, VmLimits l)
+        : program(std::move(p)), module(program->module()), limits(l), heap(l.maxMemory),
+          stepsLeft(static_cast<int64_t>(std::min<uint64_t>(l.maxSteps, INT64_MAX))) {}
+
+    ~Impl() {
+        // Values before the heap that owns their objects.
+        call.args.clear();
+        result = Value();
+        stack.clear();
+        constants.clear();
+    }
+
+    bool prepare();
+    RunStatus execute();
+    RunStatus fail(RuntimeError error, uint32_t function, uint32_t at);
+    RunStatus failHere(RuntimeError error) {
+        const Frame& f = frames.back();
+        return fail(std::move(error), f.function, pc);
+    }
+    // Charges `steps`; false (with heap's error set) when a limit is reached. The clock and the
+    // abort flag are read on every kCheckInterval-th charge only.
+    bool charge(uint64_t steps) {
+        stepsLeft -= static_cast<int64_t>(steps);
+        stepsCharged += steps;
+        if (stepsLeft >= 0 && --untilCheck != 0) return true;
+        return checkLimits();
+    }
+    bool checkLimits();
+    RunStatus completed(Value v, uint32_t function);
+    RunStatus stopAtHostCall(uint32_t siteIndex, Value* window);
+};
+
+bool Run::Impl::prepare() {
+    // The register stack and the field caches are memory the run holds: charge them.
+    size_t totalCode = 0;
+    for (const Function& f : module.functions) totalCode += f.code.size();
+    size_t stackBytes = size_t(module.stackRegisters) * sizeof(Value);
+    if (!heap.charge(stackBytes + totalCode * sizeof(FieldCache))) return false;
+    stack.resize(module.stackRegisters);
+    cacheOffset.reserve(module.functions.size());
+    for (const Function& f : module.functions) {
+        cacheOffset.push_back(fieldCache.size());
+        fieldCache.resize(fieldCache.size() + f.code.size());
+    }
+    frames.reserve(module.functions.size() + 1);
+    constants.reserve(module.constants.size());
+    for (const Constant& k : module.constants) {
+        switch (k.kind) {
+            case Constant::Kind::Int: constants.push_back(Value::integer(k.i)); break;
+            case Constant::Kind::Float:
+                if (!std::isfinite(k.f)) {
+                    heap.fail(RuntimeError{DiagCode::R0101, "a constant is not a finite number", {}});
+                    return false;
+                }
+                constants.push_back(Value::floating(k.f));
+                break;
+            case Constant::Kind::Str: {
+                std::optional<Value> s = heap.makeStr(k.s);
+                if (!s) return false;
+                constants.push_back(std::move(*s));
+                break;
+            }
+        }
+    }
+    return true;
+}
+
+RunStatus Run::Impl::fail(RuntimeError error, uint32_t function, uint32_t at) {
+    failure.error = std::move(error);
+    failure.function = function < module.functions.size() ? module.functions[function].name : "";
+    if (function < module.functions.size() && at < module.functions[function].spans.size())
+        failure.span = module.functions[function].spans[at];
+    status = RunStatus::Failed;
+    call.args.clear();
+    // Release everything the program held, so its memory is back before the embedder reports.
+    for (Value& v : stack) v = Value();
+    frames.clear();
+    return status;
+}
+
+RunStatus Run::Impl::completed(Value v, uint32_t function) {
+    // The result must fit the result-size limit when written as JSON.
+    if (!valueToJson(v, limits.maxResultBytes)) {
+        nlohmann::ordered_json details = {{"limit", "result_bytes"}, {"value", limits.maxResultBytes}};
+        failure.error = RuntimeError{
+            DiagCode::R0701, fmt::format("the result is larger than the limit of {} bytes", limits.maxResultBytes),
+            std::move(details)};
+        failure.function = module.functions[function].name;
+        failure.span = module.functions[function].spans.back();
+        status = RunStatus::Failed;
+        return status;
+    }
+    result = std::move(v);
+    status = RunStatus::Completed;
+    for (Value& r : stack) r = Value();
+    frames.clear();
+    return status;
+}
+
+bool Run::Impl::checkLimits() {
+    if (stepsLeft < 0) {
+        heap.fail(RuntimeError{DiagCode::R0701,
+                               fmt::format("the run exceeded its step limit of {} steps", limits.maxSteps),
+                               {{"limit", "steps"}, {"value", limits.maxSteps}}});
+        return false;
+    }
+    if (untilCheck != 0) return true;
+    untilCheck = kCheckInterval;
+    if (abortRequested.load(std::memory_order_relaxed)) {
+        heap.fail(RuntimeError{DiagCode::R0702, "the run was aborted by the host", {}});
+        return false;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (vmTime + (now - sliceStart) > std::chrono::milliseconds(limits.maxWallMs)) {
+        heap.fail(RuntimeError{DiagCode::R0701,
+                               fmt::format("the run exceeded its time limit of {} ms", limits.maxWallMs),
+                               {{"limit", "wall_ms"}, {"value", limits.maxWallMs}}});
+        return false;
+    }
+    return true;
+}
+
+RunStatus Run::Impl::stopAtHostCall(uint32_t siteIndex, Value* window) {
+    const Site& site = module.sites[siteIndex];
+    call = HostCall{};
+    call.site = &site;
+    if (site.kind == SiteKind::Agent)
+        for (const Agent& a : module.agents)
+            if (a.name == site.agent) call.agent = &a;
+    call.askType = program->type(site.askType);
+    call.args.reserve(site.argNames.size());
+    for (size_t i = 0; i < site.argNames.size(); ++i) call.args.push_back(std::move(window[i]));
+    call.pcTags = pcTags;
+    call.attempt = 0;
+    status = RunStatus::HostCall;
+    return status;
+}
+
+// Numbers of which at least one is a Float: the result is a Float, the Int converted as Python does.
+static bool isFloatPair(const Value& x, const Value& y) {
+    return x.isNumber() && y.isNumber() && (x.kind() == ValueKind::Float || y.kind() == ValueKind::Float);
+}
+static bool isExactDouble(const Value& x) {
+    constexpr int64_t kExact = int64_t(1) << 53;
+    return x.kind() == ValueKind::Float || (x.kind() == ValueKind::Int && x.asInt() >= -kExact && x.asInt() <= kExact);
+}
+
+// Equality of two unlabelled scalars or strings of the same kind: 1 or 0; -1 when the generic
+// (structural, labelling) comparison is needed.
+static int flatEqual(const Value& x, const Value& y) {
+    if (x.kind() != y.kind() || ((x.tags() | y.tags()) != kNoTags) || ((x.prov() | y.prov()) != kNoProv)) return -1;
+    switch (x.kind()) {
+        case ValueKind::Int: return x.asInt() == y.asInt();
+        case ValueKind::Bool: return x.asBool() == y.asBool();
+        case ValueKind::Str: return x.asStr() == y.asStr();
+        case ValueKind::Unit: return 1;
+        default: return -1;  // Float (-0.0, and 1 == 1.0 across kinds) and containers: the generic path
+    }
+}
+
+// Kind checks for operands whose kind a forged .rbc could get wrong: the generic operations report
+// them as R0101, the loop helpers below do it themselves.
+static RuntimeError malformed(std::string_view what) {
+    return RuntimeError{DiagCode::R0101, fmt::format("malformed bytecode: {}", what), {}};
+}
+
+#if defined(__GNUC__)
+// Labels as values (computed goto) are a GNU extension, which GCC and clang both support.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
+RunStatus Run::Impl::execute() {
+    sliceStart = std::chrono::steady_clock::now();
+    struct SliceTimer {
+        Impl& run;
+        ~SliceTimer() { run.vmTime += std::chrono::steady_clock::now() - run.sliceStart; }
+    } timer{*this};
+
+    const Function* fn = &module.functions[frames.back().function];
+    const Instr* code = fn->code.data();
+    const Instr* ip = code + pc;
+    Value* R = stack.data() + frames.back().base;
+    FieldCache* cache = fieldCache.data() + cacheOffset[frames.back().function];
+    TagSetId pcT = pcTags;
+    Instr i;
+
+    // Leaves the loop with a runtime error at the current instruction.
+#define FAIL_WITH(err)                          \
+    do {                                        \
+        pc = static_cast<uint32_t>(ip - 1 - code); \
+        return failHere(err);                   \
+    } while (0)
+#define FAIL_HEAP() FAIL_WITH(heap.takeError())
+#define CHECK(opt)               \
+    do {                         \
+        if (!(opt)) FAIL_HEAP(); \
+    } while (0)
+#define SET_FROM(reg, opt)            \
+    do {                              \
+        auto result_ = (opt);         \
+        if (!result_) FAIL_HEAP();    \
+        (reg) = std::move(*result_);  \
+    } while (0)
+// out = a ∪ b without the heap's optional (whose flag byte stalls store forwarding on this hot path).
+#define UNITE_TAGS(out, a, b)                              \
+    do {                                                   \
+        TagSetId a_ = (a), b_ = (b);                       \
+        if (b_ == kNoTags || a_ == b_) {                   \
+            (out) = a_;                                    \
+        } else if (a_ == kNoTags) {                        \
+            (out) = b_;                                    \
+        } else {                                           \
+            std::optional<TagSetId> t_ = heap.uniteTags(a_, b_); \
+            if (!t_) FAIL_HEAP();                          \
+            (out) = *t_;                                   \
+        }                                                  \
+    } while (0)
+// Both values of `kind`, with no tags and no provenance: one comparison per header word.
+#define BOTH_UNLABELLED(x, y, kind)                                                                      \
+    ((x).kindAndTags() == Value::unlabelled(kind) && (y).kindAndTags() == Value::unlabelled(kind) &&    \
+     ((x).prov() | (y).prov()) == kNoProv)
+#define UNTAGGED2(x, y) (((x).tags() | (y).tags()) == 0 && ((x).prov() | (y).prov()) == 0)
+
+#if defined(__GNUC__)
+    static const void* const kLabels[] = {
+#define OPCODE(name, a, b, c, window, effect) &&op_##name,
+#include "vm/opcodes.def"
+#undef OPCODE
+    };
+#define DISPATCH()                                      \
+    do {                                                \
+        i = *ip++;                                      \
+        goto* kLabels[static_cast<uint8_t>(i.op)];      \
+    } while (0)
+#define CASE(name) op_##name:
+    DISPATCH();
+#else
+#define DISPATCH() goto dispatch
+#define CASE(name) case Op::name:
+dispatch:
+    i = *ip++;
+    switch (i.op) {
+#endif
+
+    CASE(LOADK) {
+        R[i.a] = constants[i.bx()];
+        DISPATCH();
+    }
+    CASE(LOADI) {
+        R[i.a] = Value::integer(i.b);
+        DISPATCH();
+    }
+    CASE(LOADBOOL) {
+        R[i.a] = Value::boolean(i.b != 0);
+        DISPATCH();
+    }
+    CASE(LOADUNIT) {
+        R[i.a] = Value();
+        DISPATCH();
+    }
+    CASE(MOVE) {
+        R[i.a] = R[i.b];
+        DISPATCH();
+    }
+    CASE(CLEAR) {
+        for (uint32_t k = 0; k < i.b; ++k) R[i.a + k] = Value();
+        DISPATCH();
+    }
+
+    // Arithmetic. Every form tries the unlabelled fast paths first — Int with Int (checked for
+    // overflow), then numbers with a Float result — and otherwise takes the generic operation in
+    // runtime/ops.h, which labels the result or reports the error. The typed opcodes the compiler
+    // picks (ADDI, ADDF, ...) order the checks for the type it proved; a forged operand only ever
+    // reaches the generic path.
+#define ARITH_INT(x, y, builtin)                                                                        \
+    if (BOTH_UNLABELLED(x, y, ValueKind::Int)) {                                                         \
+        int64_t out_;                                                                                    \
+        if (!builtin(x.asInt(), y.asInt(), &out_)) {                                                     \
+            R[i.a] = Value::integer(out_);                                                               \
+            DISPATCH();                                                                                  \
+        }                                                                                                \
+    }
+#define ARITH_FLOAT(x, y, op)                                                                            \
+    if (BOTH_UNLABELLED(x, y, ValueKind::Float) || (isFloatPair(x, y) && UNTAGGED2(x, y))) {             \
+        double out_ = x.asNumber() op y.asNumber();                                                      \
+        if (std::isfinite(out_)) {                                                                       \
+            R[i.a] = Value::floating(out_);                                                              \
+            DISPATCH();                                                                                  \
+        }                                                                                                \
+    }
+#define ARITH(name, intFirst, builtin, op, generic)                                                      \
+    CASE(name) {                                                                                         \
+        const Value& x = R[i.b];                                                                         \
+        const Value& y = R[i.c];                                                                         \
+        if (intFirst) {                                                                                  \
+            ARITH_INT(x, y, builtin)                                                                     \
+            ARITH_FLOAT(x, y, op)                                                                        \
+        } else {                                                                                         \
+            ARITH_FLOAT(x, y, op)                                                                        \
+            ARITH_INT(x, y, builtin)                                                                     \
+        }                                                                                                \
+        SET_FROM(R[i.a], generic(heap, x, y));                                                           \
+        DISPATCH();                                                                                      \
+    }
+    ARITH(ADD, true, __builtin_add_overflow, +, add)
+    ARITH(ADDI, true, __builtin_add_overflow, +, add)
+    ARITH(ADDF, false, __builtin_add_overflow, +, add)
+    ARITH(SUB, true, __builtin_sub_overflow, -, subtract)
+    ARITH(SUBI, true, __builtin_sub_overflow, -, subtract)
+    ARITH(SUBF, false, __builtin_sub_overflow, -, subtract)
+    ARITH(MUL, true, __builtin_mul_overflow, *, multiply)
+    ARITH(MULI, true, __builtin_mul_overflow, *, multiply)
+    ARITH(MULF, false, __builtin_mul_overflow, *, multiply)
+#undef ARITH
+#undef ARITH_INT
+#undef ARITH_FLOAT
+    CASE(MOD)
+    CASE(MODI) {
+        const Value& x = R[i.b];
+        const Value& y = R[i.c];
+        if (BOTH_UNLABELLED(x, y, ValueKind::Int) && y.asInt() != 0) {
+            R[i.a] = Value::integer(floorModInt(x.asInt(), y.asInt()));
+            DISPATCH();
+        }
+        SET_FROM(R[i.a], modulo(heap, x, y));
+        DISPATCH();
+    }
+    CASE(DIV)
+    CASE(DIVF) {
+        // Doubles divide exactly like Python's true division when both operands convert exactly
+        // (Floats, and Ints within 2^53); anything else goes through ops.h's correctly rounded path.
+        const Value& x = R[i.b];
+        const Value& y = R[i.c];
+        if (isExactDouble(x) && isExactDouble(y) && UNTAGGED2(x, y)) {
+            double q = y.asNumber();
+            double out = x.asNumber() / q;
+            if (q != 0 && std::isfinite(out)) {
+                R[i.a] = Value::floating(out);
+                DISPATCH();
+            }
+        }
+        SET_FROM(R[i.a], divide(heap, x, y));
+        DISPATCH();
+    }
+    CASE(NEG) {
+        SET_FROM(R[i.a], negate(heap, R[i.b]));
+        DISPATCH();
+    }
+    CASE(NOT) {
+        const Value& x = R[i.b];
+        if (x.kind() == ValueKind::Bool && x.tags() == 0 && x.prov() == 0) {
+            R[i.a] = Value::boolean(!x.asBool());
+            DISPATCH();
+        }
+        SET_FROM(R[i.a], logicalNot(heap, x));
+        DISPATCH();
+    }
+    CASE(APPEND) {
+        if (R[i.a].kind() != ValueKind::List) FAIL_WITH(malformed("APPEND to a value that is not a list"));
+        CHECK(heap.appendInPlace(R[i.a], R[i.b]));
+        DISPATCH();
+    }
+    CASE(CONCATTO) {
+        ValueKind k = R[i.a].kind();
+        if ((k != ValueKind::List && k != ValueKind::Str) || R[i.b].kind() != k)
+            FAIL_WITH(malformed("CONCATTO needs two lists or two strings"));
+        CHECK(heap.concatInPlace(R[i.a], R[i.b]));
+        DISPATCH();
+    }
+
+    // Comparisons: the same scheme. Int with Float goes to the generic path, which compares
+    // them exactly (as Python does), not through a conversion.
+#define COMPARE(name, op, generic)                                                                       \
+    CASE(name) {                                                                                         \
+        const Value& x = R[i.b];                                                                         \
+        const Value& y = R[i.c];                                                                         \
+        if (BOTH_UNLABELLED(x, y, ValueKind::Int)) {                                                     \
+            R[i.a] = Value::boolean(x.asInt() op y.asInt());                                             \
+            DISPATCH();                                                                                  \
+        }                                                                                                \
+        if (BOTH_UNLABELLED(x, y, ValueKind::Float)) {                                                   \
+            R[i.a] = Value::boolean(x.asFloat() op y.asFloat());                                         \
+            DISPATCH();                                                                                  \
+        }                                                                                                \
+        SET_FROM(R[i.a], generic(heap, x, y));                                                           \
+        DISPATCH();                                                                                      \
+    }
+    COMPARE(LT, <, lessThan)
+    COMPARE(LTI, <, lessThan)
+    COMPARE(LTF, <, lessThan)
+    COMPARE(LE, <=, lessEqual)
+    COMPARE(LEI, <=, lessEqual)
+    COMPARE(LEF, <=, lessEqual)
+    COMPARE(EQI, ==, equals)
+#undef COMPARE
+    // == and != label with deep tags, so the fast path needs values with no labels inside either.
+    CASE(EQ) {
+        const Value& x = R[i.b];
+        const Value& y = R[i.c];
+        if (int eq = flatEqual(x, y); eq >= 0) {
+            R[i.a] = Value::boolean(eq == 1);
+            DISPATCH();
+        }
+        SET_FROM(R[i.a], equals(heap, x, y));
+        DISPATCH();
+    }
+    CASE(NE) {
+        const Value& x = R[i.b];
+        const Value& y = R[i.c];
+        if (int eq = flatEqual(x, y); eq >= 0) {
+            R[i.a] = Value::boolean(eq == 0);
+            DISPATCH();
+        }
+        SET_FROM(R[i.a], notEquals(heap, x, y));
+        DISPATCH();
+    }
+    CASE(IN) {
+        SET_FROM(R[i.a], memberOf(heap, R[i.b], R[i.c]));
+        DISPATCH();
+    }
+    CASE(EQK) {
+        const Value& x = R[i.b];
+        const Value& y = constants[i.c];
+        if (int eq = flatEqual(x, y); eq >= 0) {
+            R[i.a] = Value::boolean(eq == 1);
+            DISPATCH();
+        }
+        SET_FROM(R[i.a], equals(heap, x, y));
+        DISPATCH();
+    }
+
+    // A backward jump is a back-edge: it charges the code it jumps back over.
+#define JUMP_TO(target)                                                    \
+    do {                                                                   \
+        const Instr* to_ = code + (target);                                \
+        if (to_ < ip) {                                                    \
+            if (!charge(static_cast<uint64_t>(ip - to_))) FAIL_HEAP();     \
+        }                                                                  \
+        ip = to_;                                                          \
+    } while (0)
+    CASE(JMP) {
+        JUMP_TO(i.bx());
+        DISPATCH();
+    }
+    CASE(JMPIF) {
+        const Value& c = R[i.a];
+        if (c.kind() != ValueKind::Bool) FAIL_WITH(malformed("a condition that is not a Bool"));
+        if (c.asBool()) JUMP_TO(i.bx());
+        DISPATCH();
+    }
+    CASE(JMPIFNOT) {
+        const Value& c = R[i.a];
+        if (c.kind() != ValueKind::Bool) FAIL_WITH(malformed("a condition that is not a Bool"));
+        if (!c.asBool()) JUMP_TO(i.bx());
+        DISPATCH();
+    }
+    CASE(FORPREP) {
+        Value* w = R + i.a;
+        if (w[1].kind() != ValueKind::Int || w[2].kind() != ValueKind::Int)
+            FAIL_WITH(malformed("a loop counter that is not an Int"));
+        int64_t end = w[2].asInt();
+        if (w[0].kind() == ValueKind::List)
+            end = std::min<int64_t>(end, static_cast<int64_t>(w[0].asList().items.size()));
+        else if (w[0].kind() != ValueKind::Unit)
+            FAIL_WITH(malformed("a loop over a value that is not a list"));
+        w[2] = Value::integer(end);
+        if (w[1].asInt() >= end) JUMP_TO(i.bx());
+        DISPATCH();
+    }
+    CASE(FORLOOP) {
+        Value* w = R + i.a;
+        if (w[1].kind() != ValueKind::Int || w[2].kind() != ValueKind::Int || w[1].asInt() == INT64_MAX)
+            FAIL_WITH(malformed("a loop counter that is not an Int"));
+        int64_t next = w[1].asInt() + 1;
+        w[1] = Value::integer(next);
+        if (next < w[2].asInt()) JUMP_TO(i.bx());
+        DISPATCH();
+    }
+    CASE(FORITEM) {
+        const Value* w = R + i.b;
+        if (w[0].kind() != ValueKind::List || w[1].kind() != ValueKind::Int)
+            FAIL_WITH(malformed("FORITEM outside a loop over a list"));
+        const ListObject& list = w[0].asList();
+        int64_t index = w[1].asInt();
+        if (index < 0 || static_cast<uint64_t>(index) >= list.items.size())
+            FAIL_WITH(malformed("a loop index outside its list"));
+        const Value& item = list.items[static_cast<size_t>(index)];
+        if (w[0].tags() == kNoTags) {
+            R[i.a] = item;
+        } else {
+            TagSetId t;
+            UNITE_TAGS(t, item.tags(), w[0].tags());
+            R[i.a] = item.withLabels(t, item.prov());
+        }
+        DISPATCH();
+    }
+    CASE(FORINDEX) {
+        const Value* w = R + i.b;
+        if (w[1].kind() != ValueKind::Int) FAIL_WITH(malformed("a loop counter that is not an Int"));
+        R[i.a] = Value::integer(w[1].asInt());
+        DISPATCH();
+    }
+    CASE(CLAMPK) {
+        Value& v = R[i.a];
+        const Value& k = constants[i.bx()];
+        if (v.kind() != ValueKind::Int || k.kind() != ValueKind::Int) FAIL_WITH(malformed("CLAMPK on a non-Int"));
+        if (k.asInt() < v.asInt()) v = Value::integer(std::max<int64_t>(0, k.asInt()));
+        DISPATCH();
+    }
+
+    CASE(NEWLIST) {
+        Value* w = R + i.b;
+        SET_FROM(R[i.a], heap.makeList(std::span<const Value>(w, i.c)));
+        for (uint32_t k = 0; k < i.c; ++k) w[k] = Value();
+        DISPATCH();
+    }
+    CASE(NEWRECORD) {
+        const std::vector<std::string>& names = module.shapes[i.c];
+        const RecordShape* shape = heap.recordShape(std::span<const std::string>(names));
+        Value* w = R + i.b;
+        SET_FROM(R[i.a], heap.makeRecord(shape, std::span<const Value>(w, names.size())));
+        for (size_t k = 0; k < names.size(); ++k) w[k] = Value();
+        DISPATCH();
+    }
+    CASE(INTERP) {
+        Value* w = R + i.b;
+        SET_FROM(R[i.a], interpolate(heap, std::span<const Value>(w, i.c)));
+        for (uint32_t k = 0; k < i.c; ++k) w[k] = Value();
+        DISPATCH();
+    }
+    CASE(INDEX) {
+        SET_FROM(R[i.a], indexList(heap, R[i.b], R[i.c]));
+        DISPATCH();
+    }
+    CASE(GETFIELD) {
+        const Value& rec = R[i.b];
+        if (rec.kind() == ValueKind::Record) {
+            FieldCache& fc = cache[ip - 1 - code];
+            const RecordObject& obj = rec.asRecord();
+            if (fc.shape != obj.shape) {
+                std::optional<size_t> slot = obj.shape->indexOf(constants[i.c].asStr());
+                if (slot) fc = FieldCache{obj.shape, static_cast<uint32_t>(*slot)};
+            }
+            if (fc.shape == obj.shape) {
+                SET_FROM(R[i.a], getFieldAt(heap, rec, fc.slot));
+                DISPATCH();
+            }
+        }
+        SET_FROM(R[i.a], getField(heap, rec, constants[i.c].asStr()));
+        DISPATCH();
+    }
+    CASE(CHECKMAX) {
+        const Value& v = R[i.a];
+        int64_t bound = constants[i.bx()].asInt();
+        if (v.kind() == ValueKind::List && static_cast<int64_t>(v.asList().items.size()) > bound) {
+            FAIL_WITH((RuntimeError{
+                DiagCode::R0113,
+                fmt::format("list has {} items but its declared bound is max {}", v.asList().items.size(), bound),
+                {{"limit", bound}, {"length", v.asList().items.size()}}}));
+        }
+        DISPATCH();
+    }
+
+    CASE(CALL) {
+        const Function& callee = module.functions[i.b];
+        if (!charge(callee.code.size())) FAIL_HEAP();
+        uint32_t base = static_cast<uint32_t>((R - stack.data()) + i.c);
+        if (size_t(base) + callee.numRegs > stack.size()) FAIL_WITH(malformed("call frames exceed the stack"));
+        frames.push_back(Frame{i.b, base, static_cast<uint32_t>(ip - code), i.a, pcT});
+        fn = &callee;
+        code = fn->code.data();
+        ip = code;
+        R = stack.data() + base;
+        cache = fieldCache.data() + cacheOffset[i.b];
+        DISPATCH();
+    }
+    CASE(BUILTIN) {
+        uint16_t argc = kBuiltins[i.c].argc;
+        Value* w = R + i.b;
+        SET_FROM(R[i.a], callBuiltin(heap, static_cast<BuiltinId>(i.c), std::span<const Value>(w, argc)));
+        for (uint16_t k = 0; k < argc; ++k) w[k] = Value();
+        DISPATCH();
+    }
+    CASE(CALLCAP)
+    CASE(ASKMODEL) {
+        pc = static_cast<uint32_t>(ip - 1 - code);
+        callPc = pc;
+        pcTags = pcT;
+        return stopAtHostCall(i.c, R + i.b);
+    }
+    CASE(RET)
+    CASE(RETUNIT) {
+        Value out;
+        if (i.op == Op::RET) {
+            out = std::move(R[i.a]);
+            if (pcT != kNoTags) {
+                TagSetId t;
+                UNITE_TAGS(t, out.tags(), pcT);
+                out.setTags(t);
+            }
+        }
+        Frame done = frames.back();
+        for (uint32_t k = 0; k < fn->numRegs; ++k) R[k] = Value();
+        frames.pop_back();
+        if (frames.empty()) return completed(std::move(out), done.function);
+        const Frame& caller = frames.back();
+        fn = &module.functions[caller.function];
+        code = fn->code.data();
+        ip = code + done.returnPc;
+        R = stack.data() + caller.base;
+        cache = fieldCache.data() + cacheOffset[caller.function];
+        pcT = done.callerPc;
+        R[done.dest] = std::move(out);
+        DISPATCH();
+    }
+
+    CASE(PCENTER) {
+        TagSetId saved = pcT;
+        UNITE_TAGS(pcT, saved, R[i.b].tags());
+        R[i.a] = Value::unit(saved);
+        DISPATCH();
+    }
+    CASE(PCLEAVE) {
+        pcT = R[i.a].tags();
+        DISPATCH();
+    }
+    CASE(ADDTAGS) {
+        TagSetId t;
+        UNITE_TAGS(t, R[i.a].tags(), R[i.b].tags());
+        R[i.a].setTags(t);
+        DISPATCH();
+    }
+    CASE(TAINTPC) {
+        if (pcT != kNoTags) {
+            TagSetId t;
+            UNITE_TAGS(t, R[i.a].tags(), pcT);
+            R[i.a].setTags(t);
+        }
+        DISPATCH();
+    }
+    CASE(EXPECT) {
+        const Value& c = R[i.a];
+        if (c.kind() != ValueKind::Bool) FAIL_WITH(malformed("an expectation that is not a Bool"));
+        if (!c.asBool()) {
+            pc = static_cast<uint32_t>(ip - 1 - code);
+            failHere(RuntimeError{DiagCode::R0101, std::string(constants[i.bx()].asStr()), {}});
+            failure.expectationFailed = true;
+            return status;
+        }
+        DISPATCH();
+    }
+
+#if defined(__GNUC__)
+    __builtin_unreachable();
+#else
+    }
+    return failHere(malformed("unknown opcode"));
+#endif
+#undef FAIL_WITH
+#undef FAIL_HEAP
+#undef CHECK
+#undef SET_FROM
+#undef UNTAGGED2
+#undef BOTH_UNLABELLED
+#undef UNITE_TAGS
+#undef DISPATCH
+#undef CASE
+#undef JUMP_TO
+}
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+// ---------------------------------------------------------------- Run
+
+Run::Run(std::shared_ptr<const LoadedProgram> program, VmLimits limits)
+    : impl_(std::make_unique<Impl>(std::move(program), limits)) {}
+Run::~Run() = default;
+
+const LoadedProgram& Run::program() const { return *impl_->program; }
+Heap& Run::heap() { return impl_->heap; }
+RunStatus Run::status() const { return impl_->status; }
+const HostCall& Run::hostCall() const { return impl_->call; }
+const Value& Run::result() const { return impl_->result; }
+const RunFailure& Run::failure() const { return impl_->failure; }
+void Run::requestAbort() { impl_->abortRequested.store(true, std::memory_order_relaxed); }
+uint64_t Run::stepsUsed() const { return impl_->stepsCharged; }
+std::chrono::nanoseconds Run::vmTime() const { return impl_->vmTime; }
+
+RunStatus Run::start(uint32_t function, std::vector<Value> args) {
+    Impl& r = *impl_;
+    if (r.status != RunStatus::NotStarted) return r.status;
+    const Module& m = r.module;
+    if (function >= m.functions.size())
+        return r.fail(RuntimeError{DiagCode::R0101, "the program has no such function to run", {}}, function, 0);
+    const Function& fn = m.functions[function];
+    if (args.size() != fn.paramNames.size())
+        return r.fail(RuntimeError{DiagCode::R0101,
+                                   fmt::format("'{}' takes {} argument(s), got {}", fn.name, fn.paramNames.size(),
+                                               args.size()),
+                                   {}},
+                      function, 0);
+    if (!r.prepare()) return r.fail(r.heap.takeError(), function, 0);
+    r.frames.push_back(Frame{function, 0, 0, 0, kNoTags});
+    for (size_t k = 0; k < args.size(); ++k) r.stack[k] = std::move(args[k]);
+    r.pc = 0;
+    r.pcTags = kNoTags;
+    if (!r.charge(fn.code.size())) return r.fail(r.heap.takeError(), function, 0);
+    return r.execute();
+}
+
+RunStatus Run::resumeWithResult(Value value) {
+    Impl& r = *impl_;
+    if (r.status != RunStatus::HostCall) return r.status;
+    const Frame& f = r.frames.back();
+    const Instr& instr = r.module.functions[f.function].code[r.callPc];
+    r.stack[f.base + instr.a] = std::move(value);
+    r.call.args.clear();
+    r.pc = r.callPc + 1;
+    return r.execute();
+}
+
+bool Run::willFallBack(bool operational) const {
+    const Impl& r = *impl_;
+    if (r.status != RunStatus::HostCall || !operational) return false;
+    return r.call.attempt >= r.call.site->retry && r.call.site->hasFallback;
+}
+
+RunStatus Run::resumeWithError(RuntimeError error, bool operational) {
+    Impl& r = *impl_;
+    if (r.status != RunStatus::HostCall) return r.status;
+    const Frame& f = r.frames.back();
+    if (operational && r.call.attempt < r.call.site->retry) {
+        ++r.call.attempt;  // the same call again, with the same arguments
+        return r.status;
+    }
+    if (operational && r.call.site->hasFallback) {
+        r.call.args.clear();
+        r.pc = r.callPc + 2;  // past the JMP that skips the fallback's code
+        return r.execute();
+    }
+    return r.fail(std::move(error), f.function, r.callPc);
+}
+
+}  // namespace remit
