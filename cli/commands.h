@@ -40,6 +40,9 @@ int diffCommand(std::string_view tool, const std::vector<std::string>& argv);
 int buildCommand(std::string_view tool, const std::vector<std::string>& argv);
 int disCommand(std::string_view tool, const std::vector<std::string>& argv);
 int runCommand(std::string_view tool, const std::vector<std::string>& argv);
+// cli/broker_commands.cpp
+int traceCommand(std::string_view tool, const std::vector<std::string>& argv);
+int approveCommand(std::string_view tool, const std::vector<std::string>& argv);
 // `manifest PROG.rbc`: the manifest stored in a verified artifact.
 int bytecodeManifest(std::string_view tool, const std::string& path);
 

@@ -12,8 +12,10 @@ constexpr const char* kUsageText =
     "  fmt FILE... [--check]\n"
     "  diff OLD NEW [--host H] [--json]\n"
     "  build FILE [--host H] [--out DIR]       write DIR/<program>.rbc and its manifest (default DIR: build)\n"
-    "  run FILE [--host H] [--policy P] [--allow-all] [-i K=V]... [--inputs F.json] [--json]\n"
-    "(resume, replay, approve, test and mcp arrive with later stages)\n";
+    "  run FILE [--host H] [--policy P] [--allow-all] [--approve-all] [--fixtures F | --live] [-i K=V]...\n"
+    "      [--inputs F.json] [--json] [--state-dir D]\n"
+    "  approve DIGEST [--by NAME]\n"
+    "(resume, replay, test and mcp arrive with later stages)\n";
 
 }  // namespace
 
@@ -23,5 +25,6 @@ int main(int argc, char** argv) {
                     {"fmt", fmtCommand},
                     {"diff", diffCommand},
                     {"build", buildCommand},
-                    {"run", runCommand}}, argc, argv);
+                    {"run", runCommand},
+                    {"approve", approveCommand}}, argc, argv);
 }

@@ -1,6 +1,7 @@
 // The commands that produce and run bytecode: `remitc build`, `remitc dis`, `remitc manifest
 // PROG.rbc`, and `run` (remitvm run, remit run). Flag parsing and printing only: programs come
-// from compiler/driver.h and vm/api.h, runs from the embedding API (remit/remit.h).
+// from compiler/driver.h and vm/api.h, runs from the embedding API (remit/remit.h), and every host
+// call a run makes goes through the broker (broker/broker.h) with the adapter the flags choose.
 #include <fmt/format.h>
 
 #include <charconv>
@@ -9,8 +10,14 @@
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <cstdlib>
 #include <random>
 
+#include "broker/approvals.h"
+#include "broker/broker.h"
+#include "broker/fixture_adapter.h"
+#include "broker/process_adapter.h"
+#include "broker/trace.h"
 #include "cli/commands.h"
 #include "compiler/driver.h"
 #include "compiler/manifest.h"
@@ -98,10 +105,10 @@ std::string prettyJson(const nlohmann::ordered_json& value) {
 
 std::string newRunId() {
     std::time_t now = std::time(nullptr);
-    std::tm utc{};
-    gmtime_r(&now, &utc);
+    std::tm local{};
+    localtime_r(&now, &local);  // the prototype's time.strftime uses local time
     char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
     std::random_device random;
     return fmt::format("{}-{:06x}", stamp, random() & 0xffffff);
 }
@@ -222,7 +229,7 @@ struct RunSetup {
 // Turns -i/--inputs into main's arguments (typed, tagged per the host's `input` lines). Prints
 // the problem and returns false on a usage error (exit 2).
 bool buildInputs(std::string_view tool, const Args& args, const LoadedProgram& program, const HostModel& host,
-                 Heap& heap, std::vector<Value>& out) {
+                 Heap& heap, std::vector<Value>& out, nlohmann::json& givenOut) {
     const Function& main = program.module().functions[program.entry()];
     nlohmann::json given = nlohmann::json::object();
     if (const std::string* inputsFile = args.value("--inputs")) {
@@ -295,6 +302,7 @@ bool buildInputs(std::string_view tool, const Args& args, const LoadedProgram& p
         }
         out.push_back(std::move(*v.value));
     }
+    givenOut = std::move(given);
     return true;
 }
 
@@ -314,6 +322,90 @@ nlohmann::ordered_json tagNamesJson(const Heap& heap, TagSetId tags) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (const std::string& name : heap.tagTable().names(tags)) out.push_back(name);
     return out;
+}
+
+// The first `n` code points of UTF-8 text (the prototype cuts the pause's `args:` line at 400).
+std::string firstCodePoints(const std::string& s, size_t n) {
+    size_t i = 0, count = 0;
+    while (i < s.size() && count < n) {
+        ++i;
+        while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) ++i;
+        ++count;
+    }
+    return s.substr(0, i);
+}
+
+void printRuntimeFailure(const ProgramSource& source, const RunFailure& f) {
+    Diagnostic d = makeDiagnostic(f.error.code, f.error.message, source.file,
+                                  Span{f.span.line, f.span.col, f.span.endLine, f.span.endCol});
+    d.details = f.error.details;
+    std::string text = sourceTextFor(source);
+    SourceFile excerpt(source.file, text);
+    fmt::print(stderr, "{}\n", renderText(d, text.empty() ? nullptr : &excerpt));
+}
+
+// Where the live adapter shim lives: $REMIT_PY_ADAPTER, else the source tree's scripts/.
+std::string liveShimPath() {
+    if (const char* env = std::getenv("REMIT_PY_ADAPTER"); env && *env) return env;
+#ifdef REMIT_SOURCE_DIR
+    return std::string(REMIT_SOURCE_DIR) + "/scripts/remit-py-adapter";
+#else
+    return "scripts/remit-py-adapter";
+#endif
+}
+
+// The adapter the flags choose (DESIGN.md A1, A5): --adapter CMD, --live, or fixtures (default
+// fixtures/run.json next to the program). A program without host-call sites runs without any
+// fixtures file. Prints the problem and returns false on a usage error.
+bool makeRunAdapter(std::string_view tool, const Args& args, const ProgramSource& source,
+                    std::unique_ptr<Adapter>& adapter, std::string& mode, std::optional<std::string>& command) {
+    const std::string* adapterFlag = args.value("--adapter");
+    int chosen = (adapterFlag ? 1 : 0) + (args.has("--live") ? 1 : 0) + (args.value("--fixtures") ? 1 : 0);
+    if (chosen > 1) {
+        fmt::print(stderr, "{}: error: choose one of --fixtures, --live and --adapter\n", tool);
+        return false;
+    }
+    std::filesystem::path programDir = std::filesystem::absolute(source.file).lexically_normal().parent_path();
+    std::string error;
+    if (adapterFlag) {
+        adapter = makeProcessAdapter(*adapterFlag, error);
+        if (!adapter) {
+            fmt::print(stderr, "{}: error: --adapter: {}\n", tool, error);
+            return false;
+        }
+        mode = "adapter";
+        command = *adapterFlag;
+        return true;
+    }
+    if (args.has("--live")) {
+        adapter = makeLiveAdapter(liveShimPath(), programDir.string(), error);
+        if (!adapter) {
+            fmt::print(stderr, "{}: error: --live: {}\n", tool, error);
+            return false;
+        }
+        mode = "live";
+        return true;
+    }
+    std::string path = args.value("--fixtures") ? *args.value("--fixtures") : (programDir / "fixtures" / "run.json").string();
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+        if (!args.value("--fixtures") && source.program->module().sites.empty()) {
+            adapter = FixtureAdapter::empty();  // nothing to perform: no fixtures needed
+            mode = "none";
+            return true;
+        }
+        fmt::print(stderr, "error: no fixtures at {}; pass --fixtures or --live\n", path);
+        return false;
+    }
+    std::string hint;
+    adapter = FixtureAdapter::load(path, error, hint);
+    if (!adapter) {
+        fmt::print(stderr, "{}: error: {}\n", tool, error);
+        if (!hint.empty()) fmt::print(stderr, "  hint: {}\n", hint);
+        return false;
+    }
+    mode = "fixtures:" + path;
+    return true;
 }
 
 }  // namespace
@@ -442,22 +534,107 @@ int runCommand(std::string_view tool, const std::vector<std::string>& argv) {
         return kUsage;
     }
 
+    // The adapter, before anything runs: a bad flag or fixture file refuses the run (exit 2) and,
+    // like every refusal before the start, writes no trace.
+    std::unique_ptr<Adapter> adapter;
+    std::string mode;
+    std::optional<std::string> adapterCommand;
+    if (!makeRunAdapter(tool, args, source, adapter, mode, adapterCommand)) return kUsage;
+
+    std::filesystem::path stateDir = args.value("--state-dir") ? *args.value("--state-dir") : ".remit";
+    bool approveAll = args.has("--approve-all");
+    ApprovalStore approvals((stateDir / "approvals.json").string());
+    if (!approveAll) {
+        std::string error;
+        if (!approvals.load(error)) {
+            fmt::print(stderr, "{}: error: {}\n", tool, error);
+            return kUsage;
+        }
+    }
+
     Run run(source.program, limits);
     std::vector<Value> inputs;  // after `run`: values go before the heap that holds them
-    if (!buildInputs(tool, args, program, setup.host, run.heap(), inputs)) return kUsage;
+    nlohmann::json givenInputs;
+    if (!buildInputs(tool, args, program, setup.host, run.heap(), inputs, givenInputs)) return kUsage;
     std::string runId = newRunId();
-    RunStatus status = run.start(program.entry(), std::move(inputs));
-    if (status == RunStatus::HostCall) {
-        const HostCall& call = run.hostCall();
-        fmt::print(stderr,
-                   "{}: error: {} calls {} at line {} (site {}), but this build has no broker to perform host calls\n"
-                   "  hint: only programs that make no capability or model call can run until the broker lands\n",
-                   tool, source.file, call.site->resource, call.site->span.line, call.site->id);
+    const Module& module = program.module();
+    std::string tracePath = (stateDir / "runs" / (runId + ".jsonl")).string();
+    TraceWriter trace;
+    // A program with no capability or model call site cannot act on the world: it runs without a
+    // trace (nothing to audit, approve or resume), and its output is the pure program's output.
+    bool traced = !module.sites.empty();
+    if (std::string error; traced && !trace.open(tracePath, error)) {
+        fmt::print(stderr, "{}: error: {}\n", tool, error);
         return kUsage;
+    }
+    if (approveAll)
+        fmt::print(stderr, "warning: --approve-all grants every approval (development and fixtures only)\n");
+
+    nlohmann::ordered_json start = {{"event", "run_start"},
+                                    {"run_id", runId},
+                                    {"idempotency_root", runId},
+                                    {"program", module.programName},
+                                    {"path", source.file},
+                                    {"program_hash", module.programHash},
+                                    {"host_hash", module.hostHash},
+                                    {"policy_hash", setup.policy && !setup.policy->sha256.empty()
+                                                        ? nlohmann::ordered_json(setup.policy->sha256)
+                                                        : nlohmann::ordered_json(nullptr)},
+                                    {"inputs", givenInputs},
+                                    {"mode", mode},
+                                    {"replaying", 0}};
+    if (adapterCommand) start["adapter_command"] = *adapterCommand;
+    trace.emit(start);
+
+    BrokerOptions options;
+    options.runId = runId;
+    options.idempotencyRoot = runId;
+    options.programHash = module.programHash;
+    options.host = &setup.host;
+    options.policy = &*setup.policy;
+    options.adapter = adapter.get();
+    options.trace = &trace;
+    options.approvals = approveAll ? nullptr : &approvals;
+    options.approveAll = approveAll;
+    options.programBudget = module.budgetUsd;
+    Broker broker(options, run);
+    RunStatus status = broker.drive(run.start(program.entry(), std::move(inputs)));
+
+    auto traceLine = [&] {
+        if (!broker.ioError().empty()) fmt::print(stderr, "{}: error: {}\n", tool, broker.ioError());
+        if (!traced) return;
+        if (!trace.ok()) fmt::print(stderr, "{}: error: the trace {} could not be written completely\n", tool, tracePath);
+        fmt::print(stderr, "trace: {}  (spent ${:.4f}, {} call(s), mode {})\n", tracePath, broker.spent(),
+                   broker.calls(), mode);
+    };
+    if (status == RunStatus::Failed && run.failure().error.code == DiagCode::R0302 && broker.pending()) {
+        const PendingApproval& pending = *broker.pending();
+        trace.emit({{"event", "run_end"}, {"run_id", runId}, {"status", "pending_approval"}, {"digest", pending.digest}});
+        if (json) {
+            nlohmann::ordered_json reasons(pending.reasons);
+            nlohmann::ordered_json envelope = {
+                {"status", "approval_required"},
+                {"run_id", runId},
+                {"pending", {{"digest", pending.digest}, {"site", pending.site}, {"resource", pending.resource},
+                             {"args", pending.args}, {"reasons", reasons}}}};
+            fmt::print("{}\n", prettyJson(envelope));
+        } else {
+            printRuntimeFailure(source, run.failure());
+            std::string argsText = dumpJson(pending.args, JsonTextStyle{false, false, -1, ", ", ": "});
+            fmt::print(stderr, "  args: {}\n", firstCodePoints(argsText, 400));
+            fmt::print(stderr,
+                       "  to approve this exact call: {} approve {}\n"
+                       "  then continue without repeating completed effects: {} resume {}\n",
+                       tool, pending.digest, tool, runId);
+        }
+        traceLine();
+        return kPaused;
     }
     if (status == RunStatus::Failed) {
         const RunFailure& f = run.failure();
         const DiagInfo& info = diagInfo(f.error.code);
+        trace.emit({{"event", "run_end"}, {"run_id", runId}, {"status", "error"}, {"code", std::string(info.code)},
+                    {"message", f.error.message}});
         if (json) {
             nlohmann::ordered_json error = {{"code", info.code},  {"name", info.name},
                                             {"message", f.error.message}, {"line", f.span.line},
@@ -465,28 +642,29 @@ int runCommand(std::string_view tool, const std::vector<std::string>& argv) {
             if (!f.error.details.is_null()) error["details"] = f.error.details;
             fmt::print("{}\n", nlohmann::ordered_json{{"status", "failed"}, {"run_id", runId}, {"error", error}}.dump(2));
         } else {
-            Diagnostic d = makeDiagnostic(f.error.code, f.error.message, source.file,
-                                          Span{f.span.line, f.span.col, f.span.endLine, f.span.endCol});
-            d.details = f.error.details;
-            std::string text = sourceTextFor(source);
-            SourceFile excerpt(source.file, text);
-            fmt::print(stderr, "{}\n", renderText(d, text.empty() ? nullptr : &excerpt));
+            printRuntimeFailure(source, f);
         }
+        traceLine();
         return kFailure;
     }
     std::optional<nlohmann::ordered_json> result = valueToJson(run.result());
+    std::optional<TagSetId> deep = run.heap().deepTags(run.result());
+    nlohmann::ordered_json resultTags = tagNamesJson(run.heap(), deep ? *deep : kNoTags);
+    nlohmann::ordered_json resultJson = result ? *result : nlohmann::ordered_json(nullptr);
+    trace.emit({{"event", "run_end"}, {"run_id", runId}, {"status", "ok"}, {"result", resultJson},
+                {"result_tags", resultTags}, {"spent_usd", broker.spent()}});
     if (json) {
-        std::optional<TagSetId> deep = run.heap().deepTags(run.result());
         nlohmann::ordered_json envelope = {{"status", "completed"},
                                            {"run_id", runId},
-                                           {"result", result ? *result : nlohmann::ordered_json(nullptr)},
-                                           {"result_tags", tagNamesJson(run.heap(), deep ? *deep : kNoTags)},
-                                           {"spent_usd", 0.0},
-                                           {"calls", 0}};
+                                           {"result", resultJson},
+                                           {"result_tags", resultTags},
+                                           {"spent_usd", broker.spent()},
+                                           {"calls", broker.calls()}};
         fmt::print("{}\n", prettyJson(envelope));
     } else {
-        fmt::print("{}\n", prettyJson(result ? *result : nlohmann::ordered_json(nullptr)));
+        fmt::print("{}\n", prettyJson(resultJson));
     }
+    traceLine();
     return kOk;
 }
 

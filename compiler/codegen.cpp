@@ -798,21 +798,19 @@ void Generator::matchExpr(const MatchExpr& e, uint16_t dest) {
     uint16_t savedPc = pcEnter(tracksPc, subject);
     std::vector<size_t> toEnd;
     bool hasDefault = false;
-    uint16_t test = allocReg();
     for (const MatchArm& arm : e.arms) {
         SpanScope at(*this, arm.span);
-        size_t toNext = 0;
-        if (arm.pattern) {
-            emitABC(Op::EQK, test, subject, strConstant16(*arm.pattern));
-            toNext = emitJump(Op::JMPIFNOT, test);
-        }
+        size_t test = 0;
+        if (arm.pattern) test = emitABC(Op::JMPNEK, subject, strConstant16(*arm.pattern));
         block(*arm.body, armDest);
         toEnd.push_back(emitJump(Op::JMP));
         if (!arm.pattern) {
             hasDefault = true;
             break;  // `_` takes every value that reaches it; later arms are unreachable
         }
-        patchJump(toNext, here());
+        size_t skip = here() - test - 1;
+        if (skip > 0xffff) throw LimitExceeded{"a match arm compiles to more than 65,535 instructions"};
+        fn_->code[test].c = static_cast<uint16_t>(skip);
     }
     if (!hasDefault && wantValue) emitABC(Op::LOADUNIT, dest);
     for (size_t j : toEnd) patchJump(j, here());

@@ -98,15 +98,27 @@ public:
         other.bits_ = 0;
     }
     // Both assignments read `other` completely before releasing the old value: `other` may live
-    // inside the object this value is about to free (`v = v.asList().items[0]`).
+    // inside the object this value is about to free (`v = v.asList().items[0]`). Written out
+    // rather than copy-and-swap: the VM's register moves are the hottest code there is.
     Value& operator=(const Value& other) noexcept {
-        Value copy(other);
-        swap(copy);
+        if (other.isHeap()) ++other.obj_->refCount;
+        HeapObject* old = isHeap() ? obj_ : nullptr;
+        bits_ = other.bits_;
+        kindTags_ = other.kindTags_;
+        prov_ = other.prov_;
+        if (old) dropReference(old);
         return *this;
     }
     Value& operator=(Value&& other) noexcept {
-        Value taken(std::move(other));
-        swap(taken);
+        if (this == &other) return *this;
+        HeapObject* old = isHeap() ? obj_ : nullptr;
+        bits_ = other.bits_;
+        kindTags_ = other.kindTags_;
+        prov_ = other.prov_;
+        other.bits_ = 0;
+        other.kindTags_ = 0;
+        other.prov_ = kNoProv;
+        if (old) dropReference(old);
         return *this;
     }
     void swap(Value& other) noexcept {

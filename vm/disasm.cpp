@@ -25,14 +25,10 @@ constexpr size_t kInlineStringBytes = 40;
 
 // `text` as a double-quoted, escaped string, cut after `maxBytes` (on a UTF-8 boundary) with "...".
 std::string quoteText(std::string_view text, size_t maxBytes = std::string_view::npos) {
-    bool cut = text.size() > maxBytes;
-    if (cut) {
-        size_t end = maxBytes;
-        while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xc0) == 0x80) --end;
-        text = text.substr(0, end);
-    }
+    std::string_view shown = utf8Prefix(text, maxBytes);
+    bool cut = shown.size() < text.size();
     std::string out;
-    appendJsonString(out, text, /*ensureAscii=*/false);
+    appendJsonString(out, shown, /*ensureAscii=*/false);
     if (cut) out += "...";
     return out;
 }
@@ -228,6 +224,7 @@ private:
             case Operand::KIntBx:
             case Operand::KStrBx: return fmt::format("k{} {}", value, constantValue(value, kInlineStringBytes));
             case Operand::JumpBx: return fmt::format("->{}", value);
+            case Operand::Skip: return fmt::format("skip {}", value);
             case Operand::Fn: return fnRef(value);
             case Operand::Shape: return fmt::format("shape {} {}", value, shapeText(value));
             case Operand::Builtin:

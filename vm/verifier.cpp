@@ -333,6 +333,11 @@ private:
                 if (in.op != Op::FORLOOP && value <= pc)
                     return fmt::format("{} jumps backward to {}; only FORLOOP may", opInfo(in.op).name, value);
                 return {};
+            case Operand::Skip:
+                if (uint64_t(pc) + 1 + value >= f.code.size())
+                    return fmt::format("operand {}: skipping {} instructions leaves the function ({} instructions)",
+                                       field, value, f.code.size());
+                return {};
             case Operand::Fn:
                 if (value >= m_.functions.size())
                     return fmt::format("operand {}: function {} does not exist ({} functions)", field, value,
@@ -503,11 +508,19 @@ private:
 
 }  // namespace
 
+std::string_view utf8Prefix(std::string_view text, size_t maxBytes) {
+    if (text.size() <= maxBytes) return text;
+    size_t end = maxBytes;
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xc0) == 0x80) --end;  // a continuation byte
+    return text.substr(0, end);
+}
+
 std::string quoteName(std::string_view name) {
     constexpr size_t kMaxShown = 80;
+    std::string_view shown = utf8Prefix(name, kMaxShown);
     std::string out = "'";
-    for (size_t i = 0; i < name.size() && i < kMaxShown; ++i) {
-        auto c = static_cast<unsigned char>(name[i]);
+    for (char ch : shown) {
+        auto c = static_cast<unsigned char>(ch);
         if (c == '\'' || c == '\\') {
             out += '\\';
             out += static_cast<char>(c);
@@ -517,7 +530,7 @@ std::string quoteName(std::string_view name) {
             out += static_cast<char>(c);
         }
     }
-    if (name.size() > kMaxShown) out += "...";
+    if (shown.size() < name.size()) out += "...";
     return out + "'";
 }
 

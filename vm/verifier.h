@@ -10,6 +10,7 @@
 // deeply), and its cost is linear in the size of the module.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -39,5 +40,8 @@ constexpr bool isBxOperand(Operand kind) {
 // quotes, control characters and quotes escaped, cut after 80 bytes — so a hostile name cannot
 // break a one-line message or flood a terminal.
 std::string quoteName(std::string_view name);
+// The longest prefix of `text` of at most `maxBytes` that does not split a UTF-8 sequence (how
+// quoteName and the disassembler cut long text).
+std::string_view utf8Prefix(std::string_view text, size_t maxBytes);
 
 }  // namespace remit

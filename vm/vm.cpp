@@ -243,7 +243,12 @@ static int flatEqual(const Value& x, const Value& y) {
     switch (x.kind()) {
         case ValueKind::Int: return x.asInt() == y.asInt();
         case ValueKind::Bool: return x.asBool() == y.asBool();
-        case ValueKind::Str: return x.asStr() == y.asStr();
+        case ValueKind::Str: {
+            // Strings that came from the same constant share one object.
+            if (x.object() == y.object()) return 1;
+            std::string_view a = x.asStr(), b = y.asStr();
+            return a.size() == b.size() && (a.empty() || (a[0] == b[0] && std::memcmp(a.data(), b.data(), a.size()) == 0));
+        }
         case ValueKind::Unit: return 1;
         default: return -1;  // Float (-0.0, and 1 == 1.0 across kinds) and containers: the generic path
     }
@@ -509,16 +514,7 @@ dispatch:
         SET_FROM(R[i.a], memberOf(heap, R[i.b], R[i.c]));
         DISPATCH();
     }
-    CASE(EQK) {
-        const Value& x = R[i.b];
-        const Value& y = constants[i.c];
-        if (int eq = flatEqual(x, y); eq >= 0) {
-            R[i.a] = Value::boolean(eq == 1);
-            DISPATCH();
-        }
-        SET_FROM(R[i.a], equals(heap, x, y));
-        DISPATCH();
-    }
+
 
     // A backward jump is a back-edge: it charges the code it jumps back over.
 #define JUMP_TO(target)                                                    \
@@ -543,6 +539,15 @@ dispatch:
         const Value& c = R[i.a];
         if (c.kind() != ValueKind::Bool) FAIL_WITH(malformed("a condition that is not a Bool"));
         if (!c.asBool()) JUMP_TO(i.bx());
+        DISPATCH();
+    }
+    CASE(JMPNEK) {
+        // Forward only (the verifier checks the distance), so it never charges steps.
+        const Value& x = R[i.a];
+        const Value& k = constants[i.b];
+        int eq = flatEqual(x, k);
+        if (eq < 0) eq = valuesEqual(x, k) ? 1 : 0;
+        if (eq == 0) ip += i.c;
         DISPATCH();
     }
     CASE(FORPREP) {
@@ -583,12 +588,6 @@ dispatch:
             UNITE_TAGS(t, item.tags(), w[0].tags());
             R[i.a] = item.withLabels(t, item.prov());
         }
-        DISPATCH();
-    }
-    CASE(FORINDEX) {
-        const Value* w = R + i.b;
-        if (w[1].kind() != ValueKind::Int) FAIL_WITH(malformed("a loop counter that is not an Int"));
-        R[i.a] = Value::integer(w[1].asInt());
         DISPATCH();
     }
     CASE(CLAMPK) {

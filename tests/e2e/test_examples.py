@@ -10,11 +10,11 @@ import os
 import re
 import shutil
 
-from harness import REMIT, REMITC, REPO, Workspace, expect, main, run
+from harness import REMIT, REMITC, REMITVM, REPO, Workspace, expect, main, run
 
 # The tools may be given relative to the current directory (REMITC=build/cli/remitc); several
 # tests run them from temporary directories.
-REMITC, REMIT = (os.path.abspath(t) if os.sep in t else t for t in (REMITC, REMIT))
+REMITC, REMIT, REMITVM = (os.path.abspath(t) if os.sep in t else t for t in (REMITC, REMIT, REMITVM))
 
 EXAMPLES = REPO / "examples"
 APPS = ["refund_bot", "email_assistant", "research_digest"]
@@ -469,6 +469,38 @@ def test_program_hash_and_sites_survive_reformatting():
                            [(s["line"], s["col"]) for s in original["call_sites"]], f"{app}: positions restored")
                 r = run(REMITC, "fmt", "--check", "copy.rmt", cwd=ws.path)
                 expect(r.code == 0, f"{app}: canonical after fmt", r)
+
+
+# ---------------------------------------------------------------------------------------------
+# Each example runs on its fixtures: it pauses where its README says a person must sign off, and
+# with --approve-all completes with the result worked out from the fixtures.
+
+EXPECTED_RUNS = {
+    # app: (paused site, paused resource, calls before the pause, result with --approve-all)
+    "refund_bot": ("refund#1", "payments.refund", 3, "refunded 49.5 for order A-1001 (rf_7731)"),
+    "email_assistant": ("reply#2", "email.send", 7, None),
+    "research_digest": ("main#2", "team.post", 12, None),
+}
+
+
+def test_examples_run_on_their_fixtures():
+    for app, (paused_site, resource, calls_before, result) in EXPECTED_RUNS.items():
+        with Workspace() as ws:
+            args = ["run", rel(app), "--inputs", rel(app, "inputs.json"), "--state-dir", ws.path / "state", "--json"]
+            r = run(REMITVM, *args, cwd=REPO)
+            expect(r.code == 3, f"{app}: pauses for approval", r)
+            env = json.loads(r.out)
+            expect(env["status"] == "approval_required" and env["pending"]["site"] == paused_site and
+                   env["pending"]["resource"] == resource, f"{app}: pending {env}", r)
+            expect(f"{calls_before} call(s)" in r.err.splitlines()[-1], f"{app}: calls before the pause", r)
+            r = run(REMITVM, *args, "--approve-all", cwd=REPO)
+            expect(r.code == 0, f"{app}: completes with --approve-all", r)
+            env = json.loads(r.out)
+            expect(env["status"] == "completed" and env["calls"] > calls_before, f"{app}: envelope", r)
+            if result is not None:
+                expect(env["result"] == result, f"{app}: result {env['result']}", r)
+            m = manifest_of(rel(app))
+            expect(env["spent_usd"] <= m["worst_case_cost_usd"] + 1e-12, f"{app}: spent within the worst case", r)
 
 
 if __name__ == "__main__":

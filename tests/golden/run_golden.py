@@ -5,7 +5,8 @@ recorded NAME.out beside it.
 A case is any .rmt or .rmti file in the case directory. Its first line may say how to run it:
     # golden: check --json          (the default is: check)
 The case file's name is appended to those arguments. The tool runs with the case directory as
-its working directory, so paths in the output are short and stable.
+its working directory, so paths in the output are short and stable; run ids are masked. A file
+named host.rmti is the directory's host interface, not a case.
 
     run_golden.py --tool build/cli/remitc --dir tests/golden/check [--update]
 
@@ -14,6 +15,7 @@ its working directory, so paths in the output are short and stable.
 import argparse
 import difflib
 import pathlib
+import re
 import shlex
 import subprocess
 import sys
@@ -25,8 +27,13 @@ def run_case(tool, case):
     if first.startswith("# golden:"):
         args = shlex.split(first[len("# golden:"):])
     proc = subprocess.run([tool, *args, case.name], cwd=case.parent, capture_output=True, timeout=60)
-    return (f"exit: {proc.returncode}\n--- stdout\n{proc.stdout.decode('utf-8', 'replace')}"
+    text = (f"exit: {proc.returncode}\n--- stdout\n{proc.stdout.decode('utf-8', 'replace')}"
             f"--- stderr\n{proc.stderr.decode('utf-8', 'replace')}")
+    # Run ids carry the time and a random part.
+    return RUN_ID.sub("RUN_ID", text)
+
+
+RUN_ID = re.compile(r"\b\d{8}-\d{6}-[0-9a-f]{6}\b")
 
 
 def main():
@@ -36,7 +43,9 @@ def main():
     parser.add_argument("--update", action="store_true")
     opts = parser.parse_args()
     tool = str(pathlib.Path(opts.tool).resolve())
-    cases = sorted(p for p in pathlib.Path(opts.dir).iterdir() if p.suffix in (".rmt", ".rmti") and p.is_file())
+    # A directory's shared host interface (host.rmti) is not a case.
+    cases = sorted(p for p in pathlib.Path(opts.dir).iterdir()
+                   if p.suffix in (".rmt", ".rmti") and p.is_file() and p.name != "host.rmti")
     if not cases:
         print(f"no cases in {opts.dir}")
         return 1

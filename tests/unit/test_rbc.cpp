@@ -400,14 +400,16 @@ TEST_CASE("rbc: the sample files are pinned and are the fuzzer's seeds") {
     const std::filesystem::path dir = std::filesystem::path(REMIT_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / "rbc";
     const bool update = std::getenv("REMIT_UPDATE_RBC_CORPUS") != nullptr;
     const std::pair<const char*, Module> samples[] = {
-        {"sample.rbc", sampleModule()},
-        {"minimal.rbc", minimalModule()},
-        {"loops.rbc", loopModule()},
-        {"chain.rbc", chainModule()},
+        // No .rbc extension: .gitignore ignores build artifacts named *.rbc.
+        {"sample", sampleModule()},
+        {"minimal", minimalModule()},
+        {"loops", loopModule()},
+        {"chain", chainModule()},
     };
-    for (const auto& [name, module] : samples) {
+    for (const auto& sample : samples) {
+        const char* name = sample.first;  // not a structured binding: clang 14 cannot capture those
         CAPTURE(name);
-        std::string bytes = writeRbc(module);
+        std::string bytes = writeRbc(sample.second);
         if (update) {
             std::filesystem::create_directories(dir);
             std::ofstream(dir / name, std::ios::binary) << bytes;
@@ -441,8 +443,8 @@ TEST_CASE("rbc: opcode numbers and builtin ids are part of the format") {
     for (const OpInfo& info : kOps) ops += std::string(info.name) + " ";
     CHECK(ops ==
           "LOADK LOADI LOADBOOL LOADUNIT MOVE CLEAR ADD SUB MUL DIV MOD ADDI SUBI MULI MODI ADDF SUBF MULF DIVF NEG "
-          "NOT APPEND CONCATTO EQ NE LT LE LTI LEI LTF LEF EQI IN EQK JMP JMPIF JMPIFNOT FORPREP FORLOOP FORITEM "
-          "FORINDEX CLAMPK NEWLIST NEWRECORD INTERP INDEX GETFIELD CHECKMAX CALL BUILTIN CALLCAP ASKMODEL RET "
+          "NOT APPEND CONCATTO EQ NE LT LE LTI LEI LTF LEF EQI IN JMP JMPIF JMPIFNOT JMPNEK FORPREP FORLOOP FORITEM "
+          "CLAMPK NEWLIST NEWRECORD INTERP INDEX GETFIELD CHECKMAX CALL BUILTIN CALLCAP ASKMODEL RET "
           "RETUNIT PCENTER PCLEAVE ADDTAGS TAINTPC EXPECT ");
     std::string builtins;
     for (const BuiltinInfo& b : kBuiltins) builtins += fmt::format("{}/{} ", b.name, b.argc);
@@ -456,7 +458,7 @@ TEST_CASE("rbc: docs/bytecode.md lists every opcode as opcodes.def defines it") 
     REQUIRE(in);
     std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     static constexpr const char* kKinds[] = {"-",     "Reg",   "Dst",    "Win",   "Imm",     "KBx", "KStr",
-                                             "KIntBx", "KStrBx", "JumpBx", "Fn", "Shape", "Builtin", "Site"};
+                                             "KIntBx", "KStrBx", "JumpBx", "Skip", "Fn", "Shape", "Builtin", "Site"};
     static constexpr const char* kWindows[] = {"-",           "C", "fields of shape C", "params of fn B",
                                                "args of builtin C", "args of site C", "3"};
     std::string table;
@@ -794,8 +796,10 @@ std::vector<Rule> verifierRules() {
         // ---- constants, jumps, tables
         {"constant exists", [=](Module& m) { mainCode(m)[0] = abx(Op::LOADK, 1, 4); },
          "function 'main' instruction 0: operand B: constant 4 does not exist (4 constants)"},
-        {"KStr", [=](Module& m) { mainCode(m)[7] = abc(Op::EQK, 6, 1, 0); },
-         "function 'main' instruction 7: operand C: constant 0 is not a Str"},
+        {"KStr", [=](Module& m) { mainCode(m)[7] = abc(Op::JMPNEK, 6, 0, 1); },
+         "function 'main' instruction 7: operand B: constant 0 is not a Str"},
+        {"Skip", [=](Module& m) { mainCode(m)[7] = abc(Op::JMPNEK, 6, 2, 2); },
+         "function 'main' instruction 7: operand C: skipping 2 instructions leaves the function (10 instructions)"},
         {"KIntBx", [=](Module& m) { mainCode(m)[7] = abx(Op::CLAMPK, 6, 2); },
          "function 'main' instruction 7: operand B: constant 2 is not an Int"},
         {"KStrBx", [](Module& m) { m.functions[2].code[1] = abx(Op::EXPECT, 0, 3); },
@@ -880,6 +884,11 @@ TEST_CASE("verifier: names in messages are escaped and cut") {
     CHECK(error.find('\n') == std::string::npos);
     CHECK(error.rfind("function 'evil\\x0aname\\'xxx", 0) == 0);
     CHECK(error.find("x...':") != std::string::npos);
+    // A cut never splits a UTF-8 sequence.
+    CHECK(quoteName(std::string(79, 'x') + "\xc3\xa9") == "'" + std::string(79, 'x') + "...'");
+    CHECK(quoteName(std::string(78, 'x') + "\xc3\xa9!") == "'" + std::string(78, 'x') + "\xc3\xa9...'");
+    CHECK(utf8Prefix("ab\xe2\x82\xac", 4) == "ab");
+    CHECK(utf8Prefix("ab\xe2\x82\xac", 5) == "ab\xe2\x82\xac");
 }
 
 TEST_CASE("verifier: the register stack is the deepest chain of frames") {

@@ -1,0 +1,57 @@
+// The adapter seam of the broker (shared/DESIGN.md A5): whatever performs a capability or model
+// call for the broker — fixtures (broker/fixture_adapter.*), an adapter process speaking JSON lines
+// (`--adapter CMD`, broker/process_adapter.*), or a prototype-style adapters.py through our Python
+// shim (`--live`, the same process protocol). The broker has already applied every rule (grant,
+// deny tags, constraints, limits, approval, budget) before it calls `perform`; an adapter only
+// performs, and its reply is hostile input the broker validates.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace remit {
+
+struct AdapterRequest {
+    enum class Kind : uint8_t { Call, Ask } kind = Kind::Call;
+    std::string runId;
+    std::string site;              // "fn#k"
+    std::string idempotencyKey;    // PROTOTYPE.md §4.12
+    uint64_t timeoutMs = 0;        // the call's `timeout`, else the default
+    // Call:
+    std::string resource;          // capability name
+    nlohmann::ordered_json args;   // {param: value}, plain JSON
+    // Ask:
+    std::string model;             // the model the call is granted under
+    std::string agent;             // empty unless an agent call
+    std::string system;            // the agent's system prompt, or empty
+    std::string prompt;
+    nlohmann::ordered_json context;  // null when no context was given
+    std::string renderedPrompt;    // the prototype's rendering (PROTOTYPE.md §2.3), fixtures `match` on it
+    nlohmann::ordered_json schema; // JSON Schema of the requested type
+    std::string typeName;          // how the type is written, e.g. "Verdict" or "List[Str] max 5"
+};
+
+struct AdapterReply {
+    bool ok = false;
+    nlohmann::ordered_json result;     // ok: the raw result (validated by the broker)
+    std::optional<double> costUsd;     // the actual cost, when the adapter reports one
+    nlohmann::ordered_json meta;       // free-form, recorded in the trace
+    // Not ok: "CapabilityFailed" (R0501), "Timeout" (R0503) or "ModelOutputInvalid" (R0502) — all
+    // operational — and a message. A malformed, late or mismatched reply, or a dead adapter, is
+    // reported by the adapter itself as CapabilityFailed with a message saying what happened.
+    std::string errorCode;
+    std::string message;
+};
+
+class Adapter {
+public:
+    virtual ~Adapter() = default;
+    virtual AdapterReply perform(const AdapterRequest& request) = 0;
+    // "fixture", "process" or "live": the trace's `adapter` field.
+    virtual const char* kind() const = 0;
+};
+
+}  // namespace remit

@@ -1,0 +1,94 @@
+// The broker (shared/DESIGN.md A4, shared/PROTOTYPE.md §4.8, §4.9, §4.12): the one path from a
+// run to the world. It drives a remit::Run, and for every host-call ATTEMPT the run stops at it
+// applies, in the prototype's order:
+//   (agent max_calls) → resource known → grant (R0303) → deny tags vs deep argument tags (R0301,
+//   `violation` event) → arg_prefix, arg_one_of, arg_max (R0301) → call limit (R0402) → per-site
+//   counter k and idempotency key → approval (store, single use; `pending_approval` and R0302) →
+//   budget reservation (R0401) → dispatch to the adapter → reconcile cost → validate the result
+//   against the declared type (R0501) or the ask type (R0502, `invalid_output`) → tag and
+//   provenance every node of the result → `call` event.
+// A retry (attempt > 0) of a non-idempotent capability is R0405. Security and limit errors are
+// final (not operational); adapter failures are operational, so the VM retries them or takes the
+// site's `else` (for which the broker writes a `fallback` event).
+//
+// Invariants:
+// - Nothing reaches the adapter before every rule passed and the trace was synced.
+// - `seq` counts call events, 1-based; it is the provenance leaf of the call's result.
+// - Between calls nothing is reserved: a reservation lives only across one dispatch.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "broker/adapter.h"
+#include "broker/approvals.h"
+#include "broker/trace.h"
+#include "remit/remit.h"
+#include "runtime/host_model.h"
+#include "runtime/policy.h"
+
+namespace remit {
+
+struct BrokerOptions {
+    std::string runId;
+    std::string idempotencyRoot;  // the first run's id (resume keeps it)
+    std::string programHash;
+    const HostModel* host = nullptr;
+    const Policy* policy = nullptr;
+    Adapter* adapter = nullptr;
+    TraceWriter* trace = nullptr;         // null: no trace (tests)
+    ApprovalStore* approvals = nullptr;   // null: every approval is denied (pending)
+    bool approveAll = false;              // --approve-all: approved_by "auto-approve(test)"
+    std::optional<double> programBudget;  // the program's `budget usd`
+    uint64_t defaultTimeoutMs = 30'000;   // for calls without a `timeout`
+};
+
+// The request a paused run waits for (the `approval_required` envelope's `pending`).
+struct PendingApproval {
+    std::string digest, site, resource;
+    nlohmann::ordered_json args;
+    std::vector<std::string> reasons;
+};
+
+class Broker {
+public:
+    Broker(BrokerOptions options, Run& run);
+
+    // Performs host calls until the run completes or fails; returns the run's final status.
+    RunStatus drive(RunStatus status);
+
+    double spent() const { return spent_; }
+    uint64_t calls() const { return seq_; }
+    // Set when the run failed with R0302 because a call waits for approval.
+    const std::optional<PendingApproval>& pending() const { return pending_; }
+    // An I/O problem met on the way (approval store not writable), for the CLI to report.
+    const std::string& ioError() const { return ioError_; }
+
+private:
+    struct Outcome {
+        std::optional<Value> value;
+        RuntimeError error;
+        bool operational = false;
+    };
+
+    BrokerOptions options_;
+    Run& run_;
+    std::optional<double> budget_;
+    double spent_ = 0, reserved_ = 0;
+    uint64_t seq_ = 0;
+    std::map<std::string, int64_t> calls_;       // per resource (agents under their model)
+    std::map<std::string, int64_t> agentCalls_;  // per agent
+    std::map<std::string, uint64_t> siteSeq_;    // per site: k
+    std::optional<PendingApproval> pending_;
+    std::string ioError_;
+
+    Outcome attempt(const HostCall& call);
+    void emit(const nlohmann::ordered_json& event);
+};
+
+}  // namespace remit

@@ -1,0 +1,58 @@
+// The fixture adapter (shared/PROTOTYPE.md §2.3, shared/DESIGN.md A5): canned results for offline
+// runs and tests, from a JSON file such as `fixtures/run.json`:
+//   {"_note": "...", "approve_all": bool,
+//    "capabilities": {"res": [ENTRY...]}, "models": {"model": [ENTRY...]}, "model": [ENTRY...]}
+// A capability entry has `args` (subset match, Python `==`, so 1 == 1.0), `output` | `error`,
+// `error_code` (ours: CapabilityFailed | Timeout | ModelOutputInvalid), `cost_usd`, `repeat`. A
+// model entry has `agent`, `match` (substring of the rendered prompt), `output` | `answer` (a
+// scalar shaped to the schema) | `error`, `error_code`, `cost_usd` (default 0), `repeat`.
+// Selection: the first entry, in file order, that is unused (or `repeat`) and matches; it is then
+// marked used. No entry: CapabilityFailed `no fixture for …` (operational: retry and else apply).
+// Models use `models.<name>` when present, else the shared `model` list, each model keeping its
+// own used flags.
+//
+// The file is validated when it is loaded, so a malformed fixture stops the command (exit 2)
+// before the run starts, with the file, the JSON path of the problem and a hint — never halfway.
+// Unknown keys are ignored, as the prototype ignores them (its files must keep working).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "broker/adapter.h"
+
+namespace remit {
+
+class FixtureAdapter final : public Adapter {
+public:
+    // Reads and validates `path`. On failure returns null with `error` (naming the file) and `hint`.
+    static std::unique_ptr<FixtureAdapter> load(const std::string& path, std::string& error, std::string& hint);
+    // Validates an already parsed document; `file` names it in messages.
+    static std::unique_ptr<FixtureAdapter> fromJson(nlohmann::json doc, const std::string& file, std::string& error,
+                                                    std::string& hint);
+    // An adapter with no entries: every call fails with `no fixture for …`.
+    static std::unique_ptr<FixtureAdapter> empty();
+
+    AdapterReply perform(const AdapterRequest& request) override;
+    const char* kind() const override { return "fixture"; }
+    bool approveAll() const { return doc_.value("approve_all", false); }
+
+private:
+    nlohmann::json doc_;
+    std::map<std::string, std::vector<bool>> used_;  // "c:" or "m:" + resource -> per-entry flag
+
+    AdapterReply call(const AdapterRequest& request);
+    AdapterReply ask(const AdapterRequest& request);
+};
+
+// The prototype's `shape`: a fixture `answer` fitted to the requested JSON Schema.
+nlohmann::ordered_json shapeAnswer(const nlohmann::json& answer, const nlohmann::ordered_json& schema);
+// Python's `==` on JSON values: numbers compare by value across int and float; otherwise
+// structural. (Unlike Python, `true == 1` is false: a fixture should not match by accident.)
+bool pyJsonEqual(const nlohmann::json& a, const nlohmann::json& b);
+
+}  // namespace remit

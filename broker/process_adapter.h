@@ -1,0 +1,56 @@
+// Adapter processes (shared/DESIGN.md A5, A7; docs/adapters.md): `--adapter CMD` and `--live`.
+//
+// The adapter is a child process speaking JSON lines: one request per line on its stdin, one reply
+// per line on its stdout; its stderr is inherited (passes through to ours). It is started lazily on
+// the first call and kept for the run. Everything it sends is hostile input: a late reply is Timeout,
+// a malformed, oversized or mismatched reply is CapabilityFailed naming the problem, and a process
+// that dies before replying is restarted once for the attempt, then CapabilityFailed. A process whose
+// state is unknown (after a timeout or a protocol error) is killed and restarted on the next call.
+// Nothing blocks forever: every wait is a poll() bounded by the call's deadline.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "broker/adapter.h"
+
+namespace remit {
+
+struct ProcessAdapterOptions {
+    // The longest reply line accepted; a longer one is CapabilityFailed and the process restarted.
+    std::size_t maxLineBytes = std::size_t{64} << 20;
+    // Used when a request's timeoutMs is 0 (the broker normally fills it in).
+    uint64_t defaultTimeoutMs = 300'000;
+    // Extra time a freshly (re)started process gets for its first request, for start-up (a Python
+    // interpreter importing adapters.py, say).
+    uint64_t startupGraceMs = 2'000;
+    // On shutdown: how long a child may take to exit after its stdin closes, then after SIGTERM,
+    // before SIGKILL.
+    uint64_t exitGraceMs = 100;
+    uint64_t termGraceMs = 500;
+};
+
+// Splits an operator's command line into argv without a shell: words separated by blanks,
+// '…' literal, "…" with \" \\ \$ \` escapes, \x outside quotes. Unquoted | ; & < > ( ) $ ` are
+// refused (there is no shell; write `sh -c '…'` to get one). False with `error` set on failure.
+bool splitCommand(const std::string& command, std::vector<std::string>& argv, std::string& error);
+
+// `--adapter CMD`: argv from splitCommand, run with execvp semantics (PATH lookup). Fails (null
+// with `error`) when the command is empty, does not split, or its program is not found.
+std::unique_ptr<Adapter> makeProcessAdapter(const std::string& command, std::string& error);
+std::unique_ptr<Adapter> makeProcessAdapter(const std::string& command, const ProcessAdapterOptions& options,
+                                            std::string& error);
+
+// `--live`: `python3 SHIM --app-dir APPDIR` (SHIM is scripts/remit-py-adapter), kind() "live".
+std::unique_ptr<Adapter> makeLiveAdapter(const std::string& shimPath, const std::string& appDir, std::string& error);
+std::unique_ptr<Adapter> makeLiveAdapter(const std::string& shimPath, const std::string& appDir,
+                                         const ProcessAdapterOptions& options, std::string& error);
+
+// The lower level both use: an explicit argv, no splitting. `kind` is what kind() returns.
+std::unique_ptr<Adapter> makeArgvAdapter(std::vector<std::string> argv, const char* kind,
+                                         const ProcessAdapterOptions& options, std::string& error);
+
+}  // namespace remit

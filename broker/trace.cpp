@@ -1,0 +1,238 @@
+// See trace.h. Reading is hostile-input safe: the non-throwing parser, and every field read with
+// a type check (a hand-edited trace must not crash `remitvm trace`).
+#include "broker/trace.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "runtime/canonical_json.h"
+
+namespace remit {
+
+TraceWriter::~TraceWriter() {
+    if (file_) std::fclose(file_);
+}
+
+bool TraceWriter::open(const std::string& path, std::string& error) {
+    std::error_code ec;
+    std::filesystem::path p(path);
+    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+    if (ec) {
+        error = fmt::format("cannot create directory {}", p.parent_path().string());
+        return false;
+    }
+    file_ = std::fopen(path.c_str(), "wb");
+    if (!file_) {
+        error = fmt::format("cannot write the trace {}", path);
+        return false;
+    }
+    path_ = path;
+    return true;
+}
+
+void TraceWriter::emit(const nlohmann::ordered_json& event) {
+    if (!file_) return;
+    std::string line = canonicalJson(event);
+    line += '\n';
+    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) ok_ = false;
+}
+
+void TraceWriter::sync() {
+    if (file_) {
+        std::fflush(file_);
+        ::fsync(::fileno(file_));
+    }
+}
+
+TraceFile readTrace(const std::string& path) {
+    TraceFile out;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        out.error = fmt::format("cannot read {}", path);
+        return out;
+    }
+    std::string line;
+    size_t lineNo = 0;
+    while (std::getline(in, line)) {
+        ++lineNo;
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
+        if (event.is_discarded() || !event.is_object() || !event.contains("event") || !event["event"].is_string()) {
+            out.error = fmt::format("{}:{}: not a trace event (expected one JSON object with an \"event\" per line)",
+                                    path, lineNo);
+            out.events.clear();
+            return out;
+        }
+        out.events.push_back(std::move(event));
+    }
+    return out;
+}
+
+namespace {
+
+std::string str(const nlohmann::json& e, const char* key) {
+    auto it = e.find(key);
+    if (it == e.end() || it->is_null()) return "";
+    if (it->is_string()) return it->get<std::string>();
+    return dumpJson(*it, JsonTextStyle{false, false, -1, ", ", ": "});
+}
+
+std::string compact(const nlohmann::json& v, size_t maxChars = 160) {
+    std::string s = dumpJson(v, JsonTextStyle{false, false, -1, ", ", ": "});
+    if (s.size() > maxChars) {
+        size_t cut = maxChars;
+        while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // keep UTF-8 whole
+        s = s.substr(0, cut) + "…";
+    }
+    return s;
+}
+
+std::string usd(const nlohmann::json& e, const char* key) {
+    auto it = e.find(key);
+    return it != e.end() && it->is_number() ? fmt::format("${:.4f}", it->get<double>()) : "$?";
+}
+
+std::string tagList(const nlohmann::json& tags) {
+    if (!tags.is_array() || tags.empty()) return "";
+    std::string out;
+    for (const auto& t : tags)
+        if (t.is_string()) out += (out.empty() ? "" : ", ") + t.get<std::string>();
+    return out;
+}
+
+std::string approvalLine(const nlohmann::json& call) {
+    auto it = call.find("approval");
+    if (it == call.end() || !it->is_object()) return "";
+    std::string reasons;
+    if (auto r = it->find("reasons"); r != it->end() && r->is_array())
+        for (const auto& x : *r)
+            if (x.is_string()) reasons += (reasons.empty() ? "" : "; ") + x.get<std::string>();
+    return fmt::format("approved by {} (digest {}; {})", str(*it, "approved_by"), str(*it, "digest").substr(0, 16),
+                       reasons);
+}
+
+std::string callLine(const nlohmann::json& e) {
+    std::string line = fmt::format("#{} call {} @ {}", str(e, "seq"), str(e, "resource"), str(e, "site"));
+    if (auto a = e.find("attempt"); a != e.end() && a->is_number_integer() && a->get<int64_t>() > 0)
+        line += fmt::format(" (attempt {})", a->get<int64_t>() + 1);
+    if (e.value("replayed", false)) line += " (replayed)";
+    line += fmt::format(" {}", str(e, "status"));
+    line += fmt::format("  cost {}", usd(e, "cost_usd"));
+    return line;
+}
+
+}  // namespace
+
+std::string renderTimeline(const std::vector<nlohmann::json>& events) {
+    std::ostringstream out;
+    for (const nlohmann::json& e : events) {
+        std::string kind = e["event"].get<std::string>();
+        if (kind == "run_start") {
+            out << fmt::format("run {}  program {} ({})  mode {}\n", str(e, "run_id"), str(e, "program"),
+                               str(e, "path"), str(e, "mode"));
+            if (e.contains("inputs")) out << fmt::format("  inputs: {}\n", compact(e["inputs"]));
+        } else if (kind == "call") {
+            out << callLine(e) << "\n";
+            if (e.contains("args")) out << fmt::format("    args: {}\n", compact(e["args"]));
+            if (auto d = e.find("derived_from"); d != e.end() && d->is_array() && !d->empty())
+                out << fmt::format("    derived from: {}\n", compact(*d));
+            if (std::string a = approvalLine(e); !a.empty()) out << "    " << a << "\n";
+            if (str(e, "status") == "ok") {
+                out << fmt::format("    result: {}\n", e.contains("result") ? compact(e["result"]) : "null");
+                if (auto t = e.find("result_tags"); t != e.end() && !tagList(*t).empty())
+                    out << fmt::format("    result tags: {}\n", tagList(*t));
+            } else if (auto err = e.find("error"); err != e.end() && err->is_object()) {
+                out << fmt::format("    error[{}]: {}\n", str(*err, "code"), str(*err, "message"));
+            }
+        } else if (kind == "violation") {
+            out << fmt::format("violation: {} @ {} parameter '{}' received {}\n", str(e, "resource"), str(e, "site"),
+                               str(e, "param"), tagList(e.value("tags", nlohmann::json::array())));
+        } else if (kind == "pending_approval") {
+            out << fmt::format("pending approval: {} @ {} digest {}\n    args: {}\n", str(e, "resource"),
+                               str(e, "site"), str(e, "digest"), e.contains("args") ? compact(e["args"]) : "{}");
+        } else if (kind == "approval_granted") {
+            out << fmt::format("approval granted: digest {} by {}\n", str(e, "digest").substr(0, 16),
+                               str(e, "approved_by"));
+        } else if (kind == "invalid_output") {
+            out << fmt::format("invalid output: {} @ {}: {}\n", str(e, "resource"), str(e, "site"), str(e, "message"));
+        } else if (kind == "fallback") {
+            out << fmt::format("fallback @ {} after: {}\n", str(e, "site"), str(e, "error"));
+        } else if (kind == "run_end") {
+            std::string status = str(e, "status");
+            if (status == "ok")
+                out << fmt::format("end: ok, spent {}, result {}\n", usd(e, "spent_usd"),
+                                   e.contains("result") ? compact(e["result"]) : "null");
+            else if (status == "pending_approval")
+                out << fmt::format("end: paused for approval (digest {})\n", str(e, "digest"));
+            else
+                out << fmt::format("end: error[{}] {}\n", str(e, "code"), str(e, "message"));
+        } else {
+            out << fmt::format("{}: {}\n", kind, compact(e));
+        }
+    }
+    return out.str();
+}
+
+std::string renderWhy(const std::vector<nlohmann::json>& events, uint64_t seq, std::string& error) {
+    // The last call event with each seq (a run's seq ids are unique; replayed copies take new ones).
+    std::map<uint64_t, const nlohmann::json*> calls;
+    const nlohmann::json* start = nullptr;
+    for (const nlohmann::json& e : events) {
+        if (e["event"] == "run_start") start = &e;
+        if (e["event"] == "call")
+            if (auto s = e.find("seq"); s != e.end() && s->is_number_unsigned()) calls[s->get<uint64_t>()] = &e;
+    }
+    if (!calls.count(seq)) {
+        error = fmt::format("this run has no call #{} (it has {} call event(s))", seq, calls.size());
+        return "";
+    }
+    std::ostringstream out;
+    std::set<uint64_t> shown;
+    // Iterative depth-first walk: (seq, depth), children pushed in reverse to print in order.
+    std::vector<std::pair<uint64_t, size_t>> stack{{seq, 0}};
+    while (!stack.empty()) {
+        auto [id, depth] = stack.back();
+        stack.pop_back();
+        std::string indent(depth * 2, ' ');
+        auto found = calls.find(id);
+        if (found == calls.end()) {
+            out << indent << fmt::format("#{} (not in this trace)\n", id);
+            continue;
+        }
+        const nlohmann::json& e = *found->second;
+        if (!shown.insert(id).second) {
+            out << indent << fmt::format("#{} {} @ {} (shown above)\n", id, str(e, "resource"), str(e, "site"));
+            continue;
+        }
+        out << indent << callLine(e) << "\n";
+        if (e.contains("args")) out << indent << fmt::format("    args: {}\n", compact(e["args"]));
+        if (auto t = e.find("arg_tags"); t != e.end() && t->is_object())
+            for (auto it = t->begin(); it != t->end(); ++it)
+                if (!tagList(it.value()).empty())
+                    out << indent << fmt::format("    '{}' is {}\n", it.key(), tagList(it.value()));
+        if (auto t = e.find("pc_tags"); t != e.end() && !tagList(*t).empty())
+            out << indent << fmt::format("    control flow: {}\n", tagList(*t));
+        if (std::string a = approvalLine(e); !a.empty()) out << indent << "    " << a << "\n";
+        std::vector<uint64_t> parents;
+        if (auto d = e.find("derived_from"); d != e.end() && d->is_array())
+            for (const auto& p : *d)
+                if (p.is_number_unsigned()) parents.push_back(p.get<uint64_t>());
+        if (parents.empty()) {
+            out << indent << "    derived only from the run's inputs and the program's constants";
+            if (start && start->contains("inputs")) out << ": " << compact((*start)["inputs"]);
+            out << "\n";
+        } else {
+            out << indent << "    derived from:\n";
+            for (auto it = parents.rbegin(); it != parents.rend(); ++it) stack.push_back({*it, depth + 2});
+        }
+    }
+    return out.str();
+}
+
+}  // namespace remit

@@ -1,0 +1,119 @@
+// The commands that read the broker's state: `remitvm trace RUN [--why SEQ]` (a readable timeline,
+// or the chain of calls and approvals behind one call) and `approve DIGEST-PREFIX|RUN_ID` (records
+// a single-use approval in the store). Flag parsing and printing only; the formats live in
+// broker/trace.* and broker/approvals.*.
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+
+#include "broker/approvals.h"
+#include "broker/trace.h"
+#include "cli/commands.h"
+#include "runtime/canonical_json.h"
+
+namespace remit::cli {
+
+namespace {
+
+std::filesystem::path stateDirOf(const Args& args) {
+    return args.value("--state-dir") ? std::filesystem::path(*args.value("--state-dir")) : ".remit";
+}
+
+// RUN is a run id or a trace path. Empty (with a message printed) when there is no such trace.
+std::string tracePathFor(std::string_view tool, const Args& args, const std::string& run) {
+    std::error_code ec;
+    if (run.ends_with(".jsonl") && std::filesystem::is_regular_file(run, ec)) return run;
+    std::string path = (stateDirOf(args) / "runs" / (run + ".jsonl")).string();
+    if (!std::filesystem::is_regular_file(path, ec)) {
+        fmt::print(stderr, "{}: error: no trace for run '{}' (looked for {})\n", tool, run, path);
+        return "";
+    }
+    return path;
+}
+
+}  // namespace
+
+int traceCommand(std::string_view tool, const std::vector<std::string>& argv) {
+    Args args;
+    if (!parseArgs(tool, argv, {}, {"--why", "--state-dir"}, args)) return kUsage;
+    if (args.positional.size() != 1) {
+        fmt::print(stderr, "{}: error: trace needs exactly one RUN_ID (or trace path)\n", tool);
+        return kUsage;
+    }
+    std::string path = tracePathFor(tool, args, args.positional[0]);
+    if (path.empty()) return kUsage;
+    TraceFile trace = readTrace(path);
+    if (!trace.error.empty()) {
+        fmt::print(stderr, "{}: error: {}\n", tool, trace.error);
+        return kUsage;
+    }
+    if (const std::string* why = args.value("--why")) {
+        uint64_t seq = 0;
+        auto [end, ec] = std::from_chars(why->data(), why->data() + why->size(), seq);
+        if (ec != std::errc() || end != why->data() + why->size() || seq == 0) {
+            fmt::print(stderr, "{}: error: --why needs a call's seq number (1, 2, ...), not '{}'\n", tool, *why);
+            return kUsage;
+        }
+        std::string error;
+        std::string text = renderWhy(trace.events, seq, error);
+        if (!error.empty()) {
+            fmt::print(stderr, "{}: error: {}\n", tool, error);
+            return kUsage;
+        }
+        fmt::print("{}", text);
+        return kOk;
+    }
+    fmt::print("{}", renderTimeline(trace.events));
+    return kOk;
+}
+
+int approveCommand(std::string_view tool, const std::vector<std::string>& argv) {
+    Args args;
+    if (!parseArgs(tool, argv, {}, {"--by", "--state-dir"}, args)) return kUsage;
+    if (args.positional.size() != 1 || args.positional[0].empty()) {
+        fmt::print(stderr, "{}: error: approve needs a DIGEST (or a unique prefix of one) or a RUN_ID\n", tool);
+        return kUsage;
+    }
+    std::string key = args.positional[0];
+    ApprovalStore store((stateDirOf(args) / "approvals.json").string());
+    std::string error;
+    if (!store.load(error)) {
+        fmt::print(stderr, "{}: error: {}\n", tool, error);
+        return kUsage;
+    }
+    // A run id approves that run's pending request (the last pending_approval of its trace).
+    std::error_code ec;
+    std::string runTrace = (stateDirOf(args) / "runs" / (key + ".jsonl")).string();
+    if (std::filesystem::is_regular_file(runTrace, ec)) {
+        TraceFile trace = readTrace(runTrace);
+        std::string digest;
+        for (const auto& e : trace.events)
+            if (e["event"] == "pending_approval" && e.contains("digest") && e["digest"].is_string())
+                digest = e["digest"].get<std::string>();
+        if (digest.empty()) {
+            fmt::print(stderr, "{}: error: run '{}' has no pending approval\n", tool, key);
+            return kUsage;
+        }
+        key = digest;
+    }
+    std::vector<std::string> matches = store.pendingMatching(key);
+    if (matches.size() != 1) {
+        fmt::print(stderr, "error: {} pending approval matching '{}'\n", matches.empty() ? "no" : "ambiguous", key);
+        return kUsage;
+    }
+    fmt::print("{}\n", dumpJson(store.pending(matches[0]), JsonTextStyle{false, false, 2, ",", ": "}));
+    std::string by;
+    if (const std::string* b = args.value("--by")) by = *b;
+    else if (const char* user = std::getenv("USER"); user && *user) by = user;
+    else by = "cli";
+    if (!store.approve(matches[0], by, error)) {
+        fmt::print(stderr, "{}: error: {}\n", tool, error.empty() ? "cannot record the approval" : error);
+        return kUsage;
+    }
+    fmt::print("approved {} (single use, bound to this program version, call site and arguments)\n", matches[0]);
+    return kOk;
+}
+
+}  // namespace remit::cli

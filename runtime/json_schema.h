@@ -1,0 +1,21 @@
+// JSON Schema from Remit types (shared/PROTOTYPE.md §4.9): the schema the broker sends with every
+// model and agent request, which adapters hand to the model and fixtures use to shape `answer`s.
+// The shape is the prototype's byte for byte (same keys, same order), so a prototype adapter that
+// inspects the schema sees what it always saw:
+//   Int → {"type":"integer"} · Float → {"type":"number"} · Bool → {"type":"boolean"} ·
+//   Str → {"type":"string"} · enum → {"type":"string","enum":[options]} ·
+//   List → {"type":"array","items":S[,"maxItems":N]} ·
+//   record → {"type":"object","properties":{...},"required":[every field],"additionalProperties":false}
+// Unit has no schema in the prototype (a model cannot produce it); we give {"type":"null"} rather
+// than fail, since the checker already refuses such asks. Depth is bounded by kMaxTypeDepth.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/types.h"
+
+namespace remit {
+
+nlohmann::ordered_json jsonSchemaFor(TypeRef type);
+
+}  // namespace remit
