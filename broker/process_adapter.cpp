@@ -189,14 +189,14 @@ public:
                     return std::move(outcome.reply);
                 case Outcome::Died: {
                     std::string how = stop(true);
-                    std::string what = outcome.detail + (how.empty() ? "" : " (" + how + ")");
+                    std::string what = outcome.detail + (how.empty() ? "" : ", " + how);
                     if (round == 0) {
                         firstDeath = what;
                         continue;
                     }
-                    return failure("CapabilityFailed", "adapter process exited before replying: " + firstDeath +
-                                                           "; restarted once, and it " + what + " again [" + display_ +
-                                                           "]");
+                    return failure("CapabilityFailed", "adapter process exited before replying (" + firstDeath +
+                                                           "), and again after one restart (" + what + ") [" +
+                                                           display_ + "]");
                 }
             }
         }

@@ -19,6 +19,7 @@
 
 namespace remit {
 
+// The values are stored in .rbc type tables (docs/bytecode.md): append, never reorder.
 enum class TypeKind : uint8_t { Never, Unit, Bool, Int, Float, Str, Enum, List, Record };
 
 // Deepest nesting of lists and records a type may have. Aliases can nest types without nesting

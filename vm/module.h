@@ -64,7 +64,7 @@ struct DebugSpan {
 };
 
 struct Constant {
-    enum class Kind : uint8_t { Int, Float, Str } kind = Kind::Int;
+    enum class Kind : uint8_t { Int = 0, Float = 1, Str = 2 } kind = Kind::Int;  // values are .rbc format
     int64_t i = 0;
     double f = 0;
     std::string s;
@@ -91,7 +91,8 @@ struct Function {
     std::vector<DebugSpan> spans;         // one per instruction (the debug section)
 };
 
-enum class SiteKind : uint8_t { Capability, Model, Agent };
+// The values are part of the .rbc format (docs/bytecode.md): never reorder.
+enum class SiteKind : uint8_t { Capability = 0, Model = 1, Agent = 2 };
 
 // One capability or model call site: everything the host needs when the run stops there.
 struct Site {

@@ -53,6 +53,26 @@ struct Frame {
     TagSetId callerPc;  // the caller's pc, restored on return
 };
 
+// The call stack. Its depth is bounded by the number of functions (there is no recursion), so it
+// is allocated once and push/pop are plain index moves the compiler inlines into the loop.
+class FrameStack {
+public:
+    void reserve(size_t n) { frames_.resize(n); }
+    void push_back(const Frame& f) {
+        if (depth_ == frames_.size()) frames_.resize(frames_.size() * 2 + 1);  // only a forged file gets here
+        frames_[depth_++] = f;
+    }
+    void pop_back() { --depth_; }
+    Frame& back() { return frames_[depth_ - 1]; }
+    const Frame& back() const { return frames_[depth_ - 1]; }
+    bool empty() const { return depth_ == 0; }
+    void clear() { depth_ = 0; }
+
+private:
+    std::vector<Frame> frames_;
+    size_t depth_ = 0;
+};
+
 // A GETFIELD's cached position: records of `shape` have the field at `slot`.
 struct FieldCache {
     const RecordShape* shape = nullptr;
@@ -68,7 +88,7 @@ struct Run::Impl {
     Heap heap;
     std::vector<Value> constants;
     std::vector<Value> stack;
-    std::vector<Frame> frames;
+    FrameStack frames;
     std::vector<size_t> cacheOffset;  // per function: its first entry in fieldCache
     std::vector<FieldCache> fieldCache;
 
@@ -76,6 +96,7 @@ struct Run::Impl {
     HostCall call;
     uint32_t callPc = 0;  // the CALLCAP/ASKMODEL instruction the run stopped at
     Value result;
+    Value returning;  // RET's value between the callee's frame and the caller's register
     RunFailure failure;
 
     // Where execution continues on resume.
@@ -97,6 +118,7 @@ struct Run::Impl {
         // Values before the heap that owns their objects.
         call.args.clear();
         result = Value();
+        returning = Value();
         stack.clear();
         constants.clear();
     }
@@ -680,7 +702,10 @@ dispatch:
     }
     CASE(RET)
     CASE(RETUNIT) {
-        Value out;
+        // The value travels in a member, not a local: an indirect goto may not leave the scope of
+        // a local with a destructor (clang rejects it; GCC would skip the destructor).
+        Value& out = returning;
+        out = Value();
         if (i.op == Op::RET) {
             out = std::move(R[i.a]);
             if (pcT != kNoTags) {
