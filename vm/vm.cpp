@@ -132,7 +132,7 @@ struct Run::Impl {
     }
     // Charges `steps`; false (with heap's error set) when a limit is reached. The clock and the
     // abort flag are read on every kCheckInterval-th charge only.
-    bool charge(uint64_t steps) {
+    REMIT_ALWAYS_INLINE bool charge(uint64_t steps) {
         stepsLeft -= static_cast<int64_t>(steps);
         stepsCharged += steps;
         if (stepsLeft >= 0 && --untilCheck != 0) return true;
@@ -436,6 +436,10 @@ dispatch:
     CASE(MODI) {
         const Value& x = R[i.b];
         const Value& y = R[i.c];
+        if (BOTH_UNLABELLED(x, y, ValueKind::Int) && y.asInt() > 0 && x.asInt() >= 0) {
+            R[i.a] = Value::integer(x.asInt() % y.asInt());  // the common case needs no flooring
+            DISPATCH();
+        }
         if (BOTH_UNLABELLED(x, y, ValueKind::Int) && y.asInt() != 0) {
             R[i.a] = Value::integer(floorModInt(x.asInt(), y.asInt()));
             DISPATCH();
