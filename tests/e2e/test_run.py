@@ -240,8 +240,9 @@ def test_limits_stop_runaway_work():
 def test_ten_million_iterations_in_bounded_memory():
     # The loop builds no list (range loops count), so 16 MiB of memory is plenty.
     ws = workspace(LOOP)
-    r = run(REMITVM, "run", "prog.rmt", "--max-memory", str(16 << 20), "--max-steps", "1000000000", cwd=ws.path,
-            timeout=120)
+    # The wall-time limit is raised too: this test is about memory, and sanitizer builds are slow.
+    r = run(REMITVM, "run", "prog.rmt", "--max-memory", str(16 << 20), "--max-steps", "1000000000",
+            "--max-wall-ms", "600000", cwd=ws.path, timeout=600)
     expect(r.code == 0 and r.out.strip() == str(sum(i % 7 for i in range(10000000))), "the sum", r)
 
 
@@ -256,8 +257,8 @@ fn main() -> Int {
 }
 """
     ws = workspace(prog)
-    r = run(REMITVM, "run", "prog.rmt", "--max-memory", str(8 << 20), "--max-steps", "100000000000", "--json",
-            cwd=ws.path, timeout=120)
+    r = run(REMITVM, "run", "prog.rmt", "--max-memory", str(8 << 20), "--max-steps", "100000000000",
+            "--max-wall-ms", "600000", "--json", cwd=ws.path, timeout=600)
     env = json.loads(r.out)
     expect(r.code == 1 and env["error"]["code"] == "R0701" and "memory" in env["error"]["message"],
            "R0701 names the memory limit", r)
