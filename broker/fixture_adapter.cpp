@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "runtime/canonical_json.h"
+#include "runtime/source.h"
 
 namespace remit {
 
@@ -75,16 +76,6 @@ std::string pyRepr(const std::string& s) {
     return out + quote;
 }
 
-// The first `n` code points of UTF-8 text (Python slices by code point).
-std::string firstCodePoints(const std::string& s, size_t n) {
-    size_t i = 0, count = 0;
-    while (i < s.size() && count < n) {
-        ++i;
-        while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) ++i;
-        ++count;
-    }
-    return s.substr(0, i);
-}
 
 AdapterReply failure(const nlohmann::json& entry) {
     AdapterReply reply;
@@ -276,7 +267,7 @@ AdapterReply FixtureAdapter::ask(const AdapterRequest& request) {
     reply.errorCode = "CapabilityFailed";
     reply.message = fmt::format("no fixture output for agent={} prompt={}",
                                 request.agent.empty() ? std::string("None") : pyRepr(request.agent),
-                                pyRepr(firstCodePoints(request.prompt, 60)));
+                                pyRepr(std::string(firstCodePoints(request.prompt, 60))));
     return reply;
 }
 

@@ -24,6 +24,7 @@
 #include "compiler/parser.h"
 #include "remit/remit.h"
 #include "runtime/canonical_json.h"
+#include "runtime/source.h"
 #include "runtime/value_json.h"
 #include "vm/api.h"
 #include "vm/disasm.h"
@@ -324,16 +325,6 @@ nlohmann::ordered_json tagNamesJson(const Heap& heap, TagSetId tags) {
     return out;
 }
 
-// The first `n` code points of UTF-8 text (the prototype cuts the pause's `args:` line at 400).
-std::string firstCodePoints(const std::string& s, size_t n) {
-    size_t i = 0, count = 0;
-    while (i < s.size() && count < n) {
-        ++i;
-        while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) ++i;
-        ++count;
-    }
-    return s.substr(0, i);
-}
 
 void printRuntimeFailure(const ProgramSource& source, const RunFailure& f) {
     Diagnostic d = makeDiagnostic(f.error.code, f.error.message, source.file,

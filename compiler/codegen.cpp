@@ -46,45 +46,6 @@ bool writesDestinationEarly(const Expr& e) {
     return false;
 }
 
-// Does evaluating `e` run statements (which may assign variables)? Only blocks contain
-// statements, and only if/for/match contain blocks.
-bool containsBlocks(const Expr& e) {
-    switch (e.kind) {
-        case ExprKind::If:
-        case ExprKind::For:
-        case ExprKind::Match: return true;
-        case ExprKind::Interp:
-            for (const InterpPart& p : e.as<InterpExpr>().parts)
-                if (p.expr && containsBlocks(*p.expr)) return true;
-            return false;
-        case ExprKind::Field: return containsBlocks(*e.as<FieldExpr>().object);
-        case ExprKind::Index: {
-            const auto& i = e.as<IndexExpr>();
-            return containsBlocks(*i.object) || containsBlocks(*i.index);
-        }
-        case ExprKind::List:
-            for (const ExprPtr& item : e.as<ListExpr>().items)
-                if (containsBlocks(*item)) return true;
-            return false;
-        case ExprKind::Record:
-            for (const RecordField& f : e.as<RecordExpr>().fields)
-                if (containsBlocks(*f.value)) return true;
-            return false;
-        case ExprKind::Unary: return containsBlocks(*e.as<UnaryExpr>().operand);
-        case ExprKind::Binary: {
-            const auto& b = e.as<BinaryExpr>();
-            return containsBlocks(*b.left) || containsBlocks(*b.right);
-        }
-        case ExprKind::Call: {
-            const auto& c = e.as<CallExpr>();
-            for (const CallArg& a : c.args)
-                if (containsBlocks(*a.value)) return true;
-            return c.fallback && containsBlocks(*c.fallback);
-        }
-        default: return false;
-    }
-}
-
 // Calls visit(expr, loopDepth) for every expression under `b`, parents before children; the body
 // and filter of a `for` are one loop deeper.
 template <class Visit>
@@ -157,6 +118,17 @@ std::string literalKey(const Expr& e) {
         case ExprKind::Str: return "s" + e.as<StrLit>().value;
         default: return {};
     }
+}
+
+// Does evaluating `e` run statements (which may assign variables)? Only blocks contain
+// statements, and only if/for/match contain blocks.
+bool containsBlocks(const Expr& e) {
+    bool found = false;
+    auto visit = [&](const Expr& x, int) {
+        found = found || x.kind == ExprKind::If || x.kind == ExprKind::For || x.kind == ExprKind::Match;
+    };
+    walkExpr(e, 0, visit);
+    return found;
 }
 
 class Generator {
@@ -338,59 +310,46 @@ private:
     // Does running this code read the pc? Only writes to variables (which gain the pc's tags),
     // `return` (likewise), and calls (a callee inherits the pc; a host call reports it) do; for
     // anything else the compiler leaves out the PCENTER/PCLEAVE pair.
-    bool readsPc(const Block& b) const {
-        for (const StmtPtr& st : b.stmts) {
-            const Stmt& s = *st;
-            if (s.kind == StmtKind::Assign || s.kind == StmtKind::Return || (s.kind == StmtKind::Let && s.isVar))
+    static bool writesOrReturns(const Block& b) {
+        for (const StmtPtr& s : b.stmts)
+            if (s->kind == StmtKind::Assign || s->kind == StmtKind::Return || (s->kind == StmtKind::Let && s->isVar))
                 return true;
-            if (s.value && readsPc(*s.value)) return true;
-        }
         return false;
     }
+    // A walkExpr visitor setting `found` on a call that is not a builtin, or on an if, for or
+    // match whose own blocks write a variable or return (nested blocks are visited in turn).
+    auto pcReader(bool& found) const {
+        return [this, &found](const Expr& e, int) {
+            switch (e.kind) {
+                case ExprKind::Call: {
+                    auto it = check_.calls.find(static_cast<uint32_t>(e.id));
+                    found = found || it == check_.calls.end() || it->second.target != CallTarget::Builtin;
+                    break;
+                }
+                case ExprKind::If: {
+                    const auto& i = e.as<IfExpr>();
+                    found = found || writesOrReturns(*i.thenBlock) || (i.elseBlock && writesOrReturns(*i.elseBlock));
+                    break;
+                }
+                case ExprKind::For: found = found || writesOrReturns(*e.as<ForExpr>().body); break;
+                case ExprKind::Match:
+                    for (const MatchArm& a : e.as<MatchExpr>().arms) found = found || writesOrReturns(*a.body);
+                    break;
+                default: break;
+            }
+        };
+    }
+    bool readsPc(const Block& b) const {
+        bool found = writesOrReturns(b);
+        auto visit = pcReader(found);
+        walkBlock(b, 0, visit);
+        return found;
+    }
     bool readsPc(const Expr& e) const {
-        switch (e.kind) {
-            case ExprKind::Call: {
-                const auto& c = e.as<CallExpr>();
-                auto it = check_.calls.find(static_cast<uint32_t>(e.id));
-                if (it == check_.calls.end() || it->second.target != CallTarget::Builtin) return true;
-                for (const CallArg& a : c.args)
-                    if (readsPc(*a.value)) return true;
-                return false;
-            }
-            case ExprKind::If: {
-                const auto& i = e.as<IfExpr>();
-                return readsPc(*i.cond) || readsPc(*i.thenBlock) || (i.elseBlock && readsPc(*i.elseBlock)) ||
-                       (i.elseIf && readsPc(*i.elseIf));
-            }
-            case ExprKind::For: {
-                const auto& f = e.as<ForExpr>();
-                return readsPc(*f.iter) || (f.filter && readsPc(*f.filter)) || readsPc(*f.body);
-            }
-            case ExprKind::Match: {
-                const auto& m = e.as<MatchExpr>();
-                if (readsPc(*m.subject)) return true;
-                for (const MatchArm& a : m.arms)
-                    if (readsPc(*a.body)) return true;
-                return false;
-            }
-            case ExprKind::Interp:
-                for (const InterpPart& p : e.as<InterpExpr>().parts)
-                    if (p.expr && readsPc(*p.expr)) return true;
-                return false;
-            case ExprKind::Field: return readsPc(*e.as<FieldExpr>().object);
-            case ExprKind::Index: return readsPc(*e.as<IndexExpr>().object) || readsPc(*e.as<IndexExpr>().index);
-            case ExprKind::List:
-                for (const ExprPtr& item : e.as<ListExpr>().items)
-                    if (readsPc(*item)) return true;
-                return false;
-            case ExprKind::Record:
-                for (const RecordField& f : e.as<RecordExpr>().fields)
-                    if (readsPc(*f.value)) return true;
-                return false;
-            case ExprKind::Unary: return readsPc(*e.as<UnaryExpr>().operand);
-            case ExprKind::Binary: return readsPc(*e.as<BinaryExpr>().left) || readsPc(*e.as<BinaryExpr>().right);
-            default: return false;
-        }
+        bool found = false;
+        auto visit = pcReader(found);
+        walkExpr(e, 0, visit);
+        return found;
     }
     // PCENTER when `needed` (returns the register saving the old pc, or kNoReg); pcLeave undoes it.
     uint16_t pcEnter(bool needed, uint16_t condition) {

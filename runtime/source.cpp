@@ -22,6 +22,16 @@ size_t codePointCount(std::string_view utf8) {
     return n;
 }
 
+std::string_view firstCodePoints(std::string_view utf8, size_t n) {
+    size_t i = 0, count = 0;
+    while (i < utf8.size() && count < n) {
+        ++i;
+        while (i < utf8.size() && (static_cast<unsigned char>(utf8[i]) & 0xC0) == 0x80) ++i;
+        ++count;
+    }
+    return utf8.substr(0, i);
+}
+
 size_t utf8SequenceLength(std::string_view s, size_t i) {
     unsigned char c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) return 1;

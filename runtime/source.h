@@ -40,6 +40,8 @@ private:
 
 // Number of code points in a UTF-8 string (continuation bytes are not counted).
 size_t codePointCount(std::string_view utf8);
+// The first `n` code points of UTF-8 text (Python slices strings by code point).
+std::string_view firstCodePoints(std::string_view utf8, size_t n);
 // Length of the valid UTF-8 sequence starting at `text[i]`, or 0 when it is malformed (overlong
 // forms, surrogates and code points above U+10FFFF count as malformed).
 size_t utf8SequenceLength(std::string_view text, size_t i);

@@ -4,13 +4,16 @@ warnings, is canonically formatted, and has a manifest whose bounds, costs, appr
 flows match what we worked out by hand (the arithmetic is in the comments). Also: the unsafe
 variant of email_assistant is rejected with E0301, the program hash and call-site ids survive
 reformatting, the policies are exactly as tight as the bounds, and the early-return rule is what
-keeps research_digest within its agent's max_calls."""
+keeps research_digest within its agent's max_calls. And each example runs --live on its own
+adapters.py (offline systems and a rule-based model), with its side effects in REMIT_EFFECTS_LOG."""
 import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 
-from harness import REMIT, REMITC, REMITVM, REPO, Workspace, expect, main, run
+from harness import REMIT, REMITC, REMITVM, REPO, Result, Workspace, expect, main, run
 
 # The tools may be given relative to the current directory (REMITC=build/cli/remitc); several
 # tests run them from temporary directories.
@@ -501,6 +504,132 @@ def test_examples_run_on_their_fixtures():
                 expect(env["result"] == result, f"{app}: result {env['result']}", r)
             m = manifest_of(rel(app))
             expect(env["spent_usd"] <= m["worst_case_cost_usd"] + 1e-12, f"{app}: spent within the worst case", r)
+
+
+# ---------------------------------------------------------------------------------------------
+# Each example also runs --live on its adapters.py (offline stand-ins for the host's systems and a
+# rule-based model): it pauses where its README says, completes with --approve-all with the result
+# the rules give, every call in the trace went through the live adapter, and the side effects land
+# in the effects log named by REMIT_EFFECTS_LOG.
+
+def run_env(tool, *args, env, cwd=REPO, timeout=120):
+    proc = subprocess.run([tool, *map(str, args)], cwd=cwd, capture_output=True, timeout=timeout,
+                          env={**os.environ, **env})
+    return Result(proc)
+
+
+def trace_events(state_dir, run_id):
+    path = state_dir / "runs" / f"{run_id}.jsonl"
+    expect(path.is_file(), f"trace {path} exists")
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def effects(path):
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+MAIL_ACTIONS = ["replied to Grace Hopper about m-101", "replied to Barbara Liskov about m-103",
+                "not replied to m-104: sender is not in the address book"]
+DIGEST_SOURCES = ["https://journal.example/caffeine-memory", "https://lab.example/caffeine-recall",
+                  "https://news.example/coffee-myths"]
+
+EXPECTED_LIVE_RUNS = {
+    # app: (paused site, paused resource, calls before the pause, calls in all, effects as (effect, key args))
+    "refund_bot": ("refund#1", "payments.refund", 3, 6,
+                   [("payments.refund", {"order_id": "A-1001", "amount": 49.5}), ("email.send", {"to": "ada@example.com"})]),
+    "email_assistant": ("reply#2", "email.send", 8, 13,
+                        [("email.send", {"to": "grace@navy.example", "subject": "Re: Compiler review on Thursday?"}),
+                         ("email.send", {"to": "barbara@clu.example", "subject": "Re: Draft paper"})]),
+    "research_digest": ("main#2", "team.post", 12, 13, [("team.post", {"channel": "research"})]),
+}
+
+
+def check_live_result(app, result):
+    if app == "refund_bot":
+        expect(result == "refunded 49.5 for order A-1001 (rf_7731)", f"{app}: result {result!r}")
+    elif app == "email_assistant":
+        expect(result["actions"] == MAIL_ACTIONS, f"{app}: actions {result['actions']}")
+        expect([s.split("]")[0] + "]" for s in result["summaries"]] == ["[normal]", "[low]", "[normal]", "[high]", "[normal]"],
+               f"{app}: one summary per mail, with urgency: {result['summaries']}")
+        expect("not followed" in result["summaries"][3] and "password" not in result["summaries"][3],
+               f"{app}: the phishing mail is summarised, its instructions are not: {result['summaries'][3]}")
+    else:
+        expect(result["question"] == "Does drinking coffee improve short-term memory?", f"{app}: question {result}")
+        expect(result["sources"] == DIGEST_SOURCES, f"{app}: sources {result['sources']}")
+        expect(result["answer"].startswith("Mostly yes: 2 of 3 sources report a benefit.") and
+               "(journal.example)" in result["answer"] and "(news.example)" in result["answer"] and
+               "forum.example" not in result["answer"] and "cures" not in result["answer"], f"{app}: answer {result}")
+
+
+def test_examples_run_live():
+    for app, (paused_site, resource, calls_before, calls_total, expected_effects) in EXPECTED_LIVE_RUNS.items():
+        expect((EXAMPLES / app / "adapters.py").is_file(), f"{app}: adapters.py exists")
+        with Workspace() as ws:
+            log = ws.path / "effects.jsonl"
+            env = {"REMIT_EFFECTS_LOG": str(log)}
+            args = ["run", rel(app), "--inputs", rel(app, "inputs.json"), "--live", "--state-dir", ws.path / "state",
+                    "--json"]
+            r = run_env(REMITVM, *args, env=env)
+            expect(r.code == 3, f"{app}: live run pauses for approval", r)
+            env_doc = json.loads(r.out)
+            expect(env_doc["status"] == "approval_required" and env_doc["pending"]["site"] == paused_site and
+                   env_doc["pending"]["resource"] == resource, f"{app}: pending {env_doc}", r)
+            expect(f"{calls_before} call(s), mode live" in r.err.splitlines()[-1], f"{app}: calls before the pause", r)
+            expect(effects(log) == [], f"{app}: no side effect before the approval: {effects(log)}")
+
+            r = run_env(REMITVM, *args, "--approve-all", env=env)
+            expect(r.code == 0, f"{app}: live run completes with --approve-all", r)
+            env_doc = json.loads(r.out)
+            expect(env_doc["status"] == "completed" and env_doc["calls"] == calls_total, f"{app}: envelope", r)
+            check_live_result(app, env_doc["result"])
+            m = manifest_of(rel(app))
+            expect(env_doc["spent_usd"] <= m["worst_case_cost_usd"] + 1e-12, f"{app}: spent within the worst case", r)
+
+            events = trace_events(ws.path / "state", env_doc["run_id"])
+            calls = [e for e in events if e["event"] == "call"]
+            expect(len(calls) == calls_total, f"{app}: {len(calls)} call events", r)
+            expect(all(e["adapter"] == "live" for e in calls), f"{app}: every call is live: "
+                   f"{sorted({e['adapter'] for e in calls})}")
+            models = [e for e in calls if e["resource"] == "llm"]
+            expect(models and all(e["meta"].get("model") == "rules-v1" for e in models),
+                   f"{app}: the model calls were answered by adapters.py's rules")
+            expect(events[-1]["event"] == "run_end" and events[-1]["status"] == "ok", f"{app}: run_end {events[-1]}")
+
+            got = effects(log)
+            expect(len(got) == len(expected_effects), f"{app}: effects {got}")
+            for entry, (effect, key_args) in zip(got, expected_effects):
+                expect(entry["effect"] == effect and all(entry["args"][k] == v for k, v in key_args.items()) and
+                       entry["run_id"] == env_doc["run_id"], f"{app}: effect {entry}")
+            keys = {e["idempotency_key"] for e in calls}
+            expect(all(e["idempotency_key"] in keys for e in got), f"{app}: effects carry the calls' idempotency keys")
+
+
+def test_refund_bot_live_effects_are_idempotent():
+    """The same refund request twice (a resumed run re-executing the call) pays once; a new run
+    finds the order already refunded and does not pay again."""
+    with Workspace() as ws:
+        log = ws.path / "effects.jsonl"
+        env = {"REMIT_EFFECTS_LOG": str(log)}
+        request = {"type": "call", "resource": "payments.refund", "args": {"order_id": "A-1001", "amount": 49.5},
+                   "idempotency_key": "0123456789abcdef0123456789abcdef", "timeout_ms": 30000, "run_id": "r1"}
+        lines = "".join(json.dumps({"id": i, **request}) + "\n" for i in (1, 2))
+        proc = subprocess.run([sys.executable, str(REPO / "scripts/remit-py-adapter"), "--app-dir",
+                               str(EXAMPLES / "refund_bot")], input=lines.encode(), capture_output=True, timeout=60,
+                              env={**os.environ, **env})
+        replies = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+        expect([(r["id"], r["ok"], r["result"]) for r in replies] == [(1, True, "rf_7731"), (2, True, "rf_7731")],
+               f"one receipt for one key: {replies}")
+        expect(replies[1]["meta"] == {"deduplicated": True}, f"the second reply says so: {replies[1]}")
+        expect([e["effect"] for e in effects(log)] == ["payments.refund"], f"one payment: {effects(log)}")
+
+        args = ["run", rel("refund_bot"), "--inputs", rel("refund_bot", "inputs.json"), "--live", "--state-dir",
+                ws.path / "state", "--approve-all", "--json"]
+        r = run_env(REMITVM, *args, env=env)
+        expect(r.code == 0 and json.loads(r.out)["result"] == "order A-1001 was already refunded",
+               "the shop remembers the refund", r)
+        expect([e["effect"] for e in effects(log)] == ["payments.refund", "email.send"], f"no second payment: {effects(log)}")
 
 
 if __name__ == "__main__":
