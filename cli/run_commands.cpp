@@ -560,6 +560,9 @@ int runCommand(std::string_view tool, const std::vector<std::string>& argv) {
     }
     if (approveAll)
         fmt::print(stderr, "warning: --approve-all grants every approval (development and fixtures only)\n");
+    // Only where there is something to grant: a pure program's output stays its own.
+    if (allowAll && traced)
+        fmt::print(stderr, "warning: --allow-all grants every host resource with no limits (development only)\n");
 
     nlohmann::ordered_json start = {{"event", "run_start"},
                                     {"run_id", runId},
