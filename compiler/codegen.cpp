@@ -217,7 +217,7 @@ private:
         if (fresh) it->second = addConstant(Constant{Constant::Kind::Str, 0, 0, v});
         return it->second;
     }
-    // Operands that are 16 bits wide (GETFIELD's and EQK's C) take a Str constant by index.
+    // Operands that are 16 bits wide (GETFIELD's C, JMPNEK's B) take a Str constant by index.
     uint16_t strConstant16(const std::string& v) {
         uint32_t k = strConstant(v);
         if (k > 0xffff) throw LimitExceeded{"the program has more than 65,535 constants before a field name"};
