@@ -265,6 +265,7 @@ def test_operational_errors_are_retried_with_fresh_keys():
     with workspace(RETRIER, fixtures) as ws:
         r = run(REMITVM, "run", "prog.rmt", "--allow-all", cwd=ws.path)
         expect(r.code == 0 and json.loads(r.out) == "ok", "second attempt succeeds", r)
+        expect("warning: --allow-all grants every host resource" in r.err, "--allow-all warns", r)
         events, m = trace_of(ws, r)
         c = calls(events)
         expect([(x["status"], x["attempt"]) for x in c] == [("error", 0), ("ok", 1)], "attempts", c)
