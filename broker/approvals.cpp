@@ -1,7 +1,9 @@
 // See approvals.h.
 #include "broker/approvals.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -28,6 +30,27 @@ double unixNow() {
     using namespace std::chrono;
     return duration<double>(system_clock::now().time_since_epoch()).count();
 }
+
+// Holds `<store>.lock` exclusively while alive: a read-modify-write of the store by one process
+// (a run deciding, `approve`) cannot lose another's change.
+class StoreLock {
+public:
+    explicit StoreLock(const std::string& storePath) {
+        std::error_code ec;
+        std::filesystem::path p(storePath);
+        if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+        fd_ = ::open((storePath + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+    }
+    ~StoreLock() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    StoreLock(const StoreLock&) = delete;
+    StoreLock& operator=(const StoreLock&) = delete;
+
+private:
+    int fd_ = -1;
+};
 
 }  // namespace
 
@@ -82,6 +105,8 @@ bool ApprovalStore::save(std::string& error) const {
 
 std::optional<std::string> ApprovalStore::decide(const std::string& digest, const nlohmann::json& pendingRequest,
                                                  const std::string& runId, std::string& error) {
+    StoreLock lock(path_);
+    if (!load(error)) return std::nullopt;  // what others wrote since this run started counts
     nlohmann::json& approved = data_["approved"];
     if (auto it = approved.find(digest); it != approved.end()) {
         std::string by = it->contains("by") && (*it)["by"].is_string() ? (*it)["by"].get<std::string>() : "unknown";
@@ -103,7 +128,15 @@ std::vector<std::string> ApprovalStore::pendingMatching(const std::string& prefi
     return out;
 }
 
+std::optional<std::pair<std::string, nlohmann::json>> ApprovalStore::consumedMatching(const std::string& prefix) const {
+    for (auto it = data_["consumed"].begin(); it != data_["consumed"].end(); ++it)
+        if (it.key().starts_with(prefix)) return std::pair{it.key(), it.value()};
+    return std::nullopt;
+}
+
 bool ApprovalStore::approve(const std::string& digest, const std::string& by, std::string& error) {
+    StoreLock lock(path_);
+    if (!load(error)) return false;
     auto it = data_["pending"].find(digest);
     if (it == data_["pending"].end()) return false;
     data_["approved"][digest] = {{"by", by}, {"at", unixNow()}, {"request", *it}};

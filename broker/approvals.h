@@ -5,12 +5,14 @@
 // written as sorted JSON with indent 2 (Python's json.dump(indent=2, sort_keys=True)), `at` a Unix
 // time float. An approval is single use: deciding consumes it.
 //
-// Invariants: the file is replaced atomically (write a temporary file, then rename), so a crash
+// Invariants: every change re-reads the file under `<store>.lock` (flock) and writes it back before
+// unlocking, so concurrent runs and `approve` never lose each other's changes; the file is replaced atomically (write a temporary file, then rename), so a crash
 // never leaves half a store; a store that does not parse is reported, never silently reset
 // (resetting would forget consumed approvals and pending requests).
 #pragma once
 
 #include <optional>
+#include <utility>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -34,6 +36,8 @@ public:
     // `remitvm approve`: the pending digests starting with `prefix`.
     std::vector<std::string> pendingMatching(const std::string& prefix) const;
     const nlohmann::json& pending(const std::string& digest) const { return data_["pending"][digest]; }
+    // A consumed approval whose digest starts with `prefix` ({by, run_id, at}), for a clear error.
+    std::optional<std::pair<std::string, nlohmann::json>> consumedMatching(const std::string& prefix) const;
     // Moves nothing: records an approval of a pending request (it stays pending until consumed).
     bool approve(const std::string& digest, const std::string& by, std::string& error);
 

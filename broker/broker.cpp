@@ -220,6 +220,38 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
     // 6. Counter and idempotency key: [root, site, k], stable across resumes.
     uint64_t k = siteSeq_[site.id]++;
     std::string idempotencyKey = sha256Hex(canonicalJson(OJ::array({options_.idempotencyRoot, site.id, k}))).substr(0, 32);
+    const std::string argsSha = argsDigest(rawArgs);
+
+    // 7. Replay: a recorded call is answered from the record (no approval, no dispatch).
+    if (const ReplayPlan* plan = options_.replay) {
+        if (replayed_ < plan->calls.size()) {
+            ++count;
+            return replayRecorded(call, rawArgs, allArgTags, prov);
+        }
+        if (!plan->liveAfter) {
+            unrecorded_ = UnrecordedCall{resource, site.id, rawArgs};
+            return fail(err(DiagCode::R0601,
+                            fmt::format("replay diverged: the program made all {} recorded call(s), then asked for "
+                                        "'{}' at {}, which the run did not record",
+                                        plan->calls.size(), resource, site.id),
+                            OJ{{"event", "call"}, {"requested", {{"resource", resource}, {"site", site.id}}}}));
+        }
+    }
+    // A call the previous run dispatched without recording its outcome goes out again with the same
+    // key (and approval), so the adapter can recognise it.
+    std::optional<size_t> inFlight;
+    if (options_.replay) {
+        const std::vector<InFlightCall>& pending = options_.replay->inFlight;
+        inFlightSent_.resize(pending.size());
+        for (size_t i = 0; i < pending.size() && !inFlight; ++i)
+            if (!inFlightSent_[i] && pending[i].resource == resource && pending[i].site == site.id &&
+                pending[i].argsDigest == argsSha)
+                inFlight = i;
+        if (inFlight) {
+            inFlightSent_[*inFlight] = true;
+            idempotencyKey = pending[*inFlight].idempotencyKey;
+        }
+    }
 
     // 8. Approval.
     std::vector<std::string> reasons;
@@ -242,7 +274,11 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
     if (!reasons.empty()) {
         std::string digest = approvalDigest(options_.programHash, site.id, resource, rawArgs);
         std::optional<std::string> who;
-        if (options_.approveAll) {
+        const OJ* inFlightApproval = inFlight ? &options_.replay->inFlight[*inFlight].approval : nullptr;
+        if (inFlightApproval && inFlightApproval->is_object() && stringField(*inFlightApproval, "digest") == digest) {
+            // The approval was consumed by the dispatch whose outcome is unknown: the same effect.
+            who = stringField(*inFlightApproval, "approved_by");
+        } else if (options_.approveAll) {
             who = "auto-approve(test)";
         } else if (options_.approvals) {
             nlohmann::json request = {{"resource", resource}, {"site", site.id}, {"args", rawArgs},
@@ -263,6 +299,7 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
         emit({{"event", "approval_granted"}, {"run_id", options_.runId}, {"resource", resource}, {"site", site.id},
               {"digest", digest}, {"approved_by", *who}, {"at", unixNow()}});
         approval = {{"digest", digest}, {"reasons", reasons}, {"approved_by", *who}};
+        if (inFlight) approval["in_flight_retry"] = true;
     }
 
     // 9. Budget: reserve the declared worst case before dispatch.
@@ -300,6 +337,10 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
         request.schema = jsonSchemaFor(call.askType);
         request.typeName = call.askType ? showType(call.askType) : "Unit";
     }
+    emit({{"event", "dispatch"}, {"run_id", options_.runId}, {"resource", resource}, {"site", site.id},
+          {"idempotency_key", idempotencyKey}, {"attempt", call.attempt}, {"args_sha256", argsSha},
+          {"approval", approval.is_object() ? OJ{{"digest", approval["digest"]}, {"approved_by", approval["approved_by"]}}
+                                            : OJ(nullptr)}});
     if (options_.trace) options_.trace->sync();
     auto t0 = std::chrono::steady_clock::now();
     AdapterReply reply = options_.adapter ? options_.adapter->perform(request)
@@ -313,59 +354,20 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
     spent_ += actual;
     uint64_t seq = ++seq_;
 
-    // Result tags: (declared ∪ deep argument tags ∪ pc) − clears, on every node.
-    TagSetId resultTags = kNoTags;
-    {
-        std::optional<TagSetId> declared = heap.internTags(std::span<const std::string>(cap ? cap->tags : std::vector<std::string>{}));
-        std::optional<TagSetId> clears = heap.internTags(std::span<const std::string>(cap ? cap->clears : std::vector<std::string>{}));
-        if (!declared || !clears) return heapFailure();
-        std::optional<TagSetId> t = heap.uniteTags(*declared, allArgTags);
-        if (t) t = heap.uniteTags(*t, call.pcTags);
-        if (t) t = heap.subtractTags(*t, *clears);
-        if (!t) return heapFailure();
-        resultTags = *t;
-    }
-    std::optional<ProvId> leaf = heap.provLeaf(seq);
-    std::optional<ProvId> resultProv = leaf ? heap.uniteProv(prov, *leaf) : std::nullopt;
-    if (!resultProv) return heapFailure();
-
+    Decoded decoded;
     std::string status = "ok";
     std::optional<RuntimeError> callError;
     bool operational = true;
-    std::optional<Value> value;
-    std::optional<std::string> invalidOutput;
     if (!reply.ok) {
         status = "error";
         callError = err(codeForAdapterError(reply.errorCode), reply.message.empty() ? fmt::format("'{}' failed", resource)
                                                                                     : reply.message);
-    } else if (cap) {
-        // Stricter than the prototype: a capability's result must fit its declared return type.
-        ValueFromJson v = valueFromJson(heap, reply.result, cap->ret, "result", resultTags, *resultProv);
-        if (v.mismatch) {
-            status = "error";
-            callError = err(DiagCode::R0501,
-                            fmt::format("'{}' returned a value that does not fit its declared type {}: {}", resource,
-                                        showType(cap->ret), v.mismatch->text()),
-                            OJ{{"resource", resource}, {"path", v.mismatch->path}});
-        } else if (!v.value) {
-            callError = heap.failed() ? heap.takeError() : err(DiagCode::R0701, "out of memory");
-            operational = false;
-            status = "error";
-        } else {
-            value = std::move(v.value);
-        }
     } else {
-        // Models: the call itself succeeded (recorded ok, as the prototype does); the output is
-        // then validated against the requested type.
-        ValueFromJson v = valueFromJson(heap, reply.result, call.askType, "$", resultTags, *resultProv);
-        if (v.mismatch) {
-            invalidOutput = fmt::format("model output does not match the declared type at {}: {}", v.mismatch->path,
-                                        v.mismatch->problem);
-        } else if (!v.value) {
-            callError = heap.failed() ? heap.takeError() : err(DiagCode::R0701, "out of memory");
-            operational = false;
-        } else {
-            value = std::move(v.value);
+        decoded = decodeResult(call, reply.result, allArgTags, prov, seq);
+        if (decoded.error) {
+            status = "error";  // models record the call ok and report invalid output below
+            callError = decoded.error;
+            operational = decoded.operational;
         }
     }
 
@@ -392,22 +394,156 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
                 {"attempt", call.attempt},
                 {"adapter", options_.adapter ? options_.adapter->kind() : "none"}};
     if (actual > reserve + 1e-12) event["overrun_usd"] = actual - reserve;
+    if (inFlight) event["in_flight_retry"] = {{"run_id", options_.replay->inFlight[*inFlight].runId}};
     if (status == "ok") {
         event["result"] = reply.result;
-        event["result_tags"] = namesJson(heap, resultTags);
+        event["result_tags"] = namesJson(heap, decoded.tags);
     } else if (callError) {
         event["error"] = {{"code", std::string(diagInfo(callError->code).code)}, {"message", callError->message}};
     }
     emit(event);
     if (options_.trace) options_.trace->sync();
 
-    if (invalidOutput) {
+    if (decoded.invalidOutput) {
         emit({{"event", "invalid_output"}, {"run_id", options_.runId}, {"site", site.id}, {"resource", resource},
-              {"message", *invalidOutput}});
-        return fail(err(DiagCode::R0502, *invalidOutput, OJ{{"resource", resource}}), true);
+              {"message", *decoded.invalidOutput}});
+        return fail(err(DiagCode::R0502, *decoded.invalidOutput, OJ{{"resource", resource}}), true);
     }
     if (callError) return fail(std::move(*callError), operational);
-    out.value = std::move(value);
+    out.value = std::move(decoded.value);
+    return out;
+}
+
+Broker::Decoded Broker::decodeResult(const HostCall& call, const OJ& result, TagSetId allArgTags, ProvId prov,
+                                     uint64_t seq) {
+    Heap& heap = run_.heap();
+    const Site& site = *call.site;
+    const std::string& resource = site.resource;
+    const Capability* cap = site.kind == SiteKind::Capability ? options_.host->capability(resource) : nullptr;
+    Decoded out;
+    auto outOfMemory = [&] {
+        out.error = heap.failed() ? heap.takeError() : err(DiagCode::R0701, "out of memory");
+        out.operational = false;
+        return out;
+    };
+    // Result tags: (declared ∪ deep argument tags ∪ pc) − clears, on every node.
+    std::optional<TagSetId> declared = heap.internTags(std::span<const std::string>(cap ? cap->tags : std::vector<std::string>{}));
+    std::optional<TagSetId> clears = heap.internTags(std::span<const std::string>(cap ? cap->clears : std::vector<std::string>{}));
+    if (!declared || !clears) return outOfMemory();
+    std::optional<TagSetId> tags = heap.uniteTags(*declared, allArgTags);
+    if (tags) tags = heap.uniteTags(*tags, call.pcTags);
+    if (tags) tags = heap.subtractTags(*tags, *clears);
+    std::optional<ProvId> leaf = heap.provLeaf(seq);
+    std::optional<ProvId> resultProv = leaf ? heap.uniteProv(prov, *leaf) : std::nullopt;
+    if (!tags || !resultProv) return outOfMemory();
+    out.tags = *tags;
+
+    if (cap) {
+        // Stricter than the prototype: a capability's result must fit its declared return type.
+        ValueFromJson v = valueFromJson(heap, result, cap->ret, "result", out.tags, *resultProv);
+        if (v.mismatch) {
+            out.error = err(DiagCode::R0501,
+                            fmt::format("'{}' returned a value that does not fit its declared type {}: {}", resource,
+                                        showType(cap->ret), v.mismatch->text()),
+                            OJ{{"resource", resource}, {"path", v.mismatch->path}});
+            return out;
+        }
+        if (!v.value) return outOfMemory();
+        out.value = std::move(v.value);
+        return out;
+    }
+    // Models: the call itself succeeded (recorded ok, as the prototype does); the output is then
+    // validated against the requested type.
+    ValueFromJson v = valueFromJson(heap, result, call.askType, "$", out.tags, *resultProv);
+    if (v.mismatch) {
+        out.invalidOutput = fmt::format("model output does not match the declared type at {}: {}", v.mismatch->path,
+                                        v.mismatch->problem);
+        return out;
+    }
+    if (!v.value) return outOfMemory();
+    out.value = std::move(v.value);
+    return out;
+}
+
+}  // namespace remit
+
+namespace remit {
+
+std::vector<InFlightCall> Broker::unresolvedInFlight() const {
+    std::vector<InFlightCall> out;
+    if (!options_.replay) return out;
+    for (size_t i = 0; i < options_.replay->inFlight.size(); ++i)
+        if (i >= inFlightSent_.size() || !inFlightSent_[i]) out.push_back(options_.replay->inFlight[i]);
+    return out;
+}
+
+Broker::Outcome Broker::replayRecorded(const HostCall& call, const OJ& rawArgs, TagSetId allArgTags, ProvId prov) {
+    const Site& site = *call.site;
+    const std::string& resource = site.resource;
+    const RecordedCall& record = options_.replay->calls[replayed_];
+    const OJ& rec = record.event;
+    Outcome out;
+    auto diverged = [&](std::string what) {
+        out.error = err(DiagCode::R0601,
+                        fmt::format("replay diverged at recorded call {} of {} ({}:{}): {}", replayed_ + 1,
+                                    options_.replay->calls.size(), options_.replay->tracePath, record.line, what),
+                        OJ{{"event", "call"},
+                           {"line", record.line},
+                           {"recorded", {{"resource", rec["resource"]}, {"site", rec["site"]}}},
+                           {"requested", {{"resource", resource}, {"site", site.id}}}});
+        return out;
+    };
+    std::string recResource = rec["resource"].get<std::string>(), recSite = rec["site"].get<std::string>();
+    if (recResource != resource || recSite != site.id)
+        return diverged(fmt::format("the run called '{}' at {}, the program now asks for '{}' at {}", recResource,
+                                    recSite, resource, site.id));
+    if (canonicalJson(rec["args"]) != canonicalJson(rawArgs)) {
+        std::string param;
+        for (auto it = rawArgs.begin(); it != rawArgs.end() && param.empty(); ++it)
+            if (!rec["args"].contains(it.key()) || canonicalJson(rec["args"][it.key()]) != canonicalJson(it.value()))
+                param = it.key();
+        return diverged(fmt::format("'{}' at {} is called with a different {}", resource, site.id,
+                                    param.empty() ? std::string("set of arguments") : "'" + param + "'"));
+    }
+    ++replayed_;
+    double cost = rec.contains("cost_usd") && rec["cost_usd"].is_number() ? rec["cost_usd"].get<double>() : 0.0;
+    if (std::isfinite(cost) && cost > 0) spent_ += cost;
+    uint64_t seq = ++seq_;
+    OJ copy = rec;
+    copy["seq"] = seq;
+    copy["run_id"] = options_.runId;
+    copy["replayed"] = true;
+
+    if (rec["status"] != "ok") {
+        emit(copy);
+        // A recorded failure fails the same way again: operational unless it was out of memory.
+        DiagCode code = DiagCode::R0501;
+        std::string message = fmt::format("'{}' failed", resource);
+        if (const auto e = rec.find("error"); e != rec.end() && e->is_object()) {
+            if (auto c = e->find("code"); c != e->end() && c->is_string())
+                if (auto parsed = parseDiagCode(c->get<std::string>())) code = *parsed;
+            if (auto m = e->find("message"); m != e->end() && m->is_string()) message = m->get<std::string>();
+        }
+        out.error = err(code, message);
+        out.operational = code != DiagCode::R0701;
+        return out;
+    }
+    Decoded decoded = decodeResult(call, rec["result"], allArgTags, prov, seq);
+    if (decoded.error && decoded.operational)  // a recorded ok result that does not fit: the trace was edited
+        return diverged(fmt::format("the recorded result does not fit: {}", decoded.error->message));
+    emit(copy);
+    if (decoded.error) {
+        out.error = std::move(*decoded.error);
+        return out;
+    }
+    if (decoded.invalidOutput) {
+        emit({{"event", "invalid_output"}, {"run_id", options_.runId}, {"site", site.id}, {"resource", resource},
+              {"message", *decoded.invalidOutput}});
+        out.error = err(DiagCode::R0502, *decoded.invalidOutput, OJ{{"resource", resource}});
+        out.operational = true;
+        return out;
+    }
+    out.value = std::move(decoded.value);
     return out;
 }
 

@@ -7,6 +7,11 @@
 //   budget reservation (R0401) → dispatch to the adapter → reconcile cost → validate the result
 //   against the declared type (R0501) or the ask type (R0502, `invalid_output`) → tag and
 //   provenance every node of the result → `call` event.
+// With a replay plan (resume, replay; broker/replay.h) step 7 comes between the counter and the
+// approval, as in the prototype: the next recorded call must have the same resource, site and
+// canonical arguments (else R0601); it is answered from the record, re-tagged, re-emitted with
+// `replayed: true`, and never dispatched. Every live dispatch is announced by a synced `dispatch`
+// event, so a crash during an effect leaves the call "in flight" for the next resume.
 // A retry (attempt > 0) of a non-idempotent capability is R0405. Security and limit errors are
 // final (not operational); adapter failures are operational, so the VM retries them or takes the
 // site's `else` (for which the broker writes a `fallback` event).
@@ -27,6 +32,7 @@
 
 #include "broker/adapter.h"
 #include "broker/approvals.h"
+#include "broker/replay.h"
 #include "broker/trace.h"
 #include "remit/remit.h"
 #include "runtime/host_model.h"
@@ -46,6 +52,13 @@ struct BrokerOptions {
     bool approveAll = false;              // --approve-all: approved_by "auto-approve(test)"
     std::optional<double> programBudget;  // the program's `budget usd`
     uint64_t defaultTimeoutMs = 30'000;   // for calls without a `timeout`
+    const ReplayPlan* replay = nullptr;   // resume and replay: the recorded calls
+};
+
+// The call a replay without live calls stopped at (the record was used up).
+struct UnrecordedCall {
+    std::string resource, site;
+    nlohmann::ordered_json args;
 };
 
 // The request a paused run waits for (the `approval_required` envelope's `pending`).
@@ -68,6 +81,12 @@ public:
     const std::optional<PendingApproval>& pending() const { return pending_; }
     // An I/O problem met on the way (approval store not writable), for the CLI to report.
     const std::string& ioError() const { return ioError_; }
+    // Replay: how many recorded calls were answered, and the call asked for after the last one.
+    size_t replayed() const { return replayed_; }
+    const std::optional<UnrecordedCall>& unrecorded() const { return unrecorded_; }
+    // Resume: the in-flight calls of the plan this run has not sent again (for its run_start they
+    // are known before it starts; this is what is left at the end).
+    std::vector<InFlightCall> unresolvedInFlight() const;
 
 private:
     struct Outcome {
@@ -86,8 +105,22 @@ private:
     std::map<std::string, uint64_t> siteSeq_;    // per site: k
     std::optional<PendingApproval> pending_;
     std::string ioError_;
+    size_t replayed_ = 0;
+    std::optional<UnrecordedCall> unrecorded_;
+    std::vector<bool> inFlightSent_;
 
     Outcome attempt(const HostCall& call);
+    Outcome replayRecorded(const HostCall& call, const nlohmann::ordered_json& rawArgs, TagSetId allArgTags, ProvId prov);
+    // Turns a result (live or recorded) into a value: tags, provenance, the declared or asked type.
+    struct Decoded {
+        std::optional<Value> value;
+        std::optional<RuntimeError> error;  // the result does not fit (R0501), or out of memory
+        bool operational = true;
+        std::optional<std::string> invalidOutput;  // a model's output that does not fit its type
+        TagSetId tags = kNoTags;
+    };
+    Decoded decodeResult(const HostCall& call, const nlohmann::ordered_json& result, TagSetId allArgTags, ProvId prov,
+                         uint64_t seq);
     void emit(const nlohmann::ordered_json& event);
 };
 

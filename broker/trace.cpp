@@ -3,6 +3,8 @@
 #include "broker/trace.h"
 
 #include <fmt/format.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -63,6 +65,12 @@ TraceFile readTrace(const std::string& path) {
         ++lineNo;
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
         nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
+        if (event.is_discarded() && in.eof()) {  // the last line, without its newline
+            out.warning = fmt::format("{}:{}: the last line is cut short (the run stopped while writing it); it is "
+                                      "ignored",
+                                      path, lineNo);
+            break;
+        }
         if (event.is_discarded() || !event.is_object() || !event.contains("event") || !event["event"].is_string()) {
             out.error = fmt::format("{}:{}: not a trace event (expected one JSON object with an \"event\" per line)",
                                     path, lineNo);
@@ -70,8 +78,31 @@ TraceFile readTrace(const std::string& path) {
             return out;
         }
         out.events.push_back(std::move(event));
+        out.lines.push_back(lineNo);
     }
     return out;
+}
+
+RunLock::~RunLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+}
+
+bool RunLock::acquire(const std::string& path, std::string& error) {
+    std::error_code ec;
+    std::filesystem::path p(path);
+    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) {
+        error = fmt::format("cannot open the run lock {}", path);
+        return false;
+    }
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+        ::close(fd_);
+        fd_ = -1;
+        error = fmt::format("another remitvm is running or resuming this run (it holds {})", path);
+        return false;
+    }
+    return true;
 }
 
 namespace {
@@ -121,7 +152,7 @@ std::string callLine(const nlohmann::json& e) {
     std::string line = fmt::format("#{} call {} @ {}", str(e, "seq"), str(e, "resource"), str(e, "site"));
     if (auto a = e.find("attempt"); a != e.end() && a->is_number_integer() && a->get<int64_t>() > 0)
         line += fmt::format(" (attempt {})", a->get<int64_t>() + 1);
-    if (e.value("replayed", false)) line += " (replayed)";
+    if (auto r = e.find("replayed"); r != e.end() && r->is_boolean() && r->get<bool>()) line += " (replayed)";
     line += fmt::format(" {}", str(e, "status"));
     line += fmt::format("  cost {}", usd(e, "cost_usd"));
     return line;
@@ -131,15 +162,29 @@ std::string callLine(const nlohmann::json& e) {
 
 std::string renderTimeline(const std::vector<nlohmann::json>& events) {
     std::ostringstream out;
+    // A dispatch is shown only while its outcome is unknown: its call event tells the rest.
+    std::set<std::string> recorded;
+    for (const nlohmann::json& e : events)
+        if (e["event"] == "call") recorded.insert(str(e, "idempotency_key"));
     for (const nlohmann::json& e : events) {
         std::string kind = e["event"].get<std::string>();
         if (kind == "run_start") {
             out << fmt::format("run {}  program {} ({})  mode {}\n", str(e, "run_id"), str(e, "program"),
                                str(e, "path"), str(e, "mode"));
+            if (e.contains("resumed_from"))
+                out << fmt::format("  resumed from {} (replaying {} recorded call(s))\n", str(e, "resumed_from"),
+                                   str(e, "replaying"));
             if (e.contains("inputs")) out << fmt::format("  inputs: {}\n", compact(e["inputs"]));
+        } else if (kind == "dispatch") {
+            if (!recorded.count(str(e, "idempotency_key")))
+                out << fmt::format("in flight: {} @ {} was dispatched (key {}) and its outcome never recorded; a resume "
+                                   "sends it again with the same key\n",
+                                   str(e, "resource"), str(e, "site"), str(e, "idempotency_key"));
         } else if (kind == "call") {
             out << callLine(e) << "\n";
             if (e.contains("args")) out << fmt::format("    args: {}\n", compact(e["args"]));
+            if (auto f = e.find("in_flight_retry"); f != e.end() && f->is_object())
+                out << fmt::format("    sent again: it was in flight when run {} stopped\n", str(*f, "run_id"));
             if (auto d = e.find("derived_from"); d != e.end() && d->is_array() && !d->empty())
                 out << fmt::format("    derived from: {}\n", compact(*d));
             if (std::string a = approvalLine(e); !a.empty()) out << "    " << a << "\n";

@@ -43,13 +43,32 @@ private:
     bool ok_ = true;
 };
 
-// A trace read back: its events in file order. `error` names the file and line of the first line
-// that is not a JSON object.
+// A trace read back: its events in file order with their line numbers. `error` names the file and
+// line of the first line that is not a JSON object. A last line cut short (no newline, not JSON) is
+// what a process killed while writing leaves behind: it is dropped and reported in `warning`.
 struct TraceFile {
     std::vector<nlohmann::json> events;
+    std::vector<size_t> lines;
     std::string error;
+    std::string warning;
 };
 TraceFile readTrace(const std::string& path);
+
+// An exclusive lock on a run and its resumes (`<state>/runs/<idempotency_root>.lock`, flock): a
+// run holds it while it can dispatch, so two resumes of one run cannot both perform a call. The
+// kernel releases it when the process dies, however it dies.
+class RunLock {
+public:
+    RunLock() = default;
+    ~RunLock();
+    RunLock(const RunLock&) = delete;
+    RunLock& operator=(const RunLock&) = delete;
+    // False with `error` when another process holds the lock or the file cannot be opened.
+    bool acquire(const std::string& path, std::string& error);
+
+private:
+    int fd_ = -1;
+};
 
 // `remitvm trace`: a readable timeline of the events.
 std::string renderTimeline(const std::vector<nlohmann::json>& events);

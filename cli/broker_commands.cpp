@@ -9,31 +9,13 @@
 #include <filesystem>
 
 #include "broker/approvals.h"
+#include "broker/replay.h"
 #include "broker/trace.h"
 #include "cli/commands.h"
 #include "runtime/canonical_json.h"
 
 namespace remit::cli {
 
-namespace {
-
-std::filesystem::path stateDirOf(const Args& args) {
-    return args.value("--state-dir") ? std::filesystem::path(*args.value("--state-dir")) : ".remit";
-}
-
-// RUN is a run id or a trace path. Empty (with a message printed) when there is no such trace.
-std::string tracePathFor(std::string_view tool, const Args& args, const std::string& run) {
-    std::error_code ec;
-    if (run.ends_with(".jsonl") && std::filesystem::is_regular_file(run, ec)) return run;
-    std::string path = (stateDirOf(args) / "runs" / (run + ".jsonl")).string();
-    if (!std::filesystem::is_regular_file(path, ec)) {
-        fmt::print(stderr, "{}: error: no trace for run '{}' (looked for {})\n", tool, run, path);
-        return "";
-    }
-    return path;
-}
-
-}  // namespace
 
 int traceCommand(std::string_view tool, const std::vector<std::string>& argv) {
     Args args;
@@ -49,6 +31,7 @@ int traceCommand(std::string_view tool, const std::vector<std::string>& argv) {
         fmt::print(stderr, "{}: error: {}\n", tool, trace.error);
         return kUsage;
     }
+    if (!trace.warning.empty()) fmt::print(stderr, "{}: warning: {}\n", tool, trace.warning);
     if (const std::string* why = args.value("--why")) {
         uint64_t seq = 0;
         auto [end, ec] = std::from_chars(why->data(), why->data() + why->size(), seq);
@@ -99,6 +82,14 @@ int approveCommand(std::string_view tool, const std::vector<std::string>& argv) 
         key = digest;
     }
     std::vector<std::string> matches = store.pendingMatching(key);
+    if (matches.empty())
+        if (auto used = store.consumedMatching(key)) {
+            const nlohmann::json& by = used->second;
+            fmt::print(stderr, "error: approval {} was already used by run {} (approved by {}); approvals are single use\n",
+                       used->first, stringField(by, "run_id"), stringField(by, "by"));
+            fmt::print(stderr, "  hint: run the program again; the same call then asks for a new approval\n");
+            return kUsage;
+        }
     if (matches.size() != 1) {
         fmt::print(stderr, "error: {} pending approval matching '{}'\n", matches.empty() ? "no" : "ambiguous", key);
         return kUsage;

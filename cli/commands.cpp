@@ -23,6 +23,21 @@ const std::string* Args::value(std::string_view name) const {
     return found;
 }
 
+std::filesystem::path stateDirOf(const Args& args) {
+    return args.value("--state-dir") ? std::filesystem::path(*args.value("--state-dir")) : ".remit";
+}
+
+std::string tracePathFor(std::string_view tool, const Args& args, const std::string& run) {
+    std::error_code ec;
+    if (run.ends_with(".jsonl") && std::filesystem::is_regular_file(run, ec)) return run;
+    std::string path = (stateDirOf(args) / "runs" / (run + ".jsonl")).string();
+    if (!std::filesystem::is_regular_file(path, ec)) {
+        fmt::print(stderr, "{}: error: no trace for run '{}' (looked for {})\n", tool, run, path);
+        return "";
+    }
+    return path;
+}
+
 bool parseArgs(std::string_view tool, const std::vector<std::string>& argv, const std::vector<std::string>& switches,
                const std::vector<std::string>& valued, Args& out) {
     auto contains = [](const std::vector<std::string>& list, const std::string& s) {

@@ -3,6 +3,7 @@
 // shared/DESIGN.md A1. Only flag parsing and printing live here; the work is in compiler/.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,12 @@ struct Args {
 bool parseArgs(std::string_view tool, const std::vector<std::string>& argv, const std::vector<std::string>& switches,
                const std::vector<std::string>& valued, Args& out);
 
+// The state directory: --state-dir, else `.remit` in the current directory.
+std::filesystem::path stateDirOf(const Args& args);
+// RUN is a run id (its trace under the state directory) or a trace path. Empty, with a message
+// printed, when there is no such trace.
+std::string tracePathFor(std::string_view tool, const Args& args, const std::string& run);
+
 using Command = int (*)(std::string_view tool, const std::vector<std::string>& argv);
 
 // The whole main() of a tool: dispatches argv[1] to one of `commands` (by name), prints `usage` for
@@ -43,6 +50,9 @@ int runCommand(std::string_view tool, const std::vector<std::string>& argv);
 // cli/broker_commands.cpp
 int traceCommand(std::string_view tool, const std::vector<std::string>& argv);
 int approveCommand(std::string_view tool, const std::vector<std::string>& argv);
+// cli/run_commands.cpp: re-executions of a recorded run
+int resumeCommand(std::string_view tool, const std::vector<std::string>& argv);
+int replayCommand(std::string_view tool, const std::vector<std::string>& argv);
 // `manifest PROG.rbc`: the manifest stored in a verified artifact.
 int bytecodeManifest(std::string_view tool, const std::string& path);
 

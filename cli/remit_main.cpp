@@ -15,7 +15,9 @@ constexpr const char* kUsageText =
     "  run FILE [--host H] [--policy P] [--allow-all] [--approve-all] [--fixtures F | --live] [-i K=V]...\n"
     "      [--inputs F.json] [--json] [--state-dir D]\n"
     "  approve DIGEST [--by NAME]\n"
-    "(resume, replay, test and mcp arrive with later stages)\n";
+    "  resume RUN [--file F] [--host H] [--policy P] [--allow-all] [--approve-all] [--fixtures F | --live]\n"
+    "  replay RUN [--file F] [--host H]\n"
+    "(test and mcp arrive with later stages)\n";
 
 }  // namespace
 
@@ -26,5 +28,7 @@ int main(int argc, char** argv) {
                     {"diff", diffCommand},
                     {"build", buildCommand},
                     {"run", runCommand},
-                    {"approve", approveCommand}}, argc, argv);
+                    {"approve", approveCommand},
+                    {"resume", resumeCommand},
+                    {"replay", replayCommand}}, argc, argv);
 }

@@ -1,6 +1,7 @@
 // remitvm: the VM's command line (shared/DESIGN.md A1). `run` executes a .rmt (compiled in
-// memory) or a verified .rbc through the broker; `trace` reads a run's trace and `approve` records
-// an approval; resume, replay, test, serve and mcp arrive later. The commands themselves live in commands.cpp and run_commands.cpp.
+// memory) or a verified .rbc through the broker; `resume` and `replay` re-execute a recorded run;
+// `trace` reads a trace and `approve` records an approval; test, serve and mcp arrive later. The
+// commands themselves live in cli/*_command(s).cpp.
 #include "cli/commands.h"
 
 namespace {
@@ -15,13 +16,17 @@ constexpr const char* kUsageText =
     "      run main through the broker and print its result as JSON\n"
     "  approve DIGEST-PREFIX|RUN_ID [--by NAME] [--state-dir D]\n"
     "      approve one pending call (single use)\n"
+    "  resume RUN_ID|TRACE.jsonl [--file PROG] [run flags]\n"
+    "      continue a paused or stopped run: recorded calls are answered from its trace\n"
+    "  replay RUN_ID|TRACE.jsonl [--file PROG] [--host H] [--json]\n"
+    "      re-execute a run against its trace only and check it reproduces (no live effects)\n"
     "  trace RUN_ID|TRACE.jsonl [--why SEQ] [--state-dir D]\n"
     "      print a run's timeline, or what call SEQ derives from and who approved it\n"
-    "(resume, replay, test, serve and mcp arrive later)\n";
+    "(test, serve and mcp arrive later)\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
     using namespace remit::cli;
-    return runTool("remitvm", kUsageText, {{"run", runCommand}, {"approve", approveCommand}, {"trace", traceCommand}}, argc, argv);
+    return runTool("remitvm", kUsageText, {{"run", runCommand}, {"approve", approveCommand}, {"trace", traceCommand}, {"resume", resumeCommand}, {"replay", replayCommand}}, argc, argv);
 }

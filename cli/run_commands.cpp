@@ -8,15 +8,18 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <filesystem>
-#include <nlohmann/json.hpp>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "broker/approvals.h"
 #include "broker/broker.h"
 #include "broker/fixture_adapter.h"
 #include "broker/process_adapter.h"
+#include "broker/replay.h"
 #include "broker/trace.h"
 #include "cli/commands.h"
 #include "compiler/driver.h"
@@ -227,12 +230,11 @@ struct RunSetup {
     VmLimits limits;
 };
 
-// Turns -i/--inputs into main's arguments (typed, tagged per the host's `input` lines). Prints
-// the problem and returns false on a usage error (exit 2).
-bool buildInputs(std::string_view tool, const Args& args, const LoadedProgram& program, const HostModel& host,
-                 Heap& heap, std::vector<Value>& out, nlohmann::json& givenOut) {
+// Collects -i/--inputs into one JSON object of main's inputs. Prints the problem and returns false
+// on a usage error (exit 2).
+bool collectInputs(std::string_view tool, const Args& args, const LoadedProgram& program, nlohmann::json& given) {
     const Function& main = program.module().functions[program.entry()];
-    nlohmann::json given = nlohmann::json::object();
+    given = nlohmann::json::object();
     if (const std::string* inputsFile = args.value("--inputs")) {
         std::string text;
         if (auto err = readSource(*inputsFile, size_t(64) << 20, text)) {
@@ -273,6 +275,14 @@ bool buildInputs(std::string_view tool, const Args& args, const LoadedProgram& p
         }
         given[name] = std::move(parsed);
     }
+    return true;
+}
+
+// Turns the inputs (from the flags, or recorded in a trace) into main's arguments, typed and tagged
+// per the host's `input` lines. Prints the problem and returns false when they do not fit.
+bool inputValues(std::string_view tool, const LoadedProgram& program, const HostModel& host, Heap& heap,
+                 const nlohmann::json& given, std::vector<Value>& out) {
+    const Function& main = program.module().functions[program.entry()];
     for (auto it = given.begin(); it != given.end(); ++it)
         if (std::find(main.paramNames.begin(), main.paramNames.end(), it.key()) == main.paramNames.end()) {
             fmt::print(stderr, "{}: error: unknown input '{}'\n", tool, it.key());
@@ -303,7 +313,6 @@ bool buildInputs(std::string_view tool, const Args& args, const LoadedProgram& p
         }
         out.push_back(std::move(*v.value));
     }
-    givenOut = std::move(given);
     return true;
 }
 
@@ -399,24 +408,15 @@ bool makeRunAdapter(std::string_view tool, const Args& args, const ProgramSource
     return true;
 }
 
-}  // namespace
-
-int runCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--json", "--allow-all", "--approve-all", "--live", "--interactive"},
-                   {"--host", "--policy", "--fixtures", "--adapter", "-i", "--input", "--inputs", "--state-dir",
-                    "--max-steps", "--max-memory", "--max-wall-ms"},
-                   args))
-        return kUsage;
-    if (args.positional.size() != 1) {
-        fmt::print(stderr, "{}: error: run needs exactly one PROGRAM (.rmt or .rbc)\n", tool);
-        return kUsage;
-    }
+// Loads what a run needs (RunSetup) from PROGRAM: a .rmt checked against the host and policy and
+// compiled in memory, or a verified .rbc with the host it was built for; then the limits (the
+// defaults, the policy's [limits], the flags). `ignorePolicy` (replay) runs under allow-all.
+// Returns kOk, or the exit code after printing why not.
+int loadRunSetup(std::string_view tool, const Args& args, const std::string& file, bool ignorePolicy, RunSetup& setup) {
     bool json = args.has("--json");
-    bool allowAll = args.has("--allow-all");
-    RunSetup setup;
+    bool allowAll = ignorePolicy || args.has("--allow-all");
     ProgramSource& source = setup.source;
-    source.file = args.positional[0];
+    source.file = file;
     int exit = kOk;
     auto rejected = [&](const DiagnosticList& diags) {
         if (json) {
@@ -430,7 +430,7 @@ int runCommand(std::string_view tool, const std::vector<std::string>& argv) {
         return kFailure;
     };
     std::optional<std::string> policyPath;
-    if (const std::string* p = args.value("--policy")) policyPath = *p;
+    if (const std::string* p = args.value("--policy"); p && !ignorePolicy) policyPath = *p;
 
     if (!isBytecodePath(source.file)) {
         CheckOptions options;
@@ -506,13 +506,11 @@ int runCommand(std::string_view tool, const std::vector<std::string>& argv) {
             if (diags.hasErrors()) return rejected(diags);
         }
     }
-    const LoadedProgram& program = *source.program;
-    if (program.entry() == kNoType) {
+    if (source.program->entry() == kNoType) {
         fmt::print(stderr, "{}: error: {} has no main function to run\n", tool, source.file);
         return kUsage;
     }
 
-    // Limits: the defaults, then the policy's [limits], then the flags.
     VmLimits& limits = setup.limits;
     if (setup.policy && setup.policy->limits.maxSteps) limits.maxSteps = static_cast<uint64_t>(*setup.policy->limits.maxSteps);
     if (setup.policy && setup.policy->limits.maxMemory) limits.maxMemory = static_cast<size_t>(*setup.policy->limits.maxMemory);
@@ -524,6 +522,47 @@ int runCommand(std::string_view tool, const std::vector<std::string>& argv) {
     } catch (const std::invalid_argument&) {
         return kUsage;
     }
+    return kOk;
+}
+
+// A finished run's value as the trace and the envelopes give it.
+struct RunResult {
+    nlohmann::ordered_json value = nullptr;
+    nlohmann::ordered_json tags = nlohmann::ordered_json::array();
+};
+
+RunResult resultOf(Run& run) {
+    RunResult out;
+    if (std::optional<nlohmann::ordered_json> v = valueToJson(run.result())) out.value = std::move(*v);
+    std::optional<TagSetId> deep = run.heap().deepTags(run.result());
+    out.tags = tagNamesJson(run.heap(), deep ? *deep : kNoTags);
+    return out;
+}
+
+nlohmann::ordered_json failureJson(const RunFailure& f) {
+    const DiagInfo& info = diagInfo(f.error.code);
+    nlohmann::ordered_json error = {{"code", info.code}, {"name", info.name}, {"message", f.error.message},
+                                    {"line", f.span.line}, {"col", f.span.col}};
+    if (!f.error.details.is_null()) error["details"] = f.error.details;
+    return error;
+}
+
+// What makes `resume` differ from `run`: the plan from the old trace and the run it continues.
+struct Continuation {
+    const ReplayPlan* plan = nullptr;
+    std::string resumedFrom;
+    std::string idempotencyRoot;
+};
+
+// Runs main through the broker and prints the outcome as `run` does (DESIGN.md A4): the adapter the
+// flags choose, approvals, the trace, the run lock, the envelopes and exit codes. `resume` passes
+// the recorded inputs and its continuation.
+int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const nlohmann::json& givenInputs,
+               const Continuation* continuation) {
+    const ProgramSource& source = setup.source;
+    const LoadedProgram& program = *source.program;
+    const Module& module = program.module();
+    bool json = args.has("--json");
 
     // The adapter, before anything runs: a bad flag or fixture file refuses the run (exit 2) and,
     // like every refusal before the start, writes no trace.
@@ -532,7 +571,7 @@ int runCommand(std::string_view tool, const std::vector<std::string>& argv) {
     std::optional<std::string> adapterCommand;
     if (!makeRunAdapter(tool, args, source, adapter, mode, adapterCommand)) return kUsage;
 
-    std::filesystem::path stateDir = args.value("--state-dir") ? *args.value("--state-dir") : ".remit";
+    std::filesystem::path stateDir = stateDirOf(args);
     bool approveAll = args.has("--approve-all");
     ApprovalStore approvals((stateDir / "approvals.json").string());
     if (!approveAll) {
@@ -543,17 +582,21 @@ int runCommand(std::string_view tool, const std::vector<std::string>& argv) {
         }
     }
 
-    Run run(source.program, limits);
+    Run run(source.program, setup.limits);
     std::vector<Value> inputs;  // after `run`: values go before the heap that holds them
-    nlohmann::json givenInputs;
-    if (!buildInputs(tool, args, program, setup.host, run.heap(), inputs, givenInputs)) return kUsage;
+    if (!inputValues(tool, program, setup.host, run.heap(), givenInputs, inputs)) return kUsage;
     std::string runId = newRunId();
-    const Module& module = program.module();
+    std::string root = continuation ? continuation->idempotencyRoot : runId;
     std::string tracePath = (stateDir / "runs" / (runId + ".jsonl")).string();
     TraceWriter trace;
+    RunLock lock;
     // A program with no capability or model call site cannot act on the world: it runs without a
     // trace (nothing to audit, approve or resume), and its output is the pure program's output.
     bool traced = !module.sites.empty();
+    if (std::string error; traced && !continuation && !lock.acquire((stateDir / "runs" / (root + ".lock")).string(), error)) {
+        fmt::print(stderr, "{}: error: {}\n", tool, error);
+        return kUsage;
+    }
     if (std::string error; traced && !trace.open(tracePath, error)) {
         fmt::print(stderr, "{}: error: {}\n", tool, error);
         return kUsage;
@@ -561,12 +604,12 @@ int runCommand(std::string_view tool, const std::vector<std::string>& argv) {
     if (approveAll)
         fmt::print(stderr, "warning: --approve-all grants every approval (development and fixtures only)\n");
     // Only where there is something to grant: a pure program's output stays its own.
-    if (allowAll && traced)
+    if (args.has("--allow-all") && traced)
         fmt::print(stderr, "warning: --allow-all grants every host resource with no limits (development only)\n");
 
     nlohmann::ordered_json start = {{"event", "run_start"},
                                     {"run_id", runId},
-                                    {"idempotency_root", runId},
+                                    {"idempotency_root", root},
                                     {"program", module.programName},
                                     {"path", source.file},
                                     {"program_hash", module.programHash},
@@ -576,13 +619,17 @@ int runCommand(std::string_view tool, const std::vector<std::string>& argv) {
                                                         : nlohmann::ordered_json(nullptr)},
                                     {"inputs", givenInputs},
                                     {"mode", mode},
-                                    {"replaying", 0}};
+                                    {"replaying", continuation ? continuation->plan->calls.size() : 0}};
     if (adapterCommand) start["adapter_command"] = *adapterCommand;
+    if (continuation) {
+        start["resumed_from"] = continuation->resumedFrom;
+        if (!continuation->plan->inFlight.empty()) start["in_flight"] = inFlightJson(continuation->plan->inFlight);
+    }
     trace.emit(start);
 
     BrokerOptions options;
     options.runId = runId;
-    options.idempotencyRoot = runId;
+    options.idempotencyRoot = root;
     options.programHash = module.programHash;
     options.host = &setup.host;
     options.policy = &*setup.policy;
@@ -591,6 +638,7 @@ int runCommand(std::string_view tool, const std::vector<std::string>& argv) {
     options.approvals = approveAll ? nullptr : &approvals;
     options.approveAll = approveAll;
     options.programBudget = module.budgetUsd;
+    options.replay = continuation ? continuation->plan : nullptr;
     Broker broker(options, run);
     RunStatus status = broker.drive(run.start(program.entry(), std::move(inputs)));
 
@@ -626,39 +674,276 @@ int runCommand(std::string_view tool, const std::vector<std::string>& argv) {
     }
     if (status == RunStatus::Failed) {
         const RunFailure& f = run.failure();
-        const DiagInfo& info = diagInfo(f.error.code);
-        trace.emit({{"event", "run_end"}, {"run_id", runId}, {"status", "error"}, {"code", std::string(info.code)},
-                    {"message", f.error.message}});
-        if (json) {
-            nlohmann::ordered_json error = {{"code", info.code},  {"name", info.name},
-                                            {"message", f.error.message}, {"line", f.span.line},
-                                            {"col", f.span.col}};
-            if (!f.error.details.is_null()) error["details"] = f.error.details;
-            fmt::print("{}\n", nlohmann::ordered_json{{"status", "failed"}, {"run_id", runId}, {"error", error}}.dump(2));
-        } else {
+        trace.emit({{"event", "run_end"}, {"run_id", runId}, {"status", "error"},
+                    {"code", std::string(diagInfo(f.error.code).code)}, {"message", f.error.message}});
+        if (json)
+            fmt::print("{}\n", nlohmann::ordered_json{{"status", "failed"}, {"run_id", runId}, {"error", failureJson(f)}}.dump(2));
+        else
             printRuntimeFailure(source, f);
-        }
         traceLine();
         return kFailure;
     }
-    std::optional<nlohmann::ordered_json> result = valueToJson(run.result());
-    std::optional<TagSetId> deep = run.heap().deepTags(run.result());
-    nlohmann::ordered_json resultTags = tagNamesJson(run.heap(), deep ? *deep : kNoTags);
-    nlohmann::ordered_json resultJson = result ? *result : nlohmann::ordered_json(nullptr);
-    trace.emit({{"event", "run_end"}, {"run_id", runId}, {"status", "ok"}, {"result", resultJson},
-                {"result_tags", resultTags}, {"spent_usd", broker.spent()}});
+    RunResult result = resultOf(run);
+    trace.emit({{"event", "run_end"}, {"run_id", runId}, {"status", "ok"}, {"result", result.value},
+                {"result_tags", result.tags}, {"spent_usd", broker.spent()}});
     if (json) {
-        nlohmann::ordered_json envelope = {{"status", "completed"},
-                                           {"run_id", runId},
-                                           {"result", resultJson},
-                                           {"result_tags", resultTags},
-                                           {"spent_usd", broker.spent()},
-                                           {"calls", broker.calls()}};
+        nlohmann::ordered_json envelope = {{"status", "completed"},   {"run_id", runId},
+                                           {"result", result.value},  {"result_tags", result.tags},
+                                           {"spent_usd", broker.spent()}, {"calls", broker.calls()}};
         fmt::print("{}\n", prettyJson(envelope));
     } else {
-        fmt::print("{}\n", prettyJson(resultJson));
+        fmt::print("{}\n", prettyJson(result.value));
     }
     traceLine();
+    return kOk;
+}
+
+const std::vector<std::string> kRunSwitches = {"--json", "--allow-all", "--approve-all", "--live", "--interactive"};
+const std::vector<std::string> kRunOptions = {"--host", "--policy", "--fixtures", "--adapter", "--state-dir",
+                                              "--max-steps", "--max-memory", "--max-wall-ms"};
+
+// A recorded run read for `resume` or `replay`. Prints the problem and returns false (exit 2).
+bool readRecordedRun(std::string_view tool, const Args& args, const std::string& run, ReplayPurpose purpose,
+                     ReplayPlan& plan) {
+    std::string path = tracePathFor(tool, args, run);
+    if (path.empty()) return false;
+    TraceFile trace = readTrace(path);
+    if (!trace.error.empty()) {
+        fmt::print(stderr, "{}: error: {}\n", tool, trace.error);
+        fmt::print(stderr, "  hint: a trace is written only by remitvm; restore the original file\n");
+        return false;
+    }
+    if (!trace.warning.empty()) fmt::print(stderr, "{}: warning: {}\n", tool, trace.warning);
+    std::string error;
+    plan = planFromTrace(trace, path, purpose, error);
+    if (!error.empty()) {
+        fmt::print(stderr, "{}: error: {}\n", tool, error);
+        return false;
+    }
+    return true;
+}
+
+// The newest run that continues `runId` (resumes of resumes), so that resuming an old run id again
+// answers every call any of its resumes made from a trace. `runId` itself when none does.
+std::string newestResumeOf(const std::filesystem::path& runsDir, const std::string& runId) {
+    std::map<std::string, std::string> newestChild;  // resumed_from -> newest run id (ids sort by time)
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(runsDir, ec)) {
+        if (entry.path().extension() != ".jsonl") continue;
+        std::ifstream in(entry.path());
+        std::string first;
+        if (!std::getline(in, first)) continue;
+        nlohmann::json start = nlohmann::json::parse(first, nullptr, false);
+        if (!start.is_object() || !start.contains("resumed_from") || !start["resumed_from"].is_string() ||
+            !start.contains("run_id") || !start["run_id"].is_string())
+            continue;
+        std::string& child = newestChild[start["resumed_from"].get<std::string>()];
+        child = std::max(child, start["run_id"].get<std::string>());
+    }
+    std::string current = runId;
+    for (size_t hops = 0; hops < newestChild.size() && newestChild.count(current); ++hops) current = newestChild[current];
+    return current;
+}
+
+}  // namespace
+
+int runCommand(std::string_view tool, const std::vector<std::string>& argv) {
+    Args args;
+    std::vector<std::string> options = kRunOptions;
+    options.insert(options.end(), {"-i", "--input", "--inputs"});
+    if (!parseArgs(tool, argv, kRunSwitches, options, args)) return kUsage;
+    if (args.positional.size() != 1) {
+        fmt::print(stderr, "{}: error: run needs exactly one PROGRAM (.rmt or .rbc)\n", tool);
+        return kUsage;
+    }
+    RunSetup setup;
+    if (int exit = loadRunSetup(tool, args, args.positional[0], false, setup); exit != kOk) return exit;
+    nlohmann::json given;
+    if (!collectInputs(tool, args, *setup.source.program, given)) return kUsage;
+    return executeRun(tool, args, setup, given, nullptr);
+}
+
+int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
+    Args args;
+    std::vector<std::string> options = kRunOptions;
+    options.push_back("--file");
+    if (!parseArgs(tool, argv, kRunSwitches, options, args)) return kUsage;
+    if (args.positional.size() != 1) {
+        fmt::print(stderr, "{}: error: resume needs exactly one RUN_ID (or trace path)\n", tool);
+        return kUsage;
+    }
+    ReplayPlan plan;
+    if (!readRecordedRun(tool, args, args.positional[0], ReplayPurpose::Resume, plan)) return kUsage;
+    std::string root = stringField(plan.start, "idempotency_root");
+    if (root.empty()) root = stringField(plan.start, "run_id");
+    std::filesystem::path runsDir = stateDirOf(args) / "runs";
+
+    // One process at a time continues a run: the lock is taken before the newest trace is chosen.
+    RunLock lock;
+    if (std::string error; !lock.acquire((runsDir / (root + ".lock")).string(), error)) {
+        fmt::print(stderr, "{}: error: cannot resume: {}\n", tool, error);
+        fmt::print(stderr, "  hint: wait for it to finish, then resume again\n");
+        return kFailure;
+    }
+    std::string recordedRun = plan.start["run_id"].get<std::string>();
+    if (std::string newest = newestResumeOf(runsDir, recordedRun); newest != recordedRun) {
+        fmt::print(stderr, "note: run {} was resumed as {}; continuing from {}\n", recordedRun, newest, newest);
+        if (!readRecordedRun(tool, args, newest, ReplayPurpose::Resume, plan)) return kUsage;
+        recordedRun = newest;
+    }
+
+    // The program: --file, else the path the run recorded.
+    std::string file = args.value("--file") ? *args.value("--file") : stringField(plan.start, "path");
+    if (file.empty()) {
+        fmt::print(stderr, "{}: error: the trace does not name its program; pass --file PROG\n", tool);
+        return kUsage;
+    }
+    // Without adapter flags, the recorded mode.
+    if (!args.value("--fixtures") && !args.has("--live") && !args.value("--adapter")) {
+        std::string mode = stringField(plan.start, "mode");
+        if (mode.starts_with("fixtures:")) args.options.push_back({"--fixtures", mode.substr(9)});
+        else if (mode == "live") args.options.push_back({"--live", ""});
+        else if (mode == "adapter" && !stringField(plan.start, "adapter_command").empty())
+            args.options.push_back({"--adapter", stringField(plan.start, "adapter_command")});
+    }
+    RunSetup setup;
+    if (int exit = loadRunSetup(tool, args, file, false, setup); exit != kOk) return exit;
+    const Module& module = setup.source.program->module();
+    if (module.programHash != plan.start["program_hash"].get<std::string>()) {
+        fmt::print(stderr, "error: the program changed since this run; recorded results and approvals no longer apply\n");
+        fmt::print(stderr, "  hint: start it afresh with `{} run {}`, or restore the program the run was made with\n",
+                   tool, file);
+        return kFailure;
+    }
+    if (!stringField(plan.start, "host_hash").empty() && stringField(plan.start, "host_hash") != module.hostHash) {
+        fmt::print(stderr, "error: the host interface changed since this run; recorded results may no longer fit it\n");
+        fmt::print(stderr, "  hint: start the run afresh, or restore the host.rmti the run was made with\n");
+        return kFailure;
+    }
+    if (!plan.inFlight.empty())
+        fmt::print(stderr,
+                   "note: {} call(s) were dispatched but not recorded when run {} stopped; they go out again with "
+                   "the same idempotency key, so an adapter that de-duplicates performs them once\n",
+                   plan.inFlight.size(), recordedRun);
+    Continuation continuation{&plan, recordedRun, root};
+    return executeRun(tool, args, setup, plan.start["inputs"], &continuation);
+}
+
+int replayCommand(std::string_view tool, const std::vector<std::string>& argv) {
+    Args args;
+    if (!parseArgs(tool, argv, {"--json"}, {"--file", "--host", "--state-dir", "--max-steps", "--max-memory", "--max-wall-ms"},
+                   args))
+        return kUsage;
+    if (args.positional.size() != 1) {
+        fmt::print(stderr, "{}: error: replay needs exactly one RUN_ID (or trace path)\n", tool);
+        return kUsage;
+    }
+    bool json = args.has("--json");
+    ReplayPlan plan;
+    if (!readRecordedRun(tool, args, args.positional[0], ReplayPurpose::Replay, plan)) return kUsage;
+    std::string file = args.value("--file") ? *args.value("--file") : stringField(plan.start, "path");
+    if (file.empty()) {
+        fmt::print(stderr, "{}: error: the trace does not name its program; pass --file PROG\n", tool);
+        return kUsage;
+    }
+    RunSetup setup;
+    if (int exit = loadRunSetup(tool, args, file, true, setup); exit != kOk) return exit;
+    const ProgramSource& source = setup.source;
+    const Module& module = source.program->module();
+    if (module.programHash != plan.start["program_hash"].get<std::string>())
+        fmt::print(stderr, "note: program hash differs from the recorded run; replay checks whether behaviour still matches\n");
+    std::string recordedRun = plan.start["run_id"].get<std::string>();
+
+    // A divergence found after the run (count, outcome): R0601 naming the first differing event.
+    auto diverged = [&](const std::string& message, const std::optional<RunFailure>& replayFailure) {
+        if (json) {
+            nlohmann::ordered_json error = {{"code", "R0601"}, {"name", diagInfo(DiagCode::R0601).name},
+                                            {"message", message}};
+            fmt::print("{}\n", prettyJson({{"status", "failed"}, {"run_id", recordedRun}, {"error", error}}));
+        } else {
+            if (replayFailure) printRuntimeFailure(source, *replayFailure);
+            fmt::print(stderr, "error[R0601]: {}\n", message);
+        }
+        return kFailure;
+    };
+    auto atEnd = [&](const std::string& what) {
+        return fmt::format("replay diverged at run_end ({}:{}): {}", plan.tracePath, plan.endLine, what);
+    };
+
+    Run run(source.program, setup.limits);
+    std::vector<Value> inputs;
+    if (!inputValues(tool, *source.program, setup.host, run.heap(), plan.start["inputs"], inputs))
+        return diverged("the recorded inputs do not fit the program's main", std::nullopt);
+    Policy allowAll = Policy::allowAllPolicy();
+    BrokerOptions options;
+    options.runId = recordedRun;
+    options.idempotencyRoot = stringField(plan.start, "idempotency_root").empty() ? recordedRun : stringField(plan.start, "idempotency_root");
+    options.programHash = module.programHash;
+    options.host = &setup.host;
+    options.policy = &allowAll;
+    options.programBudget = module.budgetUsd;
+    options.replay = &plan;  // no adapter, no trace, no approvals: nothing can go out
+    Broker broker(options, run);
+    RunStatus status = broker.drive(run.start(source.program->entry(), std::move(inputs)));
+
+    const nlohmann::ordered_json& end = plan.end;
+    std::string endStatus = end.is_object() ? stringField(end, "status") : "";
+    size_t recorded = plan.calls.size();
+    std::string outcome;  // how the recorded run ended, when the replay reproduced it
+    if (status == RunStatus::Failed) {
+        const RunFailure& f = run.failure();
+        const std::optional<UnrecordedCall>& next = broker.unrecorded();
+        bool usedUp = f.error.code == DiagCode::R0601 && next && broker.replayed() == recorded;
+        if (usedUp && endStatus == "pending_approval") {
+            // The run paused at this call: the replay reproduced everything up to the pause.
+            const nlohmann::ordered_json& p = plan.pendingApproval;
+            bool same = p.is_object() && stringField(p, "resource") == next->resource && stringField(p, "site") == next->site &&
+                        p.contains("args") && canonicalJson(p["args"]) == canonicalJson(next->args);
+            if (!same) return diverged(atEnd(fmt::format("the run paused for approval of another call than '{}' at {}",
+                                                         next->resource, next->site)), std::nullopt);
+            outcome = fmt::format("the run paused for approval of '{}' as recorded", next->resource);
+        } else if (usedUp && endStatus.empty()) {
+            outcome = "the recorded run stopped here without a run_end";
+        } else if (f.error.code == DiagCode::R0601) {
+            return diverged(f.error.message, f);
+        } else if (broker.replayed() < recorded) {
+            return diverged(fmt::format("replay diverged: program made {} of {} recorded calls", broker.replayed(), recorded), f);
+        } else if (endStatus == "error" && stringField(end, "code") == diagInfo(f.error.code).code) {
+            outcome = fmt::format("the run failed with {} as recorded", diagInfo(f.error.code).code);
+        } else {
+            return diverged(atEnd(fmt::format("the run ended with {}, the replay failed with {}",
+                                              endStatus.empty() ? "no run_end" : endStatus, diagInfo(f.error.code).code)),
+                            f);
+        }
+    } else {
+        if (broker.replayed() < recorded)
+            return diverged(fmt::format("replay diverged: program made {} of {} recorded calls", broker.replayed(), recorded),
+                            std::nullopt);
+        RunResult result = resultOf(run);
+        if (endStatus == "ok") {
+            if (!end.contains("result") || canonicalJson(end["result"]) != canonicalJson(result.value))
+                return diverged(atEnd("the final result differs from the recorded result"), std::nullopt);
+            if (end.contains("result_tags") && canonicalJson(end["result_tags"]) != canonicalJson(result.tags))
+                return diverged(atEnd(fmt::format("the final result's tags differ: recorded {}, replayed {}",
+                                                  canonicalJson(end["result_tags"]), canonicalJson(result.tags))),
+                                std::nullopt);
+        } else if (!endStatus.empty()) {
+            return diverged(atEnd(fmt::format("the run ended with {}, the replay completed", endStatus)), std::nullopt);
+        }
+        if (json) {
+            fmt::print("{}\n", prettyJson({{"status", "completed"}, {"run_id", recordedRun}, {"result", result.value},
+                                           {"result_tags", result.tags}, {"spent_usd", broker.spent()},
+                                           {"calls", broker.calls()}, {"replay", {{"ok", true}, {"reproduced", recorded}}}}));
+        } else {
+            fmt::print("{}\n", prettyJson(result.value));
+        }
+        if (endStatus.empty()) outcome = "the recorded run has no run_end to compare the result with";
+    }
+    if (json && status == RunStatus::Failed)
+        fmt::print("{}\n", prettyJson({{"status", "replayed"}, {"run_id", recordedRun},
+                                       {"replay", {{"ok", true}, {"reproduced", recorded}, {"outcome", outcome}}}}));
+    fmt::print(stderr, "replay ok: {} recorded call(s) reproduced, no live effects{}\n", recorded,
+               outcome.empty() ? "" : " (" + outcome + ")");
     return kOk;
 }
 

@@ -12,6 +12,7 @@
 
 #include "broker/broker.h"
 #include "broker/fixture_adapter.h"
+#include "broker/replay.h"
 #include "broker/trace.h"
 #include "compiler/checker.h"
 #include "compiler/parser.h"
@@ -278,4 +279,86 @@ TEST_CASE("json schema: the prototype's shapes") {
           R"("additionalProperties":false})");
     CHECK(jsonSchemaFor(arena.list(arena.integer(), std::nullopt)).dump() ==
           R"({"type":"array","items":{"type":"integer"}})");
+}
+
+namespace {
+
+remit::TraceFile traceOf(const std::vector<std::string>& lines) {
+    remit::TraceFile t;
+    for (size_t i = 0; i < lines.size(); ++i) {
+        t.events.push_back(nlohmann::json::parse(lines[i]));
+        t.lines.push_back(i + 1);
+    }
+    return t;
+}
+
+const char* kStart = R"({"event":"run_start","run_id":"r1","idempotency_root":"r1","program_hash":"h","inputs":{},"path":"p.rmt"})";
+const char* kOkCall = R"({"event":"call","resource":"a","site":"main#0","args":{},"status":"ok","result":1,"idempotency_key":"k0"})";
+const char* kFailedCall = R"({"event":"call","resource":"b","site":"main#1","args":{},"status":"error","error":{"code":"R0501","message":"x"},"idempotency_key":"k1"})";
+
+}  // namespace
+
+TEST_CASE("replay plan: failed calls are replayed, except those that stopped a resumed run") {
+    using namespace remit;
+    std::string error;
+    TraceFile failed = traceOf({kStart, kOkCall, kFailedCall, R"({"event":"run_end","status":"error","code":"R0501"})"});
+    CHECK(planFromTrace(failed, "t.jsonl", ReplayPurpose::Replay, error).calls.size() == 2);
+    CHECK(planFromTrace(failed, "t.jsonl", ReplayPurpose::Resume, error).calls.size() == 1);
+    TraceFile paused = traceOf({kStart, kOkCall, kFailedCall, R"({"event":"run_end","status":"pending_approval"})"});
+    ReplayPlan plan = planFromTrace(paused, "t.jsonl", ReplayPurpose::Resume, error);
+    CHECK(error.empty());
+    CHECK(plan.calls.size() == 2);  // the run moved past the failure (an `else`) before it paused
+    CHECK(plan.liveAfter);
+}
+
+TEST_CASE("replay plan: a dispatch without its call event is in flight, carried over by a resume") {
+    using namespace remit;
+    std::string error;
+    TraceFile t = traceOf({kStart, R"({"event":"dispatch","run_id":"r1","resource":"a","site":"main#0","idempotency_key":"k0","args_sha256":"d"})",
+                           kOkCall,
+                           R"({"event":"dispatch","run_id":"r1","resource":"c","site":"main#2","idempotency_key":"k2","args_sha256":"d2","approval":{"digest":"g","approved_by":"ann"}})"});
+    ReplayPlan plan = planFromTrace(t, "t.jsonl", ReplayPurpose::Resume, error);
+    REQUIRE(plan.inFlight.size() == 1);
+    CHECK(plan.inFlight[0].idempotencyKey == "k2");
+    CHECK(plan.inFlight[0].approval["approved_by"] == "ann");
+    // A resume that has not reached it yet carries it in run_start.
+    nlohmann::ordered_json start = nlohmann::ordered_json::parse(kStart);
+    start["in_flight"] = inFlightJson(plan.inFlight);
+    TraceFile resumed = traceOf({start.dump()});
+    CHECK(planFromTrace(resumed, "t2.jsonl", ReplayPurpose::Resume, error).inFlight.size() == 1);
+}
+
+TEST_CASE("replay plan: hostile traces are errors naming the line, never exceptions") {
+    using namespace remit;
+    for (std::vector<std::string> lines : std::vector<std::vector<std::string>>{
+             {R"({"event":"call"})"},
+             {R"({"event":"run_start","run_id":1,"program_hash":"h","inputs":{}})"},
+             {kStart, R"({"event":"call","resource":"a","site":"main#0","args":[],"status":"ok","result":1})"},
+             {kStart, R"({"event":"call","resource":"a","site":"main#0","args":{},"status":"ok"})"},
+             {kStart, R"({"event":"call","resource":"a","site":"main#0","args":{},"status":"maybe"})"},
+             {kStart, R"({"event":"dispatch","idempotency_key":7})"},
+             {R"({"event":"run_start","run_id":"r","program_hash":"h","inputs":{},"path":3})"}}) {
+        std::string error;
+        planFromTrace(traceOf(lines), "t.jsonl", ReplayPurpose::Resume, error);
+        CHECK_MESSAGE(error.starts_with("t.jsonl:"), lines.back());
+    }
+}
+
+TEST_CASE("trace reading: a last line cut short is a warning, a broken line elsewhere an error") {
+    using namespace remit;
+    auto path = std::filesystem::temp_directory_path() / ("remit-trace-" + std::to_string(::getpid()) + ".jsonl");
+    auto write = [&](const std::string& text) {
+        std::FILE* f = std::fopen(path.c_str(), "wb");
+        std::fwrite(text.data(), 1, text.size(), f);
+        std::fclose(f);
+    };
+    write(std::string(kStart) + "\n" + R"({"event":"call","reso)");
+    TraceFile t = readTrace(path.string());
+    CHECK(t.error.empty());
+    CHECK(t.events.size() == 1);
+    CHECK(t.warning.find(":2: the last line is cut short") != std::string::npos);
+    write(std::string(kStart) + "\n{broken\n" + kOkCall + "\n");
+    t = readTrace(path.string());
+    CHECK(t.error.find(":2:") != std::string::npos);
+    std::filesystem::remove(path);
 }

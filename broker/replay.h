@@ -1,0 +1,70 @@
+// Re-executing a recorded run (shared/DESIGN.md A1, A7; shared/PROTOTYPE.md §1.1, §4.8): what
+// `resume` and `replay` take from a trace. Both re-run the program from the recorded inputs and
+// answer every recorded call from the trace instead of dispatching it; `resume` then continues
+// live, `replay` must not need anything live.
+//
+// Decisions (docs/broker.md "Resume and replay"):
+// - Every recorded `call` event is replayed in order, failed ones too (the prototype replays only
+//   the successful ones, which makes a run that took an `else` fallback diverge on resume). A
+//   resume of a run that did not pause drops the failed calls at the end of the record: they are
+//   what stopped the run, so they are tried again live.
+// - A dispatch whose outcome was never recorded (the process died between the `dispatch` event and
+//   the `call` event) is "in flight": the resumed run sends the same call again with the same
+//   idempotency key — and, if the dispatch was approved, under the same approval — so an adapter
+//   that de-duplicates by key performs it at most once. Each resumed trace carries the in-flight
+//   calls it has not resolved yet in its `run_start`, so a crash during a resume loses nothing.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "broker/trace.h"
+
+namespace remit {
+
+// A call recorded in an earlier trace, answered from the record.
+struct RecordedCall {
+    nlohmann::ordered_json event;  // the `call` event as read
+    size_t line = 0;               // its line in the trace, for divergence messages
+};
+
+// A dispatch an earlier run began and never recorded the outcome of.
+struct InFlightCall {
+    std::string runId, resource, site, idempotencyKey, argsDigest;
+    nlohmann::ordered_json approval;  // null, or {digest, approved_by}
+};
+
+struct ReplayPlan {
+    std::string tracePath;
+    nlohmann::ordered_json start;  // the trace's run_start
+    nlohmann::ordered_json end;    // its last run_end, or null when the run stopped without one
+    size_t endLine = 0;
+    nlohmann::ordered_json pendingApproval;  // the last pending_approval event, or null
+    std::vector<RecordedCall> calls;
+    std::vector<InFlightCall> inFlight;
+    bool liveAfter = true;  // resume: continue live once the record is used up; replay: diverge
+};
+
+enum class ReplayPurpose { Resume, Replay };
+
+// Builds the plan from a trace read by readTrace. Empty `error` on success; otherwise it names the
+// trace's file and line and what is wrong (a run_start missing, a call event without its fields).
+ReplayPlan planFromTrace(const TraceFile& trace, const std::string& path, ReplayPurpose purpose, std::string& error);
+
+// A string field of a trace event, or "" when it is missing or not a string (traces may be edited).
+template <class Json>
+std::string stringField(const Json& event, const char* key) {
+    auto it = event.find(key);
+    return it != event.end() && it->is_string() ? it->template get<std::string>() : std::string();
+}
+
+// SHA-256 of the canonical arguments: how a `dispatch` event names them without repeating them.
+std::string argsDigest(const nlohmann::ordered_json& args);
+
+// The in-flight calls as `run_start` records them, and back.
+nlohmann::ordered_json inFlightJson(const std::vector<InFlightCall>& calls);
+
+}  // namespace remit
