@@ -285,6 +285,12 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
                                       {"program_hash", options_.programHash}, {"reasons", reasons}};
             std::string storeError;
             who = options_.approvals->decide(digest, request, options_.runId, storeError);
+            // --interactive: an operator at the terminal may approve it now; the approval goes
+            // through the store, so it is recorded and consumed like any other.
+            if (!who && storeError.empty() && options_.askOperator &&
+                options_.askOperator(PendingApproval{digest, site.id, resource, rawArgs, reasons}) &&
+                options_.approvals->approve(digest, "interactive", storeError))
+                who = options_.approvals->decide(digest, request, options_.runId, storeError);
             if (!storeError.empty()) ioError_ = storeError;
         }
         if (!who) {

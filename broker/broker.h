@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -40,6 +41,13 @@
 
 namespace remit {
 
+// The request a paused run waits for (the `approval_required` envelope's `pending`).
+struct PendingApproval {
+    std::string digest, site, resource;
+    nlohmann::ordered_json args;
+    std::vector<std::string> reasons;
+};
+
 struct BrokerOptions {
     std::string runId;
     std::string idempotencyRoot;  // the first run's id (resume keeps it)
@@ -53,6 +61,8 @@ struct BrokerOptions {
     std::optional<double> programBudget;  // the program's `budget usd`
     uint64_t defaultTimeoutMs = 30'000;   // for calls without a `timeout`
     const ReplayPlan* replay = nullptr;   // resume and replay: the recorded calls
+    // --interactive: asked when the store has no approval for a call; true approves it.
+    std::function<bool(const PendingApproval&)> askOperator;
 };
 
 // The call a replay without live calls stopped at (the record was used up).
@@ -61,12 +71,6 @@ struct UnrecordedCall {
     nlohmann::ordered_json args;
 };
 
-// The request a paused run waits for (the `approval_required` envelope's `pending`).
-struct PendingApproval {
-    std::string digest, site, resource;
-    nlohmann::ordered_json args;
-    std::vector<std::string> reasons;
-};
 
 class Broker {
 public:

@@ -7,6 +7,7 @@
 
 #include "compiler/driver.h"
 #include "compiler/manifest.h"
+#include "vm/api.h"
 
 namespace remit::cli {
 
@@ -82,12 +83,25 @@ bool parseArgs(std::string_view tool, const std::vector<std::string>& argv, cons
     return true;
 }
 
-namespace {
-
-void printDiagnostics(const CheckOutcome& outcome) {
-    for (const Diagnostic& d : outcome.diags.items())
-        fmt::print(stderr, "{}\n", renderText(d, outcome.sourceFor(d.file)));
+void printDiagnostics(const DiagnosticList& diags, const CheckOutcome* outcome) {
+    for (const Diagnostic& d : diags.items())
+        fmt::print(stderr, "{}\n", renderText(d, outcome ? outcome->sourceFor(d.file) : nullptr));
 }
+
+std::shared_ptr<const LoadedProgram> compileChecked(const CheckOutcome& outcome, int& exit) {
+    std::string error;
+    auto program = buildProgram(*outcome.program, *outcome.checked, outcome.file, error);
+    if (!program) {
+        DiagnosticList diags;
+        diags.add(makeDiagnostic(DiagCode::E0003, error, outcome.file, outcome.program->span,
+                                 "split the function or the program into smaller parts"));
+        printDiagnostics(diags, &outcome);
+        exit = kFailure;
+    }
+    return program;
+}
+
+namespace {
 
 nlohmann::ordered_json checkJson(const CheckOutcome& outcome) {
     nlohmann::ordered_json diagnostics = nlohmann::ordered_json::array();
@@ -159,7 +173,7 @@ int checkCommand(std::string_view tool, const std::vector<std::string>& argv) {
             results.push_back(checkJson(outcome));
             continue;
         }
-        printDiagnostics(outcome);
+        printDiagnostics(outcome.diags, &outcome);
         if (outcome.ok()) {
             if (outcome.checked) fmt::print("{}", manifestSummary(outcome.checked->manifest));
             if (outcome.policyPath) fmt::print("ok: {} (policy {})\n", file, *outcome.policyPath);
@@ -186,7 +200,7 @@ static std::optional<CheckOutcome> checkedOrReport(std::string_view tool, const 
         exit = kUsage;
         return std::nullopt;
     }
-    printDiagnostics(outcome);
+    printDiagnostics(outcome.diags, &outcome);
     if (!outcome.ok() || !outcome.checked) {
         fmt::print(stderr, "{} error(s) in {}\n", outcome.diags.errorCount(), file);
         exit = kFailure;

@@ -4,9 +4,16 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+namespace remit {
+class DiagnosticList;
+struct CheckOutcome;
+class LoadedProgram;
+}  // namespace remit
 
 namespace remit::cli {
 
@@ -31,6 +38,12 @@ std::filesystem::path stateDirOf(const Args& args);
 // printed, when there is no such trace.
 std::string tracePathFor(std::string_view tool, const Args& args, const std::string& run);
 
+// Prints diagnostics on stderr, each with its source excerpt when `outcome` holds the file.
+void printDiagnostics(const DiagnosticList& diags, const CheckOutcome* outcome);
+// Compiles a checked program to bytecode; a bytecode limit (E0003) is printed like any diagnostic
+// and `exit` set to 1.
+std::shared_ptr<const LoadedProgram> compileChecked(const CheckOutcome& outcome, int& exit);
+
 using Command = int (*)(std::string_view tool, const std::vector<std::string>& argv);
 
 // The whole main() of a tool: dispatches argv[1] to one of `commands` (by name), prints `usage` for
@@ -53,6 +66,8 @@ int approveCommand(std::string_view tool, const std::vector<std::string>& argv);
 // cli/run_commands.cpp: re-executions of a recorded run
 int resumeCommand(std::string_view tool, const std::vector<std::string>& argv);
 int replayCommand(std::string_view tool, const std::vector<std::string>& argv);
+// cli/test_command.cpp
+int testCommand(std::string_view tool, const std::vector<std::string>& argv);
 // `manifest PROG.rbc`: the manifest stored in a verified artifact.
 int bytecodeManifest(std::string_view tool, const std::string& path);
 

@@ -17,7 +17,8 @@ constexpr const char* kUsageText =
     "  approve DIGEST [--by NAME]\n"
     "  resume RUN [--file F] [--host H] [--policy P] [--allow-all] [--approve-all] [--fixtures F | --live]\n"
     "  replay RUN [--file F] [--host H]\n"
-    "(test and mcp arrive with later stages)\n";
+    "  test [PATH...] [--host H]\n"
+    "(mcp arrives with a later stage)\n";
 
 }  // namespace
 
@@ -30,5 +31,6 @@ int main(int argc, char** argv) {
                     {"run", runCommand},
                     {"approve", approveCommand},
                     {"resume", resumeCommand},
-                    {"replay", replayCommand}}, argc, argv);
+                    {"replay", replayCommand},
+                    {"test", testCommand}}, argc, argv);
 }

@@ -1,7 +1,7 @@
 // remitvm: the VM's command line (shared/DESIGN.md A1). `run` executes a .rmt (compiled in
 // memory) or a verified .rbc through the broker; `resume` and `replay` re-execute a recorded run;
-// `trace` reads a trace and `approve` records an approval; test, serve and mcp arrive later. The
-// commands themselves live in cli/*_command(s).cpp.
+// `trace` reads a trace and `approve` records an approval; `test` runs test blocks; serve and mcp
+// arrive later. The commands themselves live in cli/*_command(s).cpp.
 #include "cli/commands.h"
 
 namespace {
@@ -22,11 +22,13 @@ constexpr const char* kUsageText =
     "      re-execute a run against its trace only and check it reproduces (no live effects)\n"
     "  trace RUN_ID|TRACE.jsonl [--why SEQ] [--state-dir D]\n"
     "      print a run's timeline, or what call SEQ derives from and who approved it\n"
-    "(test, serve and mcp arrive later)\n";
+    "  test [PATH...] [--host H]\n"
+    "      run the test blocks of .rmt files (directories are searched)\n"
+    "(serve and mcp arrive later)\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
     using namespace remit::cli;
-    return runTool("remitvm", kUsageText, {{"run", runCommand}, {"approve", approveCommand}, {"trace", traceCommand}, {"resume", resumeCommand}, {"replay", replayCommand}}, argc, argv);
+    return runTool("remitvm", kUsageText, {{"run", runCommand}, {"approve", approveCommand}, {"trace", traceCommand}, {"resume", resumeCommand}, {"replay", replayCommand}, {"test", testCommand}}, argc, argv);
 }

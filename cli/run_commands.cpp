@@ -1,9 +1,13 @@
 // The commands that produce and run bytecode: `remitc build`, `remitc dis`, `remitc manifest
-// PROG.rbc`, and `run` (remitvm run, remit run). Flag parsing and printing only: programs come
+// PROG.rbc`, `run`, and the re-executions of a recorded run, `resume` and `replay` (remitvm and
+// remit alike). Flag parsing and printing only: programs come
 // from compiler/driver.h and vm/api.h, runs from the embedding API (remit/remit.h), and every host
 // call a run makes goes through the broker (broker/broker.h) with the adapter the flags choose.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -41,11 +45,6 @@ constexpr size_t kMaxRbcBytes = size_t(256) << 20;
 
 bool isBytecodePath(const std::string& path) { return path.size() > 4 && path.ends_with(".rbc"); }
 
-void printDiagnostics(const DiagnosticList& diags, const CheckOutcome* outcome) {
-    for (const Diagnostic& d : diags.items())
-        fmt::print(stderr, "{}\n", renderText(d, outcome ? outcome->sourceFor(d.file) : nullptr));
-}
-
 // A program ready to run or disassemble, from a .rmt (checked and compiled in memory) or a .rbc.
 struct ProgramSource {
     std::shared_ptr<const LoadedProgram> program;
@@ -75,20 +74,6 @@ std::shared_ptr<const LoadedProgram> loadBytecodeFile(std::string_view tool, con
         return nullptr;
     }
     return loaded.program;
-}
-
-// Compiles a checked program; an E0003 limit is reported like any diagnostic (exit 1).
-std::shared_ptr<const LoadedProgram> compileChecked(const CheckOutcome& outcome, int& exit) {
-    std::string error;
-    auto program = buildProgram(*outcome.program, *outcome.checked, outcome.file, error);
-    if (!program) {
-        DiagnosticList diags;
-        diags.add(makeDiagnostic(DiagCode::E0003, error, outcome.file, outcome.program->span,
-                                 "split the function or the program into smaller parts"));
-        printDiagnostics(diags, &outcome);
-        exit = kFailure;
-    }
-    return program;
 }
 
 // The program text for excerpts in runtime errors and disassembly: the checked source, else the
@@ -554,6 +539,21 @@ struct Continuation {
     std::string idempotencyRoot;
 };
 
+// --interactive: shows the request on stderr and reads y/N from the terminal (PROTOTYPE.md §1.1).
+bool askAtTerminal(const PendingApproval& pending) {
+    nlohmann::ordered_json request = {{"resource", pending.resource}, {"args", pending.args},
+                                      {"reasons", pending.reasons}};
+    fmt::print(stderr, "\n=== approval required ===\n{}\ndigest {}\napprove this exact call? [y/N] ",
+               prettyJson(request), pending.digest);
+    std::fflush(stderr);
+    std::string answer;
+    for (int c = std::getchar(); c != EOF && c != '\n'; c = std::getchar())
+        if (answer.size() < 16) answer += static_cast<char>(std::tolower(c));
+    answer.erase(0, answer.find_first_not_of(" \t\r"));
+    answer.erase(answer.find_last_not_of(" \t\r") + 1);
+    return answer == "y" || answer == "yes";
+}
+
 // Runs main through the broker and prints the outcome as `run` does (DESIGN.md A4): the adapter the
 // flags choose, approvals, the trace, the run lock, the envelopes and exit codes. `resume` passes
 // the recorded inputs and its continuation.
@@ -639,6 +639,7 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     options.approveAll = approveAll;
     options.programBudget = module.budgetUsd;
     options.replay = continuation ? continuation->plan : nullptr;
+    if (args.has("--interactive") && !approveAll && ::isatty(STDIN_FILENO)) options.askOperator = askAtTerminal;
     Broker broker(options, run);
     RunStatus status = broker.drive(run.start(program.entry(), std::move(inputs)));
 

@@ -264,11 +264,12 @@ def test_email_assistant_manifest():
 
 
 def test_email_assistant_unsafe_variant_is_the_same_program_but_the_address():
-    """Apart from comments, the variant only adds the model call that extracts an address and
+    """Apart from comments and tests, the variant only adds the model call that extracts an address and
     sends to it."""
-    def code(name):
+    def code(name):  # the program without comments and test blocks (the variant carries no tests)
         lines = app_file("email_assistant", name).read_text(encoding="utf-8").splitlines()
-        return [line for line in lines if not line.lstrip().startswith("#")]
+        first_test = next((i for i, line in enumerate(lines) if line.startswith('test "')), len(lines))
+        return [line for line in lines[:first_test] if not line.lstrip().startswith("#")]
     safe, unsafe = code("email_assistant.rmt"), code("unsafe_variant.rmt")
     removed = [line for line in safe if line not in unsafe]
     added = [line for line in unsafe if line not in safe]

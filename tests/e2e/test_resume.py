@@ -301,5 +301,29 @@ def test_concurrent_resumes_cannot_both_dispatch():
         expect(performed(ws) == ["crm.lookup", "mail.send", "pay.refund", "mail.send"], "each effect once", effects(ws))
 
 
+def test_interactive_asks_at_the_terminal():
+    import os
+    import pty
+    with workspace() as ws:
+        for answer, code in ((b"n\n", 3), (b"y\n", 0)):
+            master, slave = pty.openpty()
+            os.write(master, answer)
+            proc = subprocess.run([REMITVM, "run", "prog.rmt", "-i", "order=A-2", "--interactive", "--adapter",
+                                   adapter()], cwd=ws.path, stdin=slave, capture_output=True, timeout=60)
+            os.close(slave)
+            os.close(master)
+            err = proc.stderr.decode()
+            expect(proc.returncode == code and "approve this exact call? [y/N]" in err and '"pay.refund"' in err,
+                   f"answer {answer!r}: exit {code}\n{err}")
+        c = calls(events_of(ws, re.search(r"runs/(\S+)\.jsonl", err).group(1)))
+        expect(c[2]["approval"]["approved_by"] == "interactive", "recorded as interactive", c)
+        store = json.loads(ws.read(".remit/approvals.json"))
+        expect(c[2]["approval"]["digest"] in store["consumed"], "and consumed", store)
+        # Without a terminal, --interactive is the store: it pauses.
+        r = run(REMITVM, "run", "prog.rmt", "-i", "order=A-2", "--interactive", "--adapter", adapter(), cwd=ws.path,
+                stdin=b"y\n")
+        expect(r.code == 3 and "[y/N]" not in r.err, "no terminal, no prompt", r)
+
+
 if __name__ == "__main__":
     main(globals())

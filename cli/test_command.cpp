@@ -1,0 +1,182 @@
+// `remitvm test [PATH...] [--host H]` and `remit test`: runs the `test` blocks of .rmt files with the
+// prototype's semantics (shared/PROTOTYPE.md §1.1, §4.10; docs/testing.md). Each file is checked
+// and compiled as `run` does (compiler/driver.h, vm/api.h); each test is the compiled function
+// module().tests names (compiler/codegen.cpp), run in a fresh remit::Run with default limits and
+// driven by a fresh Broker: allow-all policy, the program's `budget`, no trace, the test's fixture
+// file (relative to the program's directory) or no fixtures, and approvals granted only when the
+// fixture says `"approve_all": true`. Output is the prototype's: the file, `  ok    NAME` or
+// `  FAIL  NAME: file:line:col: message` per test, then `N passed, M failed`; exit 1 when any
+// test failed, 2 on a usage error.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/broker.h"
+#include "broker/fixture_adapter.h"
+#include "cli/commands.h"
+#include "compiler/driver.h"
+#include "remit/remit.h"
+#include "runtime/diagnostics.h"
+#include "runtime/policy.h"
+#include "vm/api.h"
+
+namespace remit::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Tally {
+    size_t passed = 0, failed = 0;
+};
+
+Span toSpan(const DebugSpan& s) { return Span{s.line, s.col, s.endLine, s.endCol}; }
+
+// The number of `test` blocks the parser found (a file that did not parse may have lost some).
+size_t countTests(const ast::Program* program) {
+    if (!program) return 0;
+    size_t n = 0;
+    for (const ast::DeclPtr& d : program->decls)
+        if (d->kind == ast::DeclKind::Test) ++n;
+    return n;
+}
+
+// Why a test failed, as the text after `  FAIL  NAME: `: an expectation is `file:line:col:
+// message`; a runtime error is rendered as `run` renders it, without the source excerpt (one line).
+std::string failureText(const std::string& file, const RunFailure& f) {
+    if (f.expectationFailed) return fmt::format("{}:{}:{}: {}", file, f.span.line, f.span.col, f.error.message);
+    return renderText(makeDiagnostic(f.error.code, f.error.message, file, toSpan(f.span)), nullptr);
+}
+
+// Runs one test block; returns the failure text, or nothing when it passed.
+std::optional<std::string> runTest(const std::shared_ptr<const LoadedProgram>& program, const TestCase& test,
+                                   const std::string& file, const HostModel& host, const Policy& policy) {
+    const Module& module = program->module();
+    std::unique_ptr<FixtureAdapter> adapter;
+    if (test.fixtures) {
+        std::string path = (fs::path(file).parent_path() / *test.fixtures).string();
+        std::string where = fmt::format("{}:{}:{}", file, test.span.line, test.span.col);
+        std::error_code ec;
+        if (!fs::exists(path, ec)) return fmt::format("{}: fixtures file {} does not exist", where, path);
+        std::string error, hint;
+        adapter = FixtureAdapter::load(path, error, hint);
+        if (!adapter) return fmt::format("{}: {}", where, error);
+    } else {
+        adapter = FixtureAdapter::empty();
+    }
+
+    Run run(program, VmLimits{});
+    BrokerOptions options;
+    options.runId = "test";
+    options.idempotencyRoot = "test";
+    options.programHash = module.programHash;
+    options.host = &host;
+    options.policy = &policy;
+    options.adapter = adapter.get();
+    options.trace = nullptr;
+    options.approvals = nullptr;  // without approve_all every approval is denied: R0302
+    options.approveAll = adapter->approveAll();
+    options.programBudget = module.budgetUsd;
+    Broker broker(options, run);
+    RunStatus status = broker.drive(run.start(test.function, {}));
+    if (status == RunStatus::Completed) return std::nullopt;
+    if (status == RunStatus::Failed) return failureText(file, run.failure());
+    return fmt::format("{}:{}:{}: the test stopped before it completed", file, test.span.line, test.span.col);
+}
+
+// Checks, compiles and runs the tests of one file, printing its lines.
+void testFile(std::string_view tool, const std::string& file, const std::optional<std::string>& hostPath,
+              Tally& tally) {
+    CheckOptions options;
+    options.checkPolicy = false;  // tests run under an allow-all policy
+    options.hostPath = hostPath;
+    CheckOutcome outcome = checkProgramFile(file, options);
+    if (outcome.ioError) {
+        // The file was listed but cannot be read: it may hold tests, so it counts as one failure.
+        fmt::print(stderr, "{}: error: {}\n", tool, outcome.ioError->message);
+        ++tally.failed;
+        return;
+    }
+    size_t tests = countTests(outcome.program.get());
+    // The driver looks for the host only once the file parsed: no host path and no E0002 means
+    // the parser stopped it, and its tests cannot be counted with certainty.
+    bool parsed = outcome.hostPath.has_value();
+    for (const Diagnostic& d : outcome.diags.items()) parsed = parsed || d.code == DiagCode::E0002;
+    if (parsed && tests == 0) return;  // no test blocks: skipped silently
+    if (!outcome.ok() || !outcome.checked) {
+        // A file that does not check fails all its tests; one that does not parse fails at least
+        // once, so a syntax error can never hide a test.
+        printDiagnostics(outcome.diags, &outcome);
+        fmt::print(stderr, "{} error(s) in {}\n", outcome.diags.errorCount(), file);
+        tally.failed += parsed ? tests : std::max<size_t>(tests, 1);
+        return;
+    }
+    int exit = kOk;
+    std::shared_ptr<const LoadedProgram> program = compileChecked(outcome, exit);
+    if (!program) {
+        tally.failed += tests;
+        return;
+    }
+    fmt::print("{}\n", file);
+    const Policy policy = Policy::allowAllPolicy();
+    for (const TestCase& test : program->module().tests) {
+        std::optional<std::string> failure = runTest(program, test, file, outcome.checked->host, policy);
+        if (failure) {
+            ++tally.failed;
+            fmt::print("  FAIL  {}: {}\n", test.name, *failure);
+        } else {
+            ++tally.passed;
+            fmt::print("  ok    {}\n", test.name);
+        }
+    }
+}
+
+}  // namespace
+
+int testCommand(std::string_view tool, const std::vector<std::string>& argv) {
+    Args args;
+    if (!parseArgs(tool, argv, {}, {"--host"}, args)) return kUsage;
+    std::vector<std::string> paths = args.positional.empty() ? std::vector<std::string>{"."} : args.positional;
+    for (const std::string& path : paths) {
+        std::error_code ec;
+        if (!fs::exists(path, ec)) {
+            fmt::print(stderr, "{}: error: {}: no such file or directory\n", tool, path);
+            return kUsage;
+        }
+        if (!fs::is_directory(path, ec) && path.ends_with(".rbc")) {
+            fmt::print(stderr, "{}: error: {} is bytecode; test runs the test blocks of .rmt source files\n", tool,
+                       path);
+            return kUsage;
+        }
+    }
+    std::optional<std::string> hostPath;
+    if (const std::string* host = args.value("--host")) {
+        std::error_code ec;
+        if (!fs::is_regular_file(*host, ec)) {
+            fmt::print(stderr, "{}: error: {}: no such file\n", tool, *host);
+            return kUsage;
+        }
+        hostPath = *host;
+    }
+    std::vector<IoError> errors;
+    std::vector<std::string> files = expandProgramPaths(paths, errors);
+    if (!errors.empty()) {
+        for (const IoError& e : errors) fmt::print(stderr, "{}: error: {}\n", tool, e.message);
+        return kUsage;
+    }
+    Tally tally;
+    for (const std::string& file : files) {
+        testFile(tool, file, hostPath, tally);
+        std::fflush(stdout);  // keep each file's lines ahead of the next file's diagnostics
+    }
+    fmt::print("{} passed, {} failed\n", tally.passed, tally.failed);
+    return tally.failed ? kFailure : kOk;
+}
+
+}  // namespace remit::cli
