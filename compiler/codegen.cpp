@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "compiler/formatter.h"
@@ -128,6 +129,33 @@ bool containsBlocks(const Expr& e) {
         found = found || x.kind == ExprKind::If || x.kind == ExprKind::For || x.kind == ExprKind::Match;
     };
     walkExpr(e, 0, visit);
+    return found;
+}
+
+// Does running `b` assign the variable `name`, in its own statements or in a block nested in them?
+bool assignsVariable(const Block& b, const std::string& name) {
+    auto direct = [&](const Block& block) {
+        for (const StmtPtr& s : block.stmts)
+            if (s->kind == StmtKind::Assign && s->name == name) return true;
+        return false;
+    };
+    bool found = direct(b);
+    auto visit = [&](const Expr& e, int) {
+        if (found) return;
+        switch (e.kind) {
+            case ExprKind::If: {
+                const auto& i = e.as<IfExpr>();
+                found = direct(*i.thenBlock) || (i.elseBlock && direct(*i.elseBlock));
+                break;
+            }
+            case ExprKind::For: found = direct(*e.as<ForExpr>().body); break;
+            case ExprKind::Match:
+                for (const MatchArm& a : e.as<MatchExpr>().arms) found = found || direct(*a.body);
+                break;
+            default: break;
+        }
+    };
+    walkBlock(b, 0, visit);
     return found;
 }
 
@@ -425,6 +453,11 @@ private:
         return {l, operand(right)};
     }
     void binary(const BinaryExpr& e, uint16_t dest);
+    // A condition that is a comparison, when nothing but the branch reads its Bool (no PCENTER or
+    // ADDTAGS needs its tags): a fused compare-and-branch (IFLT, IFLE, IFEQ, IFNE) and the JMP it
+    // takes when the comparison fails — or, with `negate`, when it holds. Returns that JMP, to be
+    // patched, or nullopt (nothing emitted) when `cond` is not a comparison.
+    std::optional<size_t> branchUnless(const Expr& cond, bool negate = false);
     void ifExpr(const IfExpr& e, uint16_t dest);
     void forExpr(const ForExpr& e, uint16_t dest);
     void matchExpr(const MatchExpr& e, uint16_t dest);
@@ -715,21 +748,68 @@ void Generator::binary(const BinaryExpr& e, uint16_t dest) {
     }
 }
 
+std::optional<size_t> Generator::branchUnless(const Expr& cond, bool negate) {
+    if (cond.kind != ExprKind::Binary) return std::nullopt;
+    const auto& b = cond.as<BinaryExpr>();
+    Op op;
+    bool swap = false;  // a > b is b < a, as in binary()
+    // Negation swaps the operands of an ordering: not (a < b) is b <= a. That holds for every pair
+    // the checker lets through (Ints and Floats, which are never NaN, compared exactly, or two
+    // strings); any other pair is an error whichever way round it is compared.
+    switch (b.op) {
+        case BinaryOp::Lt: op = negate ? Op::IFLE : Op::IFLT, swap = negate; break;
+        case BinaryOp::Le: op = negate ? Op::IFLT : Op::IFLE, swap = negate; break;
+        case BinaryOp::Gt: op = negate ? Op::IFLE : Op::IFLT, swap = !negate; break;
+        case BinaryOp::Ge: op = negate ? Op::IFLT : Op::IFLE, swap = !negate; break;
+        case BinaryOp::Eq: op = negate ? Op::IFNE : Op::IFEQ; break;
+        case BinaryOp::Ne: op = negate ? Op::IFEQ : Op::IFNE; break;
+        default: return std::nullopt;
+    }
+    uint32_t mark = nextReg_;
+    {
+        SpanScope at(*this, cond.span);
+        auto [l, r] = operands(*b.left, *b.right);
+        emitABC(op, swap ? r : l, swap ? l : r);
+    }
+    freeTo(mark);
+    return emitJump(Op::JMP);
+}
+
 void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
     // An if whose type is Unit (no else, or branches of different types) has the value Unit.
     bool wantValue = dest != kNoReg && !isKind(typeOf(e), ValueType::Unit);
     uint16_t branchDest = wantValue ? dest : kNoReg;
-    // The condition is copied when its tags are needed after the branches, which may reassign it.
-    uint16_t cond;
-    if (wantValue) {
-        cond = allocReg();
-        expr(*e.cond, cond);
-    } else {
-        cond = operand(*e.cond);
-    }
     bool tracksPc = readsPc(*e.thenBlock) || (e.elseBlock && readsPc(*e.elseBlock)) || (e.elseIf && readsPc(*e.elseIf));
-    uint16_t savedPc = pcEnter(tracksPc, cond);
-    size_t toElse = emitJump(Op::JMPIFNOT, cond);
+    // `if a < b { break }`: the fused branch's own JMP is the break (to the loop's exit), taken
+    // when the comparison holds — one instruction per iteration instead of a branch and a JMP.
+    const Block& then = *e.thenBlock;
+    if (!wantValue && !tracksPc && !e.elseIf && !e.elseBlock && !loops_.empty() && then.stmts.size() == 1 &&
+        then.stmts[0]->kind == StmtKind::Break) {
+        if (std::optional<size_t> exit = branchUnless(*e.cond, /*negate=*/true)) {
+            loops_.back().breaks.push_back(*exit);
+            if (dest != kNoReg) emitABC(Op::LOADUNIT, dest);
+            return;
+        }
+    }
+    // The condition's Bool is needed after the branch only for its tags: by PCENTER, or by the
+    // value's ADDTAGS. Otherwise a comparison compiles to a fused compare-and-branch.
+    std::optional<size_t> fused = wantValue || tracksPc ? std::nullopt : branchUnless(*e.cond);
+    uint16_t cond = kNoReg;
+    uint16_t savedPc = kNoReg;
+    size_t toElse;
+    if (fused) {
+        toElse = *fused;
+    } else {
+        // The condition is copied when its tags are needed after the branches, which may reassign it.
+        if (wantValue) {
+            cond = allocReg();
+            expr(*e.cond, cond);
+        } else {
+            cond = operand(*e.cond);
+        }
+        savedPc = pcEnter(tracksPc, cond);
+        toElse = emitJump(Op::JMPIFNOT, cond);
+    }
     block(*e.thenBlock, branchDest);
     bool hasElse = e.elseIf || e.elseBlock || wantValue;
     size_t toEnd = hasElse ? emitJump(Op::JMP) : 0;
@@ -750,8 +830,20 @@ void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
 void Generator::matchExpr(const MatchExpr& e, uint16_t dest) {
     bool wantValue = dest != kNoReg && !isKind(typeOf(e), ValueType::Unit);
     uint16_t armDest = wantValue ? dest : kNoReg;
-    uint16_t subject = allocReg();  // a copy: the arms may reassign the variable it came from
-    expr(*e.subject, subject);
+    // A variable's own register when no arm reassigns it (its tags are read after the arms, by
+    // ADDTAGS); otherwise a copy, as for any other expression.
+    uint16_t subject = kNoReg;
+    if (e.subject->kind == ExprKind::Name) {
+        const std::string& name = e.subject->as<NameExpr>().name;
+        const Local* local = findLocal(name);
+        bool reassigned = false;
+        for (const MatchArm& arm : e.arms) reassigned = reassigned || assignsVariable(*arm.body, name);
+        if (local && !reassigned) subject = local->reg;
+    }
+    if (subject == kNoReg) {
+        subject = allocReg();
+        expr(*e.subject, subject);
+    }
     bool tracksPc = false;
     for (const MatchArm& arm : e.arms) tracksPc = tracksPc || readsPc(*arm.body);
     uint16_t savedPc = pcEnter(tracksPc, subject);
@@ -833,9 +925,15 @@ void Generator::forExpr(const ForExpr& e, uint16_t dest) {
     uint16_t filterPc = kNoReg;
     if (e.filter) {
         SpanScope at(*this, e.filter->span);
-        uint16_t cond = operand(*e.filter);
-        toContinue = emitJump(Op::JMPIFNOT, cond);
-        filterPc = pcEnter(readsPc(*e.body), cond);
+        bool bodyReadsFilterPc = readsPc(*e.body);
+        std::optional<size_t> fused = bodyReadsFilterPc ? std::nullopt : branchUnless(*e.filter);
+        if (fused) {
+            toContinue = *fused;
+        } else {
+            uint16_t cond = operand(*e.filter);
+            toContinue = emitJump(Op::JMPIFNOT, cond);
+            filterPc = pcEnter(bodyReadsFilterPc, cond);
+        }
     }
     if (collect) {
         uint16_t value = allocReg();

@@ -39,7 +39,10 @@ CompileOutcome compileProgram(std::string_view source, const std::string& file, 
     HostModel model;
     resolveHost(*host, hostFile, model, out.diagnostics);
     if (out.diagnostics.hasErrors()) return out;
-    CheckResult check = checkProgram(*program, std::move(model), out.diagnostics, CheckerOptions{file, hostFile});
+    CheckerOptions options;
+    options.programFile = file;
+    options.hostFile = hostFile;
+    CheckResult check = checkProgram(*program, std::move(model), out.diagnostics, options);
     if (out.diagnostics.hasErrors()) return out;
     std::string error;
     out.program = buildProgram(*program, check, file, error);

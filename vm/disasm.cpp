@@ -233,6 +233,8 @@ private:
             case Operand::Site:
                 return value < m_.sites.size() ? fmt::format("site {} {}", value, quoteName(m_.sites[value].id))
                                                : fmt::format("site {} ?", value);
+            case Operand::Branch:  // its target is the next line's JMP
+                return value == 0 ? std::string() : fmt::format("{} ?", value);
         }
         return "?";
     }

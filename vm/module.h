@@ -21,7 +21,9 @@ enum class Op : uint8_t {
 };
 
 // What an operand field means (vm/opcodes.def explains each).
-enum class Operand : uint8_t { None, Reg, Dst, Win, Imm, KBx, KStr, KIntBx, KStrBx, JumpBx, Skip, Fn, Shape, Builtin, Site };
+enum class Operand : uint8_t {
+    None, Reg, Dst, Win, Imm, KBx, KStr, KIntBx, KStrBx, JumpBx, Skip, Fn, Shape, Builtin, Site, Branch
+};
 // How long an instruction's register window is.
 enum class Window : uint8_t { W0, WCount, WShape, WFn, WBuiltin, WSite, WFor };
 

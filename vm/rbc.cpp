@@ -455,7 +455,7 @@ void readTests(Reader& r, Module& m) {
 void writeManifest(Writer& w, const Module& m) { w.out += m.manifestJson; }
 void readManifest(Reader& r, Module& m) { m.manifestJson = r.rest(); }
 
-// The sections of version 1, indexed by id - 1. Reading in id order means the debug section sees
+// The sections (the same ten since version 1), indexed by id - 1. Reading in id order means the debug section sees
 // the functions.
 struct SectionSpec {
     const char* name;

@@ -21,7 +21,7 @@
 
 namespace remit {
 
-constexpr uint32_t kRbcVersion = 1;
+constexpr uint32_t kRbcVersion = 2;
 
 // The fixed header: magic (8), version (4), flags (4), checksum (8), program hash (64), host hash
 // (64), section count (4). The checksum is XXH3_64bits of every byte after the checksum field.

@@ -357,6 +357,14 @@ private:
                 if (value >= m_.sites.size())
                     return fmt::format("operand {}: site {} does not exist ({} sites)", field, value, m_.sites.size());
                 return {};
+            case Operand::Branch:
+                // The VM takes the following JMP's target without dispatching it, so that JMP must
+                // exist; it is verified as any JMP (forward, inside the function), which keeps
+                // FORLOOP the only backward jump.
+                if (value != 0) return fmt::format("operand {} is unused but holds {}", field, value);
+                if (uint64_t(pc) + 1 >= f.code.size() || f.code[pc + 1].op != Op::JMP)
+                    return fmt::format("{} must be followed by a JMP", opInfo(in.op).name);
+                return {};
         }
         return fmt::format("operand {}: unknown operand kind", field);
     }

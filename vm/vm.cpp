@@ -259,8 +259,9 @@ static bool isExactDouble(const Value& x) {
 }
 
 // Equality of two unlabelled scalars or strings of the same kind: 1 or 0; -1 when the generic
-// (structural, labelling) comparison is needed.
-static int flatEqual(const Value& x, const Value& y) {
+// (structural, labelling) comparison is needed. Forced inline: GCC stopped inlining it into the
+// dispatch loop once five handlers used it, and the call was 15% of a string `match`.
+REMIT_ALWAYS_INLINE static int flatEqual(const Value& x, const Value& y) {
     if (x.kind() != y.kind() || ((x.tags() | y.tags()) != kNoTags) || ((x.prov() | y.prov()) != kNoProv)) return -1;
     switch (x.kind()) {
         case ValueKind::Int: return x.asInt() == y.asInt();
@@ -300,7 +301,10 @@ RunStatus Run::Impl::execute() {
     Value* R = stack.data() + frames.back().base;
     FieldCache* cache = fieldCache.data() + cacheOffset[frames.back().function];
     TagSetId pcT = pcTags;
-    Instr i;
+    // The instruction being run is the one before ip: its fields are read from the code where a
+    // handler needs them rather than copied into locals at dispatch, which left GCC keeping the
+    // opcode in a register and spilling ip and operand A to the stack in every handler.
+#define INS (ip[-1])
 
     // Leaves the loop with a runtime error at the current instruction.
 #define FAIL_WITH(err)                          \
@@ -345,10 +349,9 @@ RunStatus Run::Impl::execute() {
 #include "vm/opcodes.def"
 #undef OPCODE
     };
-#define DISPATCH()                                      \
-    do {                                                \
-        i = *ip++;                                      \
-        goto* kLabels[static_cast<uint8_t>(i.op)];      \
+#define DISPATCH()                                        \
+    do {                                                  \
+        goto* kLabels[static_cast<uint8_t>((ip++)->op)];  \
     } while (0)
 #define CASE(name) op_##name:
     DISPATCH();
@@ -356,32 +359,31 @@ RunStatus Run::Impl::execute() {
 #define DISPATCH() goto dispatch
 #define CASE(name) case Op::name:
 dispatch:
-    i = *ip++;
-    switch (i.op) {
+    switch ((ip++)->op) {
 #endif
 
     CASE(LOADK) {
-        R[i.a] = constants[i.bx()];
+        R[INS.a] = constants[INS.bx()];
         DISPATCH();
     }
     CASE(LOADI) {
-        R[i.a] = Value::integer(i.b);
+        R[INS.a] = Value::integer(INS.b);
         DISPATCH();
     }
     CASE(LOADBOOL) {
-        R[i.a] = Value::boolean(i.b != 0);
+        R[INS.a] = Value::boolean(INS.b != 0);
         DISPATCH();
     }
     CASE(LOADUNIT) {
-        R[i.a] = Value();
+        R[INS.a] = Value();
         DISPATCH();
     }
     CASE(MOVE) {
-        R[i.a] = R[i.b];
+        R[INS.a] = R[INS.b];
         DISPATCH();
     }
     CASE(CLEAR) {
-        for (uint32_t k = 0; k < i.b; ++k) R[i.a + k] = Value();
+        for (uint32_t k = 0; k < INS.b; ++k) R[INS.a + k] = Value();
         DISPATCH();
     }
 
@@ -394,7 +396,7 @@ dispatch:
     if (BOTH_UNLABELLED(x, y, ValueKind::Int)) {                                                         \
         int64_t out_;                                                                                    \
         if (!builtin(x.asInt(), y.asInt(), &out_)) {                                                     \
-            R[i.a] = Value::integer(out_);                                                               \
+            R[INS.a] = Value::integer(out_);                                                               \
             DISPATCH();                                                                                  \
         }                                                                                                \
     }
@@ -402,14 +404,14 @@ dispatch:
     if (BOTH_UNLABELLED(x, y, ValueKind::Float) || (isFloatPair(x, y) && UNTAGGED2(x, y))) {             \
         double out_ = x.asNumber() op y.asNumber();                                                      \
         if (std::isfinite(out_)) {                                                                       \
-            R[i.a] = Value::floating(out_);                                                              \
+            R[INS.a] = Value::floating(out_);                                                              \
             DISPATCH();                                                                                  \
         }                                                                                                \
     }
 #define ARITH(name, intFirst, builtin, op, generic)                                                      \
     CASE(name) {                                                                                         \
-        const Value& x = R[i.b];                                                                         \
-        const Value& y = R[i.c];                                                                         \
+        const Value& x = R[INS.b];                                                                         \
+        const Value& y = R[INS.c];                                                                         \
         if (intFirst) {                                                                                  \
             ARITH_INT(x, y, builtin)                                                                     \
             ARITH_FLOAT(x, y, op)                                                                        \
@@ -417,7 +419,7 @@ dispatch:
             ARITH_FLOAT(x, y, op)                                                                        \
             ARITH_INT(x, y, builtin)                                                                     \
         }                                                                                                \
-        SET_FROM(R[i.a], generic(heap, x, y));                                                           \
+        SET_FROM(R[INS.a], generic(heap, x, y));                                                           \
         DISPATCH();                                                                                      \
     }
     ARITH(ADD, true, __builtin_add_overflow, +, add)
@@ -434,59 +436,59 @@ dispatch:
 #undef ARITH_FLOAT
     CASE(MOD)
     CASE(MODI) {
-        const Value& x = R[i.b];
-        const Value& y = R[i.c];
+        const Value& x = R[INS.b];
+        const Value& y = R[INS.c];
         if (BOTH_UNLABELLED(x, y, ValueKind::Int) && y.asInt() > 0 && x.asInt() >= 0) {
-            R[i.a] = Value::integer(x.asInt() % y.asInt());  // the common case needs no flooring
+            R[INS.a] = Value::integer(x.asInt() % y.asInt());  // the common case needs no flooring
             DISPATCH();
         }
         if (BOTH_UNLABELLED(x, y, ValueKind::Int) && y.asInt() != 0) {
-            R[i.a] = Value::integer(floorModInt(x.asInt(), y.asInt()));
+            R[INS.a] = Value::integer(floorModInt(x.asInt(), y.asInt()));
             DISPATCH();
         }
-        SET_FROM(R[i.a], modulo(heap, x, y));
+        SET_FROM(R[INS.a], modulo(heap, x, y));
         DISPATCH();
     }
     CASE(DIV)
     CASE(DIVF) {
         // Doubles divide exactly like Python's true division when both operands convert exactly
         // (Floats, and Ints within 2^53); anything else goes through ops.h's correctly rounded path.
-        const Value& x = R[i.b];
-        const Value& y = R[i.c];
+        const Value& x = R[INS.b];
+        const Value& y = R[INS.c];
         if (isExactDouble(x) && isExactDouble(y) && UNTAGGED2(x, y)) {
             double q = y.asNumber();
             double out = x.asNumber() / q;
             if (q != 0 && std::isfinite(out)) {
-                R[i.a] = Value::floating(out);
+                R[INS.a] = Value::floating(out);
                 DISPATCH();
             }
         }
-        SET_FROM(R[i.a], divide(heap, x, y));
+        SET_FROM(R[INS.a], divide(heap, x, y));
         DISPATCH();
     }
     CASE(NEG) {
-        SET_FROM(R[i.a], negate(heap, R[i.b]));
+        SET_FROM(R[INS.a], negate(heap, R[INS.b]));
         DISPATCH();
     }
     CASE(NOT) {
-        const Value& x = R[i.b];
+        const Value& x = R[INS.b];
         if (x.kind() == ValueKind::Bool && x.tags() == 0 && x.prov() == 0) {
-            R[i.a] = Value::boolean(!x.asBool());
+            R[INS.a] = Value::boolean(!x.asBool());
             DISPATCH();
         }
-        SET_FROM(R[i.a], logicalNot(heap, x));
+        SET_FROM(R[INS.a], logicalNot(heap, x));
         DISPATCH();
     }
     CASE(APPEND) {
-        if (R[i.a].kind() != ValueKind::List) FAIL_WITH(malformed("APPEND to a value that is not a list"));
-        CHECK(heap.appendInPlace(R[i.a], R[i.b]));
+        if (R[INS.a].kind() != ValueKind::List) FAIL_WITH(malformed("APPEND to a value that is not a list"));
+        CHECK(heap.appendInPlace(R[INS.a], R[INS.b]));
         DISPATCH();
     }
     CASE(CONCATTO) {
-        ValueKind k = R[i.a].kind();
-        if ((k != ValueKind::List && k != ValueKind::Str) || R[i.b].kind() != k)
+        ValueKind k = R[INS.a].kind();
+        if ((k != ValueKind::List && k != ValueKind::Str) || R[INS.b].kind() != k)
             FAIL_WITH(malformed("CONCATTO needs two lists or two strings"));
-        CHECK(heap.concatInPlace(R[i.a], R[i.b]));
+        CHECK(heap.concatInPlace(R[INS.a], R[INS.b]));
         DISPATCH();
     }
 
@@ -494,17 +496,17 @@ dispatch:
     // them exactly (as Python does), not through a conversion.
 #define COMPARE(name, op, generic)                                                                       \
     CASE(name) {                                                                                         \
-        const Value& x = R[i.b];                                                                         \
-        const Value& y = R[i.c];                                                                         \
+        const Value& x = R[INS.b];                                                                         \
+        const Value& y = R[INS.c];                                                                         \
         if (BOTH_UNLABELLED(x, y, ValueKind::Int)) {                                                     \
-            R[i.a] = Value::boolean(x.asInt() op y.asInt());                                             \
+            R[INS.a] = Value::boolean(x.asInt() op y.asInt());                                             \
             DISPATCH();                                                                                  \
         }                                                                                                \
         if (BOTH_UNLABELLED(x, y, ValueKind::Float)) {                                                   \
-            R[i.a] = Value::boolean(x.asFloat() op y.asFloat());                                         \
+            R[INS.a] = Value::boolean(x.asFloat() op y.asFloat());                                         \
             DISPATCH();                                                                                  \
         }                                                                                                \
-        SET_FROM(R[i.a], generic(heap, x, y));                                                           \
+        SET_FROM(R[INS.a], generic(heap, x, y));                                                           \
         DISPATCH();                                                                                      \
     }
     COMPARE(LT, <, lessThan)
@@ -517,27 +519,27 @@ dispatch:
 #undef COMPARE
     // == and != label with deep tags, so the fast path needs values with no labels inside either.
     CASE(EQ) {
-        const Value& x = R[i.b];
-        const Value& y = R[i.c];
+        const Value& x = R[INS.b];
+        const Value& y = R[INS.c];
         if (int eq = flatEqual(x, y); eq >= 0) {
-            R[i.a] = Value::boolean(eq == 1);
+            R[INS.a] = Value::boolean(eq == 1);
             DISPATCH();
         }
-        SET_FROM(R[i.a], equals(heap, x, y));
+        SET_FROM(R[INS.a], equals(heap, x, y));
         DISPATCH();
     }
     CASE(NE) {
-        const Value& x = R[i.b];
-        const Value& y = R[i.c];
+        const Value& x = R[INS.b];
+        const Value& y = R[INS.c];
         if (int eq = flatEqual(x, y); eq >= 0) {
-            R[i.a] = Value::boolean(eq == 0);
+            R[INS.a] = Value::boolean(eq == 0);
             DISPATCH();
         }
-        SET_FROM(R[i.a], notEquals(heap, x, y));
+        SET_FROM(R[INS.a], notEquals(heap, x, y));
         DISPATCH();
     }
     CASE(IN) {
-        SET_FROM(R[i.a], memberOf(heap, R[i.b], R[i.c]));
+        SET_FROM(R[INS.a], memberOf(heap, R[INS.b], R[INS.c]));
         DISPATCH();
     }
 
@@ -552,32 +554,32 @@ dispatch:
         ip = to_;                                                          \
     } while (0)
     CASE(JMP) {
-        JUMP_TO(i.bx());
+        JUMP_TO(INS.bx());
         DISPATCH();
     }
     CASE(JMPIF) {
-        const Value& c = R[i.a];
+        const Value& c = R[INS.a];
         if (c.kind() != ValueKind::Bool) FAIL_WITH(malformed("a condition that is not a Bool"));
-        if (c.asBool()) JUMP_TO(i.bx());
+        if (c.asBool()) JUMP_TO(INS.bx());
         DISPATCH();
     }
     CASE(JMPIFNOT) {
-        const Value& c = R[i.a];
+        const Value& c = R[INS.a];
         if (c.kind() != ValueKind::Bool) FAIL_WITH(malformed("a condition that is not a Bool"));
-        if (!c.asBool()) JUMP_TO(i.bx());
+        if (!c.asBool()) JUMP_TO(INS.bx());
         DISPATCH();
     }
     CASE(JMPNEK) {
         // Forward only (the verifier checks the distance), so it never charges steps.
-        const Value& x = R[i.a];
-        const Value& k = constants[i.b];
+        const Value& x = R[INS.a];
+        const Value& k = constants[INS.b];
         int eq = flatEqual(x, k);
         if (eq < 0) eq = valuesEqual(x, k) ? 1 : 0;
-        if (eq == 0) ip += i.c;
+        if (eq == 0) ip += INS.c;
         DISPATCH();
     }
     CASE(FORPREP) {
-        Value* w = R + i.a;
+        Value* w = R + INS.a;
         if (w[1].kind() != ValueKind::Int || w[2].kind() != ValueKind::Int)
             FAIL_WITH(malformed("a loop counter that is not an Int"));
         int64_t end = w[2].asInt();
@@ -586,20 +588,20 @@ dispatch:
         else if (w[0].kind() != ValueKind::Unit)
             FAIL_WITH(malformed("a loop over a value that is not a list"));
         w[2] = Value::integer(end);
-        if (w[1].asInt() >= end) JUMP_TO(i.bx());
+        if (w[1].asInt() >= end) JUMP_TO(INS.bx());
         DISPATCH();
     }
     CASE(FORLOOP) {
-        Value* w = R + i.a;
+        Value* w = R + INS.a;
         if (w[1].kind() != ValueKind::Int || w[2].kind() != ValueKind::Int || w[1].asInt() == INT64_MAX)
             FAIL_WITH(malformed("a loop counter that is not an Int"));
         int64_t next = w[1].asInt() + 1;
         w[1] = Value::integer(next);
-        if (next < w[2].asInt()) JUMP_TO(i.bx());
+        if (next < w[2].asInt()) JUMP_TO(INS.bx());
         DISPATCH();
     }
     CASE(FORITEM) {
-        const Value* w = R + i.b;
+        const Value* w = R + INS.b;
         if (w[0].kind() != ValueKind::List || w[1].kind() != ValueKind::Int)
             FAIL_WITH(malformed("FORITEM outside a loop over a list"));
         const ListObject& list = w[0].asList();
@@ -608,66 +610,66 @@ dispatch:
             FAIL_WITH(malformed("a loop index outside its list"));
         const Value& item = list.items[static_cast<size_t>(index)];
         if (w[0].tags() == kNoTags) {
-            R[i.a] = item;
+            R[INS.a] = item;
         } else {
             TagSetId t;
             UNITE_TAGS(t, item.tags(), w[0].tags());
-            R[i.a] = item.withLabels(t, item.prov());
+            R[INS.a] = item.withLabels(t, item.prov());
         }
         DISPATCH();
     }
     CASE(CLAMPK) {
-        Value& v = R[i.a];
-        const Value& k = constants[i.bx()];
+        Value& v = R[INS.a];
+        const Value& k = constants[INS.bx()];
         if (v.kind() != ValueKind::Int || k.kind() != ValueKind::Int) FAIL_WITH(malformed("CLAMPK on a non-Int"));
         if (k.asInt() < v.asInt()) v = Value::integer(std::max<int64_t>(0, k.asInt()));
         DISPATCH();
     }
 
     CASE(NEWLIST) {
-        Value* w = R + i.b;
-        SET_FROM(R[i.a], heap.makeList(std::span<const Value>(w, i.c)));
-        for (uint32_t k = 0; k < i.c; ++k) w[k] = Value();
+        Value* w = R + INS.b;
+        SET_FROM(R[INS.a], heap.makeList(std::span<const Value>(w, INS.c)));
+        for (uint32_t k = 0; k < INS.c; ++k) w[k] = Value();
         DISPATCH();
     }
     CASE(NEWRECORD) {
-        const std::vector<std::string>& names = module.shapes[i.c];
+        const std::vector<std::string>& names = module.shapes[INS.c];
         const RecordShape* shape = heap.recordShape(std::span<const std::string>(names));
-        Value* w = R + i.b;
-        SET_FROM(R[i.a], heap.makeRecord(shape, std::span<const Value>(w, names.size())));
+        Value* w = R + INS.b;
+        SET_FROM(R[INS.a], heap.makeRecord(shape, std::span<const Value>(w, names.size())));
         for (size_t k = 0; k < names.size(); ++k) w[k] = Value();
         DISPATCH();
     }
     CASE(INTERP) {
-        Value* w = R + i.b;
-        SET_FROM(R[i.a], interpolate(heap, std::span<const Value>(w, i.c)));
-        for (uint32_t k = 0; k < i.c; ++k) w[k] = Value();
+        Value* w = R + INS.b;
+        SET_FROM(R[INS.a], interpolate(heap, std::span<const Value>(w, INS.c)));
+        for (uint32_t k = 0; k < INS.c; ++k) w[k] = Value();
         DISPATCH();
     }
     CASE(INDEX) {
-        SET_FROM(R[i.a], indexList(heap, R[i.b], R[i.c]));
+        SET_FROM(R[INS.a], indexList(heap, R[INS.b], R[INS.c]));
         DISPATCH();
     }
     CASE(GETFIELD) {
-        const Value& rec = R[i.b];
+        const Value& rec = R[INS.b];
         if (rec.kind() == ValueKind::Record) {
             FieldCache& fc = cache[ip - 1 - code];
             const RecordObject& obj = rec.asRecord();
             if (fc.shape != obj.shape) {
-                std::optional<size_t> slot = obj.shape->indexOf(constants[i.c].asStr());
+                std::optional<size_t> slot = obj.shape->indexOf(constants[INS.c].asStr());
                 if (slot) fc = FieldCache{obj.shape, static_cast<uint32_t>(*slot)};
             }
             if (fc.shape == obj.shape) {
-                SET_FROM(R[i.a], getFieldAt(heap, rec, fc.slot));
+                SET_FROM(R[INS.a], getFieldAt(heap, rec, fc.slot));
                 DISPATCH();
             }
         }
-        SET_FROM(R[i.a], getField(heap, rec, constants[i.c].asStr()));
+        SET_FROM(R[INS.a], getField(heap, rec, constants[INS.c].asStr()));
         DISPATCH();
     }
     CASE(CHECKMAX) {
-        const Value& v = R[i.a];
-        int64_t bound = constants[i.bx()].asInt();
+        const Value& v = R[INS.a];
+        int64_t bound = constants[INS.bx()].asInt();
         if (v.kind() == ValueKind::List && static_cast<int64_t>(v.asList().items.size()) > bound) {
             FAIL_WITH((RuntimeError{
                 DiagCode::R0113,
@@ -678,22 +680,23 @@ dispatch:
     }
 
     CASE(CALL) {
-        const Function& callee = module.functions[i.b];
+        uint16_t index = INS.b;
+        const Function& callee = module.functions[index];
         if (!charge(callee.code.size())) FAIL_HEAP();
-        uint32_t base = static_cast<uint32_t>((R - stack.data()) + i.c);
+        uint32_t base = static_cast<uint32_t>((R - stack.data()) + INS.c);
         if (size_t(base) + callee.numRegs > stack.size()) FAIL_WITH(malformed("call frames exceed the stack"));
-        frames.push_back(Frame{i.b, base, static_cast<uint32_t>(ip - code), i.a, pcT});
+        frames.push_back(Frame{index, base, static_cast<uint32_t>(ip - code), INS.a, pcT});
         fn = &callee;
         code = fn->code.data();
-        ip = code;
+        ip = code;  // INS is not the CALL any more
         R = stack.data() + base;
-        cache = fieldCache.data() + cacheOffset[i.b];
+        cache = fieldCache.data() + cacheOffset[index];
         DISPATCH();
     }
     CASE(BUILTIN) {
-        uint16_t argc = kBuiltins[i.c].argc;
-        Value* w = R + i.b;
-        SET_FROM(R[i.a], callBuiltin(heap, static_cast<BuiltinId>(i.c), std::span<const Value>(w, argc)));
+        uint16_t argc = kBuiltins[INS.c].argc;
+        Value* w = R + INS.b;
+        SET_FROM(R[INS.a], callBuiltin(heap, static_cast<BuiltinId>(INS.c), std::span<const Value>(w, argc)));
         for (uint16_t k = 0; k < argc; ++k) w[k] = Value();
         DISPATCH();
     }
@@ -702,7 +705,7 @@ dispatch:
         pc = static_cast<uint32_t>(ip - 1 - code);
         callPc = pc;
         pcTags = pcT;
-        return stopAtHostCall(i.c, R + i.b);
+        return stopAtHostCall(INS.c, R + INS.b);
     }
     CASE(RET)
     CASE(RETUNIT) {
@@ -710,8 +713,8 @@ dispatch:
         // a local with a destructor (clang rejects it; GCC would skip the destructor).
         Value& out = returning;
         out = Value();
-        if (i.op == Op::RET) {
-            out = std::move(R[i.a]);
+        if (INS.op == Op::RET) {
+            out = std::move(R[INS.a]);
             if (pcT != kNoTags) {
                 TagSetId t;
                 UNITE_TAGS(t, out.tags(), pcT);
@@ -735,39 +738,82 @@ dispatch:
 
     CASE(PCENTER) {
         TagSetId saved = pcT;
-        UNITE_TAGS(pcT, saved, R[i.b].tags());
-        R[i.a] = Value::unit(saved);
+        UNITE_TAGS(pcT, saved, R[INS.b].tags());
+        R[INS.a] = Value::unit(saved);
         DISPATCH();
     }
     CASE(PCLEAVE) {
-        pcT = R[i.a].tags();
+        pcT = R[INS.a].tags();
         DISPATCH();
     }
     CASE(ADDTAGS) {
         TagSetId t;
-        UNITE_TAGS(t, R[i.a].tags(), R[i.b].tags());
-        R[i.a].setTags(t);
+        UNITE_TAGS(t, R[INS.a].tags(), R[INS.b].tags());
+        R[INS.a].setTags(t);
         DISPATCH();
     }
     CASE(TAINTPC) {
         if (pcT != kNoTags) {
             TagSetId t;
-            UNITE_TAGS(t, R[i.a].tags(), pcT);
-            R[i.a].setTags(t);
+            UNITE_TAGS(t, R[INS.a].tags(), pcT);
+            R[INS.a].setTags(t);
         }
         DISPATCH();
     }
     CASE(EXPECT) {
-        const Value& c = R[i.a];
+        const Value& c = R[INS.a];
         if (c.kind() != ValueKind::Bool) FAIL_WITH(malformed("an expectation that is not a Bool"));
         if (!c.asBool()) {
             pc = static_cast<uint32_t>(ip - 1 - code);
-            failHere(RuntimeError{DiagCode::R0101, std::string(constants[i.bx()].asStr()), {}});
+            failHere(RuntimeError{DiagCode::R0101, std::string(constants[INS.bx()].asStr()), {}});
             failure.expectationFailed = true;
             return status;
         }
         DISPATCH();
     }
+
+    // Fused compare-and-branch: the comparison as LT/LE/EQ/NE compute it (fast paths for unlabelled
+    // values, else the generic operation with its errors), then either skip the JMP that follows
+    // (the verifier guarantees it is there) or go where it points, without dispatching it.
+#define BRANCH_ON(holds)             \
+    do {                             \
+        if (holds) {                 \
+            ++ip;                    \
+        } else {                     \
+            JUMP_TO(ip->bx());       \
+        }                            \
+        DISPATCH();                  \
+    } while (0)
+#define BRANCH_ORDER(name, op, generic)                                                                  \
+    CASE(name) {                                                                                         \
+        const Value& x = R[INS.a];                                                                         \
+        const Value& y = R[INS.b];                                                                         \
+        if (BOTH_UNLABELLED(x, y, ValueKind::Int)) BRANCH_ON(x.asInt() op y.asInt());                    \
+        if (BOTH_UNLABELLED(x, y, ValueKind::Float)) BRANCH_ON(x.asFloat() op y.asFloat());              \
+        bool holds_;                                                                                     \
+        {                                                                                                \
+            std::optional<Value> r_ = generic(heap, x, y);                                               \
+            if (!r_) FAIL_HEAP();                                                                        \
+            holds_ = r_->asBool();                                                                       \
+        }                                                                                                \
+        BRANCH_ON(holds_);                                                                               \
+    }
+    BRANCH_ORDER(IFLT, <, lessThan)
+    BRANCH_ORDER(IFLE, <=, lessEqual)
+#undef BRANCH_ORDER
+    CASE(IFEQ)
+    CASE(IFNE) {
+        const Value& x = R[INS.a];
+        const Value& y = R[INS.b];
+        int eq = flatEqual(x, y);
+        if (eq < 0) {
+            std::optional<Value> r_ = equals(heap, x, y);
+            if (!r_) FAIL_HEAP();
+            eq = r_->asBool() ? 1 : 0;
+        }
+        BRANCH_ON((eq == 1) == (INS.op == Op::IFEQ));
+    }
+#undef BRANCH_ON
 
 #if defined(__GNUC__)
     __builtin_unreachable();
@@ -785,6 +831,7 @@ dispatch:
 #undef DISPATCH
 #undef CASE
 #undef JUMP_TO
+#undef INS
 }
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop

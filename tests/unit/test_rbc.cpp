@@ -160,7 +160,8 @@ Module sampleModule() {
     return m;
 }
 
-// for x in xs { total = total + x }: a loop with a back-edge, CLAMPK, CLEAR and a list literal.
+// for x in xs if total <= x { total = total + x }: a loop with a back-edge, CLAMPK, a fused
+// compare-and-branch, CLEAR and a list literal.
 Module loopModule() {
     Module m = emptyModule("loops");
     m.constants = {{Constant::Kind::Int, 3, 0, ""}, {Constant::Kind::Str, 0, 0, "total: "}};
@@ -173,8 +174,10 @@ Module loopModule() {
                                        abc(Op::LOADI, 2, 0),        // index
                                        abc(Op::LOADI, 3, 2),        // end = len
                                        abx(Op::CLAMPK, 3, 0),       // limit 3
-                                       abx(Op::FORPREP, 1, 12),     //
+                                       abx(Op::FORPREP, 1, 14),     //
                                        abc(Op::FORITEM, 6, 1),      // x
+                                       abc(Op::IFLE, 0, 6),         // if total <= x
+                                       abx(Op::JMP, 0, 12),         // else skip the body
                                        abc(Op::ADD, 0, 0, 6),       // total + x
                                        abc(Op::CLEAR, 6, 1),        //
                                        abx(Op::FORLOOP, 1, 8),      //
@@ -183,7 +186,7 @@ Module loopModule() {
                                        abc(Op::INTERP, 6, 7, 2),    //
                                        abc(Op::RETUNIT),
                                    },
-                                   {2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 2, 4, 4, 4, 5}));
+                                   {2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 2, 4, 4, 4, 5}));
     m.entry = 0;
     return m;
 }
@@ -445,7 +448,7 @@ TEST_CASE("rbc: opcode numbers and builtin ids are part of the format") {
           "LOADK LOADI LOADBOOL LOADUNIT MOVE CLEAR ADD SUB MUL DIV MOD ADDI SUBI MULI MODI ADDF SUBF MULF DIVF NEG "
           "NOT APPEND CONCATTO EQ NE LT LE LTI LEI LTF LEF EQI IN JMP JMPIF JMPIFNOT JMPNEK FORPREP FORLOOP FORITEM "
           "CLAMPK NEWLIST NEWRECORD INTERP INDEX GETFIELD CHECKMAX CALL BUILTIN CALLCAP ASKMODEL RET "
-          "RETUNIT PCENTER PCLEAVE ADDTAGS TAINTPC EXPECT ");
+          "RETUNIT PCENTER PCLEAVE ADDTAGS TAINTPC EXPECT IFLT IFLE IFEQ IFNE ");
     std::string builtins;
     for (const BuiltinInfo& b : kBuiltins) builtins += fmt::format("{}/{} ", b.name, b.argc);
     CHECK(builtins ==
@@ -458,7 +461,8 @@ TEST_CASE("rbc: docs/bytecode.md lists every opcode as opcodes.def defines it") 
     REQUIRE(in);
     std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     static constexpr const char* kKinds[] = {"-",     "Reg",   "Dst",    "Win",   "Imm",     "KBx", "KStr",
-                                             "KIntBx", "KStrBx", "JumpBx", "Skip", "Fn", "Shape", "Builtin", "Site"};
+                                             "KIntBx", "KStrBx", "JumpBx", "Skip", "Fn", "Shape", "Builtin", "Site",
+                                             "Branch"};
     static constexpr const char* kWindows[] = {"-",           "C", "fields of shape C", "params of fn B",
                                                "args of builtin C", "args of site C", "3"};
     std::string table;
@@ -486,8 +490,11 @@ TEST_CASE("rbc: the header is checked") {
     CHECK(contains(loadError(bad), "not a .rbc file") == "not a .rbc file");
 
     bad = good;
-    putU32(bad, 8, 2);
-    CHECK(contains(loadError(bad), "unsupported .rbc version 2") == "unsupported .rbc version 2");
+    putU32(bad, 8, 1);  // the version before the fused compare-and-branch opcodes
+    CHECK(contains(loadError(bad), "unsupported .rbc version 1 (this build reads version 2") ==
+          "unsupported .rbc version 1 (this build reads version 2");
+    putU32(bad, 8, 3);
+    CHECK(contains(loadError(bad), "unsupported .rbc version 3") == "unsupported .rbc version 3");
 
     bad = good;
     bad[good.size() - 3] ^= 0x20;  // inside the manifest
@@ -820,6 +827,26 @@ std::vector<Rule> verifierRules() {
         {"site exists", [=](Module& m) { mainCode(m)[5].c = 2; },
          "function 'main' instruction 5: operand C: site 2 does not exist (2 sites)"},
 
+        // ---- fused compare-and-branch: the JMP it takes must follow it, and is checked as any JMP
+        {"compare-and-branch without its JMP", [=](Module& m) { mainCode(m)[7] = abc(Op::IFLT, 1, 2); },
+         "function 'main' instruction 7: IFLT must be followed by a JMP"},
+        {"compare-and-branch before a conditional jump",
+         [=](Module& m) {
+             mainCode(m)[5] = abc(Op::IFLE, 1, 2);
+             mainCode(m)[6] = abx(Op::JMPIFNOT, 1, 8);
+         },
+         "function 'main' instruction 5: IFLE must be followed by a JMP"},
+        {"compare-and-branch operand C", [=](Module& m) { mainCode(m)[5] = abc(Op::IFNE, 1, 2, 1); },
+         "function 'main' instruction 5: operand C is unused but holds 1"},
+        {"compare-and-branch backward",
+         [=](Module& m) {
+             mainCode(m)[5] = abc(Op::IFEQ, 1, 2);
+             mainCode(m)[6] = abx(Op::JMP, 0, 1);
+         },
+         "function 'main' instruction 6: JMP jumps backward to 1; only FORLOOP may"},
+        {"compare-and-branch register", [=](Module& m) { mainCode(m)[5] = abc(Op::IFLT, 1, 8); },
+         "function 'main' instruction 5: operand B: register 8 is outside the frame (8 registers)"},
+
         // ---- host calls
         {"CALLCAP on a model site",
          [=](Module& m) {
@@ -1061,9 +1088,11 @@ TEST_CASE("disasm: a loop, and hostile or unverified modules list without crashi
     Module loops = loopModule();
     REQUIRE(verifyModule(loops) == "");
     std::string listing = disassemble(loops);
-    CHECK(listing.find("  7  FORPREP   r1, ->12") != std::string::npos);
-    CHECK(listing.find(" 11  FORLOOP   r1, ->8") != std::string::npos);
-    CHECK(listing.find(" 10  CLEAR     r6, 1") != std::string::npos);
+    CHECK(listing.find("  7  FORPREP   r1, ->14") != std::string::npos);
+    CHECK(listing.find("  9  IFLE      r0, r6") != std::string::npos);
+    CHECK(listing.find(" 10  JMP       ->12") != std::string::npos);
+    CHECK(listing.find(" 13  FORLOOP   r1, ->8") != std::string::npos);
+    CHECK(listing.find(" 12  CLEAR     r6, 1") != std::string::npos);
     CHECK(listing.find("  6  CLAMPK    r3, k0 3") != std::string::npos);
 
     Module m = sampleModule();

@@ -8,6 +8,7 @@
 
 #include "remit/remit.h"
 #include "runtime/value_json.h"
+#include "vm/verifier.h"
 
 namespace {
 
@@ -211,6 +212,149 @@ TEST_CASE("vm: the step limit, the memory limit and the host abort") {
         REQUIRE(run.start(growing->entry(), {}) == RunStatus::Failed);
         CHECK(run.failure().error.code == DiagCode::R0701);
         CHECK(run.heap().peakBytes() <= (1u << 20));
+    }
+}
+
+size_t countOps(const LoadedProgram& program, Op op) {
+    size_t n = 0;
+    for (const Function& f : program.module().functions)
+        for (const Instr& in : f.code) n += in.op == op;
+    return n;
+}
+
+TEST_CASE("vm: fused compare-and-branch agrees with the comparison it replaces") {
+    // Each loop filter below is a comparison whose Bool nothing else reads, so it compiles to
+    // IFLT, IFLE, IFEQ or IFNE followed by a JMP (`>` and `>=` swap the operands); the edge cases
+    // are equal operands, Int against Float (compared exactly, as Python does: 2^53 + 1 > 2^53),
+    // -0.0 against 0.0, strings, and structural equality of lists.
+    const char* conditions[] = {"2 < 3",      "3 < 3",         "3 <= 3",       "3 > 3",
+                                "3 >= 4",     "neg < 0.0",     "0.0 <= neg",   "big > 9007199254740992.0",
+                                "1 < 1.5",    "\"abc\" < \"abd\"", "\"b\" <= \"a\"",  "xs[0] == xs[1]",
+                                "neg == 0.0", "[1] != [1]",    "\"x\" != \"y\""};
+    std::string source =
+        "program p\nfn main() -> List[Int] max 30 {\n  let big = 9007199254740993\n  let xs = [[1, 2], [1, 2]]\n"
+        "  let neg = -0.0\n";
+    std::string names;
+    for (size_t k = 0; k < std::size(conditions); ++k) {
+        source += "  let c" + std::to_string(k) + " = len(for j in range(1) if " + conditions[k] + " {\n    1\n  })\n";
+        names += (k ? ", c" : "c") + std::to_string(k);
+    }
+    // An `if` without a value that only breaks: the fused branch's JMP is the break, taken unless
+    // the negated comparison holds (not j >= 2 is IFLT j, 2).
+    const char* breaks[] = {"j >= 2", "neg < 0.0", "0.0 <= neg", "\"b\" > \"a\"", "j == 1", "j != 0"};
+    for (size_t k = 0; k < std::size(breaks); ++k) {
+        source += "  let b" + std::to_string(k) + " = len(for j in range(5) {\n    if " + breaks[k] +
+                  " {\n      break\n    }\n    j\n  })\n";
+        names += ", b" + std::to_string(k);
+    }
+    source += "  return [" + names + "]\n}\n";
+    CAPTURE(source);
+    auto program = compile(source);
+    // Negated for the breaks: IFLT j 2, IFLE 0.0 neg, IFLT neg 0.0, IFLE "b" "a", IFNE, IFEQ.
+    CHECK(countOps(*program, Op::IFLT) == 7 + 2);
+    CHECK(countOps(*program, Op::IFLE) == 4 + 2);
+    CHECK(countOps(*program, Op::IFEQ) == 2 + 1);
+    CHECK(countOps(*program, Op::IFNE) == 2 + 1);
+    CHECK(countOps(*program, Op::JMPIFNOT) == 0);
+    Run run(program, {});
+    REQUIRE(run.start(program->entry(), {}) == RunStatus::Completed);
+    CHECK(resultJson(run) == "[1,0,1,0,0,0,1,1,1,1,0,1,1,0,1,2,5,0,0,1,1]");
+}
+
+TEST_CASE("vm: fused branches are emitted only where the condition's Bool is not needed") {
+    auto program = compile(
+        "program p\n"
+        "fn main(ticket: Str) -> Int {\n"
+        "  var n = 0\n"
+        "  let size = len(ticket)\n"
+        "  for i in range(10) if i < size {\n"  // the body writes n: PCENTER needs the Bool
+        "    n = n + 1\n"
+        "  }\n"
+        "  let small = for i in range(10) if i <= size {\n"  // the body only yields i: fused
+        "    i\n"
+        "  }\n"
+        "  if size == 11 {\n"  // writes n: not fused
+        "    n = n + 100\n"
+        "  }\n"
+        "  let label = if size != 3 { 1 } else { 2 }\n"  // a value: ADDTAGS needs the Bool
+        "  let upto = for j in range(3) {\n"
+        "    if j > size {\n"  // no value, no write, only a break: fused and negated (IFLE j, size)
+        "      break\n"
+        "    }\n"
+        "    j\n"
+        "  }\n"
+        "  return n + len(small) * 1000 + label * 100000 + len(upto) * 1000000\n"
+        "}\n");
+    CHECK(countOps(*program, Op::IFLE) == 2);
+    CHECK(countOps(*program, Op::IFLT) == 0);
+    CHECK(countOps(*program, Op::IFEQ) == 0);
+    CHECK(countOps(*program, Op::IFNE) == 0);
+    Run run(program, {});
+    std::vector<Value> args;
+    args.push_back(*run.heap().makeStr("long ticket", *run.heap().internTags({"untrusted"})));
+    REQUIRE(run.start(program->entry(), std::move(args)) == RunStatus::Completed);
+    // The tagged `size` (11) takes the fused branches' generic path: i <= 11 keeps all ten, and
+    // no j exceeds it.
+    CHECK(run.result().asInt() == 110 + 10 * 1000 + 100000 + 3 * 1000000);
+    // Tags still flow through the conditions that were not fused.
+    CHECK(tagNames(run, run.result().tags()) == std::vector<std::string>{"untrusted"});
+}
+
+// A hand-built (as if forged) function: the verifier accepts it, and the VM must not misbehave
+// when a fused branch meets operands the checker would have rejected.
+std::shared_ptr<const LoadedProgram> forged(std::vector<Instr> code, uint32_t numRegs, std::vector<Constant> k = {}) {
+    auto m = std::make_unique<Module>();
+    m->programName = "forged";
+    m->programHash = std::string(64, 'a');
+    m->hostHash = std::string(64, 'b');
+    m->manifestJson = "{}";
+    m->constants = std::move(k);
+    Function f;
+    f.name = "main";
+    f.numRegs = numRegs;
+    f.spans.assign(code.size(), DebugSpan{1, 1, 1, 2});
+    f.code = std::move(code);
+    m->functions.push_back(std::move(f));
+    m->entry = 0;
+    std::string error = verifyModule(*m);
+    INFO(error);
+    REQUIRE(error.empty());
+    return std::make_shared<LoadedProgram>(std::move(m));
+}
+
+TEST_CASE("vm: a fused branch on operands of the wrong kinds is R0101, and its JMP is taken or skipped") {
+    Constant str{Constant::Kind::Str, 0, 0, "x"};
+    SUBCASE("ordering a Str against an Int") {
+        auto program = forged({Instr::abx(Op::LOADK, 0, 0), Instr::abc(Op::LOADI, 1, 1), Instr::abc(Op::IFLT, 0, 1),
+                               Instr::abx(Op::JMP, 0, 4), Instr::abc(Op::RETUNIT, 0)},
+                              2, {str});
+        Run run(program, {});
+        REQUIRE(run.start(0, {}) == RunStatus::Failed);
+        CHECK(run.failure().error.code == DiagCode::R0101);
+        CHECK(run.failure().span.line == 1);
+    }
+    SUBCASE("equality of different kinds is false, not an error") {
+        // r2 = 1 when the branch falls through (equal), 2 when it takes the JMP.
+        for (Op op : {Op::IFEQ, Op::IFNE}) {
+            auto program = forged({Instr::abx(Op::LOADK, 0, 0), Instr::abc(Op::LOADI, 1, 1), Instr::abc(op, 0, 1),
+                                   Instr::abx(Op::JMP, 0, 6), Instr::abc(Op::LOADI, 2, 1), Instr::abc(Op::RET, 2),
+                                   Instr::abc(Op::LOADI, 2, 2), Instr::abc(Op::RET, 2)},
+                                  3, {str});
+            Run run(program, {});
+            REQUIRE(run.start(0, {}) == RunStatus::Completed);
+            CHECK(run.result().asInt() == (op == Op::IFEQ ? 2 : 1));
+        }
+    }
+    SUBCASE("Int against Float and Unit against Unit") {
+        Constant half{Constant::Kind::Float, 0, 0.5, {}};
+        auto program = forged({Instr::abc(Op::LOADI, 0, 0), Instr::abx(Op::LOADK, 1, 0), Instr::abc(Op::IFLE, 1, 0),
+                               Instr::abx(Op::JMP, 0, 5), Instr::abc(Op::RETUNIT, 0), Instr::abc(Op::IFEQ, 2, 3),
+                               Instr::abx(Op::JMP, 0, 8), Instr::abc(Op::RET, 1), Instr::abc(Op::RETUNIT, 0)},
+                              4, {half});
+        Run run(program, {});
+        REQUIRE(run.start(0, {}) == RunStatus::Completed);
+        // 0.5 <= 0 fails (JMP to 5); Unit == Unit holds (falls through to RET r1).
+        CHECK(resultJson(run) == "0.5");
     }
 }
 
