@@ -1,5 +1,8 @@
 #include "cli/commands.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -37,6 +40,42 @@ std::string tracePathFor(std::string_view tool, const Args& args, const std::str
         return "";
     }
     return path;
+}
+
+void readLines(size_t maxBytes, const std::function<void(std::string_view)>& onLine,
+               const std::function<void()>& onOverlong) {
+    std::string line;
+    bool overlong = false;
+    char buffer[1 << 16];
+    while (true) {
+        ssize_t n = ::read(STDIN_FILENO, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        std::string_view chunk(buffer, static_cast<size_t>(n));
+        while (!chunk.empty()) {
+            size_t newline = chunk.find('\n');
+            std::string_view part = chunk.substr(0, newline);
+            if (!overlong) {
+                if (line.size() + part.size() > maxBytes) {
+                    overlong = true;
+                    line.clear();
+                    line.shrink_to_fit();
+                } else {
+                    line.append(part);
+                }
+            }
+            if (newline == std::string_view::npos) break;
+            chunk.remove_prefix(newline + 1);
+            if (overlong) {
+                onOverlong();
+                overlong = false;
+            } else {
+                onLine(line);
+            }
+            line.clear();
+        }
+    }
+    if (!overlong) onLine(line);
 }
 
 bool parseArgs(std::string_view tool, const std::vector<std::string>& argv, const std::vector<std::string>& switches,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -44,6 +45,12 @@ void printDiagnostics(const DiagnosticList& diags, const CheckOutcome* outcome);
 // and `exit` set to 1.
 std::shared_ptr<const LoadedProgram> compileChecked(const CheckOutcome& outcome, int& exit);
 
+// Reads stdin to its end one line at a time (without the newline; the last line may lack one) and
+// passes each to `onLine`; a line longer than `maxBytes` is dropped as it streams in (never held
+// in memory) and reported by `onOverlong` instead. For the JSON-lines servers (serve, mcp).
+void readLines(size_t maxBytes, const std::function<void(std::string_view)>& onLine,
+               const std::function<void()>& onOverlong);
+
 using Command = int (*)(std::string_view tool, const std::vector<std::string>& argv);
 
 // The whole main() of a tool: dispatches argv[1] to one of `commands` (by name), prints `usage` for
@@ -68,6 +75,10 @@ int resumeCommand(std::string_view tool, const std::vector<std::string>& argv);
 int replayCommand(std::string_view tool, const std::vector<std::string>& argv);
 // cli/test_command.cpp
 int testCommand(std::string_view tool, const std::vector<std::string>& argv);
+// cli/serve_command.cpp
+int serveCommand(std::string_view tool, const std::vector<std::string>& argv);
+// cli/mcp_command.cpp: the MCP server over stdio (docs/mcp.md)
+int mcpCommand(std::string_view tool, const std::vector<std::string>& argv);
 // `manifest PROG.rbc`: the manifest stored in a verified artifact.
 int bytecodeManifest(std::string_view tool, const std::string& path);
 

@@ -18,7 +18,7 @@ constexpr const char* kUsageText =
     "  resume RUN [--file F] [--host H] [--policy P] [--allow-all] [--approve-all] [--fixtures F | --live]\n"
     "  replay RUN [--file F] [--host H]\n"
     "  test [PATH...] [--host H]\n"
-    "(mcp arrives with a later stage)\n";
+    "  mcp                                     Model Context Protocol server on stdin/stdout (docs/mcp.md)\n";
 
 }  // namespace
 
@@ -32,5 +32,6 @@ int main(int argc, char** argv) {
                     {"approve", approveCommand},
                     {"resume", resumeCommand},
                     {"replay", replayCommand},
-                    {"test", testCommand}}, argc, argv);
+                    {"test", testCommand},
+                    {"mcp", mcpCommand}}, argc, argv);
 }

@@ -1,7 +1,8 @@
 // remitvm: the VM's command line (shared/DESIGN.md A1). `run` executes a .rmt (compiled in
 // memory) or a verified .rbc through the broker; `resume` and `replay` re-execute a recorded run;
-// `trace` reads a trace and `approve` records an approval; `test` runs test blocks; serve and mcp
-// arrive later. The commands themselves live in cli/*_command(s).cpp.
+// `trace` reads a trace and `approve` records an approval; `test` runs test blocks; `serve` speaks
+// the checked-run protocol; `mcp` is the Model Context Protocol server for agents. The commands
+// themselves live in cli/*_command(s).cpp.
 #include "cli/commands.h"
 
 namespace {
@@ -24,11 +25,14 @@ constexpr const char* kUsageText =
     "      print a run's timeline, or what call SEQ derives from and who approved it\n"
     "  test [PATH...] [--host H]\n"
     "      run the test blocks of .rmt files (directories are searched)\n"
-    "(serve and mcp arrive later)\n";
+    "  serve\n"
+    "      checked runs over JSON lines on stdin/stdout (docs/serve.md)\n"
+    "  mcp\n"
+    "      Model Context Protocol server on stdin/stdout: check, format, diff and run programs (docs/mcp.md)\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
     using namespace remit::cli;
-    return runTool("remitvm", kUsageText, {{"run", runCommand}, {"approve", approveCommand}, {"trace", traceCommand}, {"resume", resumeCommand}, {"replay", replayCommand}, {"test", testCommand}}, argc, argv);
+    return runTool("remitvm", kUsageText, {{"run", runCommand}, {"approve", approveCommand}, {"trace", traceCommand}, {"resume", resumeCommand}, {"replay", replayCommand}, {"test", testCommand}, {"serve", serveCommand}, {"mcp", mcpCommand}}, argc, argv);
 }

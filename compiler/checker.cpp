@@ -312,6 +312,11 @@ private:
     std::map<std::pair<std::string, std::string>, FlowRecord> flows_;
     bool recursive_ = false;
     bool inTest_ = false;
+    // CheckerOptions::interrupted: polled every kPollInterval expressions; once it said stop, the
+    // walk returns Never for every expression and reports nothing more.
+    static constexpr uint32_t kPollInterval = 256;
+    uint32_t untilPoll_ = kPollInterval;
+    bool stopped_ = false;
 
     struct FnFrame {
         const FnDecl* fn;
@@ -333,6 +338,7 @@ private:
 
     void report(DiagCode code, std::string message, const Span& span, std::string hint = {},
                 std::vector<std::string> notes = {}) {
+        if (stopped_) return;
         diags_.add(
             makeDiagnostic(code, std::move(message), opts_.programFile, span, std::move(hint), std::move(notes)));
     }
@@ -369,7 +375,25 @@ private:
 
     // ------------------------------------------------------------ expressions
 
+    bool interrupted() {
+        if (stopped_ || !opts_.interrupted || --untilPoll_ != 0) return stopped_;
+        untilPoll_ = kPollInterval;
+        stopped_ = opts_.interrupted();
+        return stopped_;
+    }
+
+    // Polls once more; when stopped, reports the E0003 and marks the result interrupted.
+    bool stoppedBetweenPhases() {
+        if (!stopped_ && opts_.interrupted) stopped_ = opts_.interrupted();
+        if (!stopped_) return false;
+        diags_.add(makeDiagnostic(DiagCode::E0003, "checking was stopped before it finished", opts_.programFile,
+                                  prog_.span, "the host interrupted the checker: its time limit passed, or it aborted"));
+        result_.interrupted = true;
+        return true;
+    }
+
     Info expr(const Expr& e, const Ctx& ctx) {
+        if (interrupted()) return Info{arena_.never(), {}, {}};
         Info info = exprInner(e, ctx);
         noteType(e, info.type);
         return info;
@@ -1696,6 +1720,7 @@ void Checker::run() {
         }
         eff = analyseFn(main, args, {}, true).eff;
     }
+    if (stoppedBetweenPhases()) return;
     // Functions main never reaches are still type-checked.
     for (const DeclPtr& d : prog_.decls) {
         if (d->kind != DeclKind::Fn) continue;
@@ -1719,6 +1744,7 @@ void Checker::run() {
         block(*d->as<TestDecl>().body, Ctx{&scope, none, 0, false});
     }
     inTest_ = false;
+    if (stoppedBetweenPhases()) return;
 
     for (const UseEntry& u : prog_.uses) {
         if ((host_.capability(u.name) || host_.model(u.name)) && !usedResources_.count(u.name)) {

@@ -7,6 +7,7 @@
 // context) is memoised, so programs with many functions calling each other stay linear.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +40,7 @@ struct CheckResult {
     std::vector<TypeRef> exprTypes;  // by ast::NodeId of expressions and written types; null elsewhere
     std::unordered_map<uint32_t, ResolvedCall> calls;     // by ast::NodeId of each call
     bool ok = false;                // no errors
+    bool interrupted = false;       // CheckerOptions::interrupted stopped the walk (an E0003 says so)
 };
 
 struct CheckerOptions {
@@ -47,6 +49,10 @@ struct CheckerOptions {
     // Longest chain of program functions calling each other (main -> f -> g ...). Analysis runs
     // callees in their calling context, so this bounds its depth; deeper is E0003.
     size_t maxCallDepth = 256;
+    // Cooperative stop (a deadline or an abort, e.g. `remitvm serve`'s wall_ms): polled every few
+    // hundred expressions and between phases. Once it returns true the walk winds down without
+    // reporting more, an E0003 says checking was stopped, and CheckResult::interrupted is set.
+    std::function<bool()> interrupted = {};
 };
 
 // Resolves the host interface (E0105, E0112 in the host file) into `host`.

@@ -1,0 +1,925 @@
+// See serve_session.h and docs/serve.md. The rules a paused call goes through are the broker's
+// (broker/broker.cpp), in its order, minus what a serve host decides itself: deny tags (R0301) →
+// the grant's max_calls (R0402) → the run's host_calls limit (R0701) → approval reasons, which
+// turn the call's mode into "ask" → the host performs, fails or denies the call → the result is
+// validated against the declared type (R0501, or R0502 for models) and tagged (declared ∪
+// argument tags ∪ pc − clears) on every node.
+#include "broker/serve_session.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "compiler/ast.h"
+#include "compiler/checker.h"
+#include "compiler/parser.h"
+#include "remit/remit.h"
+#include "runtime/diagnostics.h"
+#include "runtime/json_schema.h"
+#include "runtime/source.h"
+#include "runtime/suggest.h"
+#include "runtime/value_json.h"
+#include "vm/api.h"
+
+namespace remit::serve {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Virtual file names: diagnostics never name a host path.
+constexpr const char* kProgramFile = "program.rmt";
+constexpr const char* kHostFile = "host.rmti";
+constexpr const char* kExpectedFile = "expected_type";
+constexpr const char* kGrantsFile = "grants";
+// The alias the expected type is declared under, in a copy of the host interface.
+constexpr const char* kExpectedAlias = "ServeExpectedResultType__";
+constexpr size_t kMaxIdBytes = 256;
+constexpr size_t kMaxReasonBytes = 4096;
+constexpr size_t kMaxExpectedTypeBytes = 4096;
+
+// ---------------------------------------------------------------- replies
+
+Json envelope(std::string_view status, const Json& id, std::string_view session) {
+    Json out = Json::object();
+    out["status"] = status;
+    if (!id.is_null()) out["id"] = id;
+    out["session"] = session;
+    return out;
+}
+
+Json tagNames(const Heap& heap, TagSetId tags) {
+    Json out = Json::array();
+    for (const std::string& name : heap.tagTable().names(tags)) out.push_back(name);
+    return out;
+}
+
+Json spanJson(const DebugSpan& s) {
+    if (s.line == 0) return nullptr;
+    return Json{{"line", s.line}, {"col", s.col}, {"end_line", s.endLine}, {"end_col", s.endCol}};
+}
+
+// The rejection stages in pipeline order; a rejection names the first one that failed.
+enum class Stage : uint8_t { Parse, Typecheck, Grant, Bounds, Flow, ExpectedType };
+constexpr const char* kStageNames[] = {"parse", "typecheck", "grant", "bounds", "flow", "expected-type"};
+
+Stage stageOfCode(DiagCode code) {
+    std::string_view c = diagInfo(code).code;  // "E0100"
+    if (c == "E0001" || c == "E0002" || c == "E0003" || c == "E0100") return Stage::Parse;
+    if (c.starts_with("E05")) return Stage::Grant;
+    if (c.starts_with("E04")) return Stage::Bounds;
+    if (c.starts_with("E03")) return Stage::Flow;
+    return Stage::Typecheck;  // E01xx, E02xx
+}
+
+// The failure stages of a run: what the host is told it was.
+const char* failureStage(DiagCode code) {
+    switch (code) {
+        case DiagCode::R0301:
+        case DiagCode::R0303:
+            return "denied";
+        case DiagCode::R0402:
+        case DiagCode::R0701:
+            return "limit";
+        case DiagCode::R0702:
+            return "aborted";
+        default:
+            return "evaluate";
+    }
+}
+
+RuntimeError err(DiagCode code, std::string message, Json details = nullptr) {
+    return RuntimeError{code, std::move(message), std::move(details)};
+}
+
+// ---------------------------------------------------------------- request parsing
+
+// Rejects JSON nested deeper than kMaxJsonDepth before it is parsed, so no parser, printer or
+// destructor recursion depends on the client.
+bool depthWithin(std::string_view text, size_t maxDepth) {
+    size_t depth = 0;
+    bool inString = false, escaped = false;
+    for (char c : text) {
+        if (inString) {
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == '"')
+                inString = false;
+            continue;
+        }
+        if (c == '"')
+            inString = true;
+        else if (c == '[' || c == '{') {
+            if (++depth > maxDepth) return false;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        }
+    }
+    return true;
+}
+
+// Field readers: each returns false with `problem` set.
+struct Fields {
+    const Json& object;
+    std::string& problem;
+    std::string where;  // "" or "limits." etc.
+
+    const Json* get(const char* key) const {
+        auto it = object.find(key);
+        return it == object.end() ? nullptr : &*it;
+    }
+    bool fail(std::string message) const {
+        problem = std::move(message);
+        return false;
+    }
+    bool onlyKeys(std::initializer_list<std::string_view> allowed) const {
+        for (auto it = object.begin(); it != object.end(); ++it)
+            if (std::find(allowed.begin(), allowed.end(), it.key()) == allowed.end()) {
+                std::vector<std::string> names(allowed.begin(), allowed.end());
+                std::optional<std::string> close = closestName(it.key(), names);
+                return fail(fmt::format("unknown field '{}{}'{}", where, firstCodePoints(it.key(), 64),
+                                        close ? fmt::format(" (did you mean '{}{}'?)", where, *close) : std::string()));
+            }
+        return true;
+    }
+    bool string(const char* key, std::string& out, bool required, size_t maxBytes = SIZE_MAX) const {
+        const Json* v = get(key);
+        if (!v) return required ? fail(fmt::format("missing field '{}{}'", where, key)) : true;
+        if (!v->is_string()) return fail(fmt::format("'{}{}' must be a string", where, key));
+        out = v->get<std::string>();
+        if (out.size() > maxBytes) return fail(fmt::format("'{}{}' is longer than {} bytes", where, key, maxBytes));
+        return true;
+    }
+    bool positive(const char* key, uint64_t& out, uint64_t max) const {
+        const Json* v = get(key);
+        if (!v) return true;
+        if (!v->is_number_unsigned() || v->get<uint64_t>() < 1)
+            return fail(fmt::format("'{}{}' must be a positive integer", where, key));
+        if (v->get<uint64_t>() > max)
+            return fail(
+                fmt::format("'{}{}' is {}, over this server's maximum of {}", where, key, v->get<uint64_t>(), max));
+        out = v->get<uint64_t>();
+        return true;
+    }
+};
+
+bool parseLimits(const Json& j, Limits& out, std::string& problem) {
+    if (!j.is_object()) {
+        problem = "'limits' must be an object";
+        return false;
+    }
+    Fields f{j, problem, "limits."};
+    return f.onlyKeys({"steps", "wall_ms", "host_calls", "result_bytes", "memory"}) &&
+           f.positive("steps", out.steps, kMaxLimits.steps) && f.positive("wall_ms", out.wallMs, kMaxLimits.wallMs) &&
+           f.positive("host_calls", out.hostCalls, kMaxLimits.hostCalls) &&
+           f.positive("result_bytes", out.resultBytes, kMaxLimits.resultBytes) &&
+           f.positive("memory", out.memory, kMaxLimits.memory);
+}
+
+bool parseGrants(const Json& j, std::vector<GrantSpec>& out, std::string& problem) {
+    if (!j.is_array()) {
+        problem = "'grants' must be a list of {name, mode, max_calls?}";
+        return false;
+    }
+    std::set<std::string> seen;
+    for (size_t i = 0; i < j.size(); ++i) {
+        const Json& g = j[i];
+        std::string where = fmt::format("grants[{}].", i);
+        if (!g.is_object()) {
+            problem = fmt::format("grants[{}] must be an object {{name, mode, max_calls?}}", i);
+            return false;
+        }
+        Fields f{g, problem, where};
+        GrantSpec spec;
+        std::string mode = "ask";
+        if (!f.onlyKeys({"name", "mode", "max_calls"}) || !f.string("name", spec.name, true, 256) ||
+            !f.string("mode", mode, false, 16))
+            return false;
+        if (mode != "ask" && mode != "allow")
+            return f.fail(fmt::format("'{}mode' must be \"ask\" or \"allow\"", where));
+        spec.ask = mode == "ask";
+        if (const Json* m = f.get("max_calls")) {
+            if (!m->is_number_integer() || m->get<int64_t>() < 0)
+                return f.fail(fmt::format("'{}max_calls' must be an integer >= 0", where));
+            spec.maxCalls = m->get<int64_t>();
+        }
+        if (!seen.insert(spec.name).second)
+            return f.fail(fmt::format("'{}' is granted twice", firstCodePoints(spec.name, 64)));
+        out.push_back(std::move(spec));
+    }
+    return true;
+}
+
+bool parseRun(const Json& j, RunRequest& r, std::string& problem) {
+    Fields f{j, problem, ""};
+    if (!f.onlyKeys({"type", "id", "session", "source", "host", "grants", "inputs", "limits", "expected_type"}) ||
+        !f.string("source", r.source, true) || !f.string("host", r.host, true))
+        return false;
+    if (const Json* g = f.get("grants"); g && !parseGrants(*g, r.grants, problem)) return false;
+    if (const Json* in = f.get("inputs")) {
+        if (!in->is_object()) return f.fail("'inputs' must be an object of main's parameters");
+        r.inputs = *in;
+    }
+    if (const Json* l = f.get("limits"); l && !parseLimits(*l, r.limits, problem)) return false;
+    if (f.get("expected_type")) {
+        std::string t;
+        if (!f.string("expected_type", t, true, kMaxExpectedTypeBytes)) return false;
+        if (t.find_first_of("\r\n") != std::string::npos) return f.fail("'expected_type' must be one line");
+        r.expectedType = std::move(t);
+    }
+    return true;
+}
+
+bool parseResume(const Json& j, ResumeRequest& r, std::string& problem) {
+    Fields f{j, problem, ""};
+    if (!f.onlyKeys({"type", "id", "session", "call", "perform", "deny", "fail"})) return false;
+    const Json* call = f.get("call");
+    if (!call) return f.fail("missing field 'call' (the id of the host call being answered)");
+    if (!call->is_number_integer() || call->get<int64_t>() < 1) return f.fail("'call' must be a positive integer");
+    r.call = call->get<uint64_t>();
+    int given = (f.get("perform") ? 1 : 0) + (f.get("deny") ? 1 : 0) + (f.get("fail") ? 1 : 0);
+    if (given != 1) return f.fail("a resume needs exactly one of 'perform', 'deny' and 'fail'");
+    if (const Json* p = f.get("perform")) {
+        if (!p->is_object()) return f.fail("'perform' must be an object {result}");
+        Fields pf{*p, problem, "perform."};
+        if (!pf.onlyKeys({"result"})) return false;
+        if (!pf.get("result")) return pf.fail("missing field 'perform.result' (null for a Unit result)");
+        r.kind = ResumeKind::Perform;
+        r.result = *pf.get("result");
+    } else if (const Json* d = f.get("deny")) {
+        if (!d->is_object()) return f.fail("'deny' must be an object {reason?}");
+        Fields df{*d, problem, "deny."};
+        if (!df.onlyKeys({"reason"}) || !df.string("reason", r.reason, false, kMaxReasonBytes)) return false;
+        r.kind = ResumeKind::Deny;
+    } else {
+        const Json& x = *f.get("fail");
+        if (!x.is_object()) return f.fail("'fail' must be an object {error?, message?}");
+        Fields xf{x, problem, "fail."};
+        r.error = "CapabilityFailed";
+        if (!xf.onlyKeys({"error", "message"}) || !xf.string("error", r.error, false, 64) ||
+            !xf.string("message", r.reason, false, kMaxReasonBytes))
+            return false;
+        if (r.error != "CapabilityFailed" && r.error != "Timeout")
+            return xf.fail("'fail.error' must be \"CapabilityFailed\" or \"Timeout\"");
+        r.kind = ResumeKind::Fail;
+    }
+    return true;
+}
+
+}  // namespace
+
+Json errorReply(const Json& id, std::string_view session, std::string_view code, std::string_view message) {
+    Json out = Json::object();
+    out["status"] = "error";
+    if (!id.is_null()) out["id"] = id;
+    if (!session.empty()) out["session"] = session;
+    out["error"] = Json{{"code", code}, {"message", message}};
+    return out;
+}
+
+Json internalErrorReply(const Json& id, std::string_view session) {
+    return errorReply(id, session, "host_error",
+                      "internal error: the request could not be completed and its session was closed");
+}
+
+std::optional<Request> parseRequest(std::string_view line, Json& reply) {
+    auto bad = [&](const Json& id, std::string_view session, std::string message) {
+        reply = errorReply(id, session, "bad_request", message);
+        return std::nullopt;
+    };
+    if (line.size() > kMaxRequestBytes)
+        return bad(nullptr, {}, fmt::format("the request line is longer than {} bytes", kMaxRequestBytes));
+    if (!depthWithin(line, kMaxJsonDepth))
+        return bad(nullptr, {}, fmt::format("the request is nested deeper than {} levels", kMaxJsonDepth));
+    Json j;
+    try {
+        j = Json::parse(line);
+    } catch (const nlohmann::json::parse_error& e) {
+        return bad(nullptr, {}, fmt::format("the request line is not valid JSON (error at byte {})", e.byte));
+    }
+    if (!j.is_object()) return bad(nullptr, {}, "a request must be a JSON object");
+
+    Json id = nullptr;
+    if (auto it = j.find("id"); it != j.end()) {
+        if (!(it->is_string() && it->get_ref<const std::string&>().size() <= kMaxIdBytes) && !it->is_number_integer())
+            return bad(nullptr, {},
+                       fmt::format("'id' must be an integer or a string of at most {} bytes", kMaxIdBytes));
+        id = *it;
+    }
+    std::string session, type, problem;
+    Fields f{j, problem, ""};
+    if (!f.string("session", session, true, kMaxIdBytes) || !f.string("type", type, true, 16))
+        return bad(id, {}, problem);
+    if (session.empty()) return bad(id, {}, "'session' must not be empty");
+
+    Request request;
+    bool ok = false;
+    if (type == "run") {
+        request.type = Request::Type::Run;
+        request.run.id = id;
+        request.run.session = session;
+        ok = parseRun(j, request.run, problem);
+    } else if (type == "resume") {
+        request.type = Request::Type::Resume;
+        request.resume.id = id;
+        request.resume.session = session;
+        ok = parseResume(j, request.resume, problem);
+    } else if (type == "abort") {
+        request.type = Request::Type::Abort;
+        request.abort.id = id;
+        request.abort.session = session;
+        ok = f.onlyKeys({"type", "id", "session"});
+    } else {
+        problem =
+            fmt::format("unknown request type '{}': use \"run\", \"resume\" or \"abort\"", firstCodePoints(type, 16));
+    }
+    if (!ok) return bad(id, session, problem);
+    return request;
+}
+
+// ---------------------------------------------------------------- the session
+
+struct Session::Impl {
+    RunRequest request;
+    std::atomic<bool> abortRequested{false};
+    std::mutex runMutex;  // guards `run` against requestAbort from other threads
+
+    enum class State : uint8_t { New, Paused, Finished } state = State::New;
+    HostModel host;  // resolved: capabilities' types, tags and clears
+    std::map<std::string, const GrantSpec*, std::less<>> grants;
+    std::shared_ptr<const LoadedProgram> program;
+    std::unique_ptr<Run> run;
+
+    uint64_t hostCalls = 0;                      // calls reported to the host
+    std::map<std::string, int64_t> perResource;  // for max_calls (agent calls under their model)
+    // The call the run is paused at.
+    uint64_t callId = 0;
+    TagSetId resultTags = kNoTags;
+    ProvId resultProv = kNoProv;
+
+    explicit Impl(RunRequest r) : request(std::move(r)) {
+        for (const GrantSpec& g : request.grants) grants[g.name] = &g;
+    }
+
+    Json start();
+    Json resume(const ResumeRequest& r);
+    Json abortPaused(const Json& id);
+
+    Json rejected(const std::vector<std::pair<Stage, Diagnostic>>& diags, const std::vector<std::string>& required);
+    Json failedBeforeRun(const Json& id, RuntimeError error);
+    Json drive(const Json& id, RunStatus status);
+    Json finish(Json reply) {
+        state = State::Finished;
+        std::lock_guard<std::mutex> lock(runMutex);
+        run.reset();  // values go with their heap, before the program
+        program.reset();
+        return reply;
+    }
+    // The rules a call meets before it is reported: an error fails the run at the call.
+    std::optional<RuntimeError> preflight(const HostCall& call, Json& reasons);
+    Json hostCallReply(const Json& id, const HostCall& call, const Json& reasons, bool& ok);
+    bool interrupted(Clock::time_point deadline) const {
+        return abortRequested.load(std::memory_order_relaxed) || Clock::now() > deadline;
+    }
+};
+
+Json Session::Impl::rejected(const std::vector<std::pair<Stage, Diagnostic>>& diags,
+                             const std::vector<std::string>& required) {
+    Stage stage = Stage::ExpectedType;
+    for (const auto& [s, d] : diags)
+        if (d.isError()) stage = std::min(stage, s);
+    Json out = envelope("rejected", request.id, request.session);
+    out["stage"] = kStageNames[static_cast<size_t>(stage)];
+    Json list = Json::array();
+    for (const auto& [s, d] : diags) list.push_back(toJson(d));
+    out["diagnostics"] = std::move(list);
+    out["requires"] = required;
+    return finish(std::move(out));
+}
+
+Json Session::Impl::failedBeforeRun(const Json& id, RuntimeError error) {
+    Json out = envelope("failed", id, request.session);
+    out["stage"] = failureStage(error.code);
+    Diagnostic d = makeDiagnostic(error.code, error.message, kProgramFile);
+    d.details = std::move(error.details);
+    out["diagnostics"] = Json::array({toJson(d)});
+    out["host_calls"] = hostCalls;
+    return finish(std::move(out));
+}
+
+Json Session::Impl::start() {
+    const Clock::time_point started = Clock::now();
+    const Clock::time_point deadline = started + std::chrono::milliseconds(request.limits.wallMs);
+    auto stopped = [&](const char* phase) -> std::optional<Json> {
+        if (abortRequested.load(std::memory_order_relaxed))
+            return failedBeforeRun(request.id, err(DiagCode::R0702, "the run was aborted by the host"));
+        if (Clock::now() <= deadline) return std::nullopt;
+        return failedBeforeRun(
+            request.id, err(DiagCode::R0701,
+                            fmt::format("checking the program exceeded the time limit of {} ms", request.limits.wallMs),
+                            Json{{"limit", "wall_ms"}, {"value", request.limits.wallMs}, {"phase", phase}}));
+    };
+
+    // Parse the program and the host interface.
+    std::vector<std::pair<Stage, Diagnostic>> diags;
+    auto take = [&](DiagnosticList& list, std::optional<Stage> stage = std::nullopt) {
+        for (Diagnostic& d : list.items()) {
+            Stage s = stage ? *stage : stageOfCode(d.code);
+            diags.emplace_back(s, std::move(d));
+        }
+        list = DiagnosticList();
+    };
+    DiagnosticList list;
+    SourceFile programSource(kProgramFile, request.source);
+    SourceFile hostSource(kHostFile, request.host);
+    std::unique_ptr<ast::Program> ast = parseProgram(programSource, list);
+    std::vector<std::string> required;
+    if (ast)
+        for (const ast::UseEntry& u : ast->uses) required.push_back(u.name);
+    std::sort(required.begin(), required.end());
+    required.erase(std::unique(required.begin(), required.end()), required.end());
+    std::unique_ptr<ast::HostInterface> hostAst = parseHost(hostSource, list);
+    if (list.hasErrors() || !ast || !hostAst) {
+        take(list, Stage::Parse);
+        return rejected(diags, required);
+    }
+    HostModel model;
+    resolveHost(*hostAst, kHostFile, model, list);
+    if (list.hasErrors()) {
+        take(list, Stage::Parse);
+        return rejected(diags, required);
+    }
+    if (auto s = stopped("parse")) return *s;
+
+    // Grants must name what the host declares (a typo must not go unnoticed).
+    DiagnosticList grantDiags;
+    std::vector<std::string> declared = model.resourceNames();
+    for (const GrantSpec& g : request.grants) {
+        if (model.capability(g.name) || model.model(g.name)) continue;
+        std::optional<std::string> close = closestName(g.name, declared);
+        Diagnostic d = makeDiagnostic(
+            DiagCode::E0505, fmt::format("grant of '{}', which the host does not declare", g.name), kGrantsFile, Span{},
+            close ? fmt::format("did you mean '{}'?", *close)
+                  : "grant only capabilities and models declared in the host interface");
+        d.details = Json{{"grant", g.name}};
+        grantDiags.add(std::move(d));
+    }
+
+    // Check, stopping at the deadline or an abort.
+    CheckerOptions options{kProgramFile, kHostFile};
+    options.interrupted = [this, deadline] { return interrupted(deadline); };
+    CheckResult check = checkProgram(*ast, std::move(model), list, options);
+    if (check.interrupted || interrupted(deadline)) {
+        if (auto s = stopped("check")) return *s;
+        return failedBeforeRun(request.id, err(DiagCode::R0702, "the run was aborted by the host"));
+    }
+    for (const ResourceUse& r : check.manifest.resources) required.push_back(r.name);
+    std::sort(required.begin(), required.end());
+    required.erase(std::unique(required.begin(), required.end()), required.end());
+    take(list);
+
+    // Every resource the program needs must be granted: at each call site, else at its `uses` entry.
+    for (const std::string& r : required) {
+        if (grants.count(r)) continue;
+        Json granted = Json::array();
+        for (const GrantSpec& g : request.grants) granted.push_back(g.name);
+        auto add = [&](Span span) {
+            Diagnostic d =
+                makeDiagnostic(DiagCode::E0501, fmt::format("'{}' is not granted to this run", r), kProgramFile, span,
+                               fmt::format("remove the call, or ask the host to grant '{}'", r));
+            d.details = Json{{"resource", r}, {"granted", granted}};
+            grantDiags.add(std::move(d));
+        };
+        bool atSite = false;
+        for (const CallSiteInfo& site : check.manifest.callSites) {
+            if (site.resource != r) continue;
+            uint32_t width = static_cast<uint32_t>(codePointCount(site.agent ? *site.agent : r));
+            add(Span{site.line, site.col, site.line, site.col + width});
+            atSite = true;
+        }
+        if (!atSite)
+            for (const ast::UseEntry& u : ast->uses)
+                if (u.name == r) add(u.span);
+    }
+    take(grantDiags, Stage::Grant);
+
+    // The expected type: declared as an alias in a copy of the host interface, so it may use the
+    // host's named types; main's return type must fit it.
+    const ast::FnDecl* mainFn = nullptr;
+    for (const ast::DeclPtr& d : ast->decls)
+        if (d->kind == ast::DeclKind::Fn && d->as<ast::FnDecl>().name == "main") mainFn = &d->as<ast::FnDecl>();
+    if (request.expectedType && mainFn) {
+        std::string prefix = fmt::format("type {} = ", kExpectedAlias);
+        uint32_t lastLine = 1;
+        for (char c : request.host) lastLine += c == '\n';
+        SourceFile expectedSource(kExpectedFile, request.host + "\n" + prefix + *request.expectedType + "\n");
+        DiagnosticList expectedDiags;
+        std::unique_ptr<ast::HostInterface> expectedAst = parseHost(expectedSource, expectedDiags);
+        HostModel expectedModel;
+        if (expectedAst && !expectedDiags.hasErrors())
+            resolveHost(*expectedAst, kExpectedFile, expectedModel, expectedDiags);
+        // Positions relative to the expected type's own text.
+        uint32_t shift = static_cast<uint32_t>(prefix.size());
+        uint32_t endCol = static_cast<uint32_t>(codePointCount(*request.expectedType)) + 1;
+        for (Diagnostic& d : expectedDiags.items()) {
+            if (d.span.line == lastLine + 1) {
+                d.span.col = d.span.col > shift ? std::min(d.span.col - shift, endCol) : 1;
+                d.span.endCol = d.span.endLine == d.span.line && d.span.endCol > shift
+                                    ? std::min(d.span.endCol - shift, endCol + 1)
+                                    : d.span.col + 1;
+            } else if (d.span.line > lastLine + 1) {  // at the end of the text: just after the type
+                d.span.col = endCol;
+                d.span.endCol = endCol + 1;
+            } else {
+                d.span = Span{};
+                continue;
+            }
+            d.span.line = d.span.endLine = 1;
+        }
+        auto it = expectedModel.types.find(kExpectedAlias);
+        if (!expectedDiags.hasErrors() && it != expectedModel.types.end()) {
+            TypeRef actual = check.host.arena->unit();
+            if (mainFn->ret && static_cast<size_t>(mainFn->ret->id) < check.exprTypes.size() &&
+                check.exprTypes[static_cast<size_t>(mainFn->ret->id)])
+                actual = check.exprTypes[static_cast<size_t>(mainFn->ret->id)];
+            if (!assignable(actual, it->second) || !boundViolation(actual, it->second).empty()) {
+                std::string why = boundViolation(actual, it->second);
+                Diagnostic d = makeDiagnostic(
+                    DiagCode::E0103,
+                    fmt::format("main returns {}, but the host expects {}", showType(actual), *request.expectedType),
+                    kProgramFile, mainFn->ret ? mainFn->ret->span : mainFn->nameSpan,
+                    fmt::format("make main return a value of type {}", *request.expectedType),
+                    why.empty() ? std::vector<std::string>{} : std::vector<std::string>{why});
+                d.details = Json{{"expected", *request.expectedType}, {"actual", showType(actual)}};
+                expectedDiags.add(std::move(d));
+            }
+        } else if (!expectedDiags.hasErrors()) {
+            expectedDiags.add(makeDiagnostic(DiagCode::E0105, "the expected type could not be read", kExpectedFile));
+        }
+        take(expectedDiags, Stage::ExpectedType);
+    }
+
+    bool anyError = std::any_of(diags.begin(), diags.end(), [](const auto& p) { return p.second.isError(); });
+    if (anyError) return rejected(diags, required);
+    if (auto s = stopped("check")) return *s;
+
+    // Compile.
+    std::string error;
+    program = buildProgram(*ast, check, kProgramFile, error);
+    if (!program) {
+        diags.emplace_back(Stage::Parse, makeDiagnostic(DiagCode::E0003, error, kProgramFile, ast->span,
+                                                        "split the function or the program into smaller parts"));
+        return rejected(diags, required);
+    }
+    host = std::move(check.host);
+    if (auto s = stopped("compile")) return *s;
+
+    // Inputs, typed and tagged per the host's `input` lines; then the run.
+    const Function& main = program->module().functions[program->entry()];
+    for (auto it = request.inputs.begin(); it != request.inputs.end(); ++it)
+        if (std::find(main.paramNames.begin(), main.paramNames.end(), it.key()) == main.paramNames.end()) {
+            finish(nullptr);
+            return errorReply(
+                request.id, request.session, "bad_request",
+                fmt::format("unknown input '{}': main takes {}", firstCodePoints(it.key(), 64),
+                            main.paramNames.empty() ? std::string("no inputs")
+                                                    : fmt::format("{}", fmt::join(main.paramNames, ", "))));
+        }
+    VmLimits limits;
+    limits.maxSteps = request.limits.steps;
+    limits.maxMemory = static_cast<size_t>(request.limits.memory);
+    limits.maxResultBytes = static_cast<size_t>(request.limits.resultBytes);
+    auto spentMs =
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count());
+    limits.maxWallMs = request.limits.wallMs > spentMs ? request.limits.wallMs - spentMs : 1;
+    {
+        std::lock_guard<std::mutex> lock(runMutex);
+        run = std::make_unique<Run>(program, limits);
+    }
+    if (abortRequested.load()) run->requestAbort();
+    std::vector<Value> args;
+    for (size_t p = 0; p < main.paramNames.size(); ++p) {
+        const std::string& name = main.paramNames[p];
+        auto it = request.inputs.find(name);
+        std::string problem;
+        if (it == request.inputs.end()) {
+            problem = fmt::format("missing input '{}' (main takes {})", name, fmt::join(main.paramNames, ", "));
+        } else {
+            std::vector<std::string> tagNames = host.inputTags(name);
+            std::optional<TagSetId> tags = run->heap().internTags(std::span<const std::string>(tagNames));
+            ValueFromJson v =
+                tags ? valueFromJson(run->heap(), *it, program->type(main.paramTypes[p]), "input." + name, *tags)
+                     : ValueFromJson{};
+            if (v.mismatch)
+                problem = fmt::format("input '{}' does not fit its type: {}", name, v.mismatch->text());
+            else if (!v.value)
+                problem = fmt::format("input '{}' does not fit in the run's memory limit", name);
+            else
+                args.push_back(std::move(*v.value));
+        }
+        if (!problem.empty()) {
+            args.clear();
+            finish(nullptr);
+            return errorReply(request.id, request.session, "bad_request", problem);
+        }
+    }
+    return drive(request.id, run->start(program->entry(), std::move(args)));
+}
+
+std::optional<RuntimeError> Session::Impl::preflight(const HostCall& call, Json& reasons) {
+    Heap& heap = run->heap();
+    const Site& site = *call.site;
+    const std::string& resource = site.resource;
+    const Capability* cap = site.kind == SiteKind::Capability ? host.capability(resource) : nullptr;
+    if (site.kind == SiteKind::Capability && !cap)
+        return err(DiagCode::R0303, fmt::format("unknown resource '{}'", resource), Json{{"resource", resource}});
+    if (call.attempt > 0 && cap && !cap->idempotent)
+        return err(DiagCode::R0405, fmt::format("refusing to retry non-idempotent '{}'", resource),
+                   Json{{"resource", resource}});
+    auto grant = grants.find(resource);
+    if (grant == grants.end())  // the check refuses this before the run starts; kept as a backstop
+        return err(DiagCode::R0303, fmt::format("'{}' is not granted to this run", resource),
+                   Json{{"resource", resource}});
+
+    std::vector<TagSetId> argTags;
+    for (const Value& v : call.args) {
+        std::optional<TagSetId> t = heap.deepTags(v);
+        if (!t) return heap.takeError();
+        argTags.push_back(*t);
+    }
+    auto argIndex = [&](const std::string& name) -> std::optional<size_t> {
+        for (size_t i = 0; i < site.argNames.size() && i < argTags.size(); ++i)
+            if (site.argNames[i] == name) return i;
+        return std::nullopt;
+    };
+    // Deny tags, on the deep tags of each argument (not the pc), as the broker does.
+    if (cap)
+        for (const CapabilityParam& p : cap->params) {
+            auto i = argIndex(p.name);
+            if (!i) continue;
+            std::vector<std::string> bad;
+            for (const std::string& tag : p.deny)
+                if (heap.tagTable().contains(argTags[*i], tag)) bad.push_back(tag);
+            if (bad.empty()) continue;
+            std::sort(bad.begin(), bad.end());
+            return err(DiagCode::R0301,
+                       fmt::format("data tagged {} reached '{}' parameter '{}', which denies it", fmt::join(bad, ", "),
+                                   resource, p.name),
+                       Json{{"resource", resource}, {"param", p.name}, {"tags", bad}});
+        }
+    // Call limits: the grant's max_calls, then the run's host_calls.
+    int64_t& count = perResource[resource];
+    if (grant->second->maxCalls && count >= *grant->second->maxCalls)
+        return err(DiagCode::R0402,
+                   fmt::format("the grant allows at most {} call(s) to '{}'", *grant->second->maxCalls, resource),
+                   Json{{"resource", resource}, {"limit", "max_calls"}, {"value", *grant->second->maxCalls}});
+    if (hostCalls >= request.limits.hostCalls)
+        return err(DiagCode::R0701,
+                   fmt::format("the run exceeded its limit of {} host call(s)", request.limits.hostCalls),
+                   Json{{"limit", "host_calls"}, {"value", request.limits.hostCalls}});
+
+    // Approval reasons (the capability's `approval always` and `approve` tags in the data or the
+    // pc): the call is reported in mode "ask" even under an "allow" grant.
+    reasons = Json::array();
+    if (cap && cap->approvalAlways) reasons.push_back("always required approval");
+    if (cap)
+        for (const CapabilityParam& p : cap->params) {
+            auto i = argIndex(p.name);
+            if (!i) continue;
+            for (const std::string& tag : p.approve) {
+                bool inData = heap.tagTable().contains(argTags[*i], tag);
+                if (inData || heap.tagTable().contains(call.pcTags, tag))
+                    reasons.push_back(fmt::format("'{}' is {}{}", p.name, tag, inData ? "" : " (control flow)"));
+            }
+        }
+
+    // The result's tags and provenance: (declared ∪ deep argument tags ∪ pc) − clears.
+    TagSetId all = call.pcTags;
+    ProvId prov = kNoProv;
+    for (size_t i = 0; i < call.args.size(); ++i) {
+        std::optional<TagSetId> t = heap.uniteTags(all, argTags[i]);
+        std::optional<ProvId> p = heap.deepProv(call.args[i]);
+        std::optional<ProvId> united = p ? heap.uniteProv(prov, *p) : std::nullopt;
+        if (!t || !united) return heap.takeError();
+        all = *t;
+        prov = *united;
+    }
+    static const std::vector<std::string> kNone;
+    std::optional<TagSetId> declared = heap.internTags(std::span<const std::string>(cap ? cap->tags : kNone));
+    std::optional<TagSetId> clears = heap.internTags(std::span<const std::string>(cap ? cap->clears : kNone));
+    if (!declared || !clears) return heap.takeError();
+    std::optional<TagSetId> united = heap.uniteTags(*declared, all);
+    if (!united) return heap.takeError();
+    std::optional<TagSetId> tags = heap.subtractTags(*united, *clears);
+    std::optional<ProvId> leaf = heap.provLeaf(hostCalls + 1);
+    if (!tags || !leaf) return heap.takeError();
+    std::optional<ProvId> resultProvenance = heap.uniteProv(prov, *leaf);
+    if (!resultProvenance) return heap.takeError();
+    resultTags = *tags;
+    resultProv = *resultProvenance;
+    ++count;
+    return std::nullopt;
+}
+
+Json Session::Impl::hostCallReply(const Json& id, const HostCall& call, const Json& reasons, bool& ok) {
+    Heap& heap = run->heap();
+    const Site& site = *call.site;
+    ++hostCalls;
+    callId = hostCalls;
+    Json args = Json::object(), argTags = Json::object();
+    for (size_t i = 0; i < site.argNames.size() && i < call.args.size(); ++i) {
+        std::optional<Json> j = valueToJson(call.args[i], static_cast<size_t>(request.limits.resultBytes));
+        std::optional<TagSetId> t = heap.deepTags(call.args[i]);
+        if (!j || !t) {
+            ok = false;
+            return nullptr;
+        }
+        args[site.argNames[i]] = std::move(*j);
+        argTags[site.argNames[i]] = tagNames(heap, *t);
+    }
+    auto grant = grants.find(site.resource);
+    bool ask = (grant != grants.end() && grant->second->ask) || !reasons.empty();
+    Json c = Json::object();
+    c["id"] = callId;
+    c["kind"] = site.kind == SiteKind::Capability ? "capability" : site.kind == SiteKind::Model ? "model" : "agent";
+    c["resource"] = site.resource;
+    if (site.kind == SiteKind::Agent) c["agent"] = site.agent;
+    c["site"] = site.id;
+    c["span"] = spanJson(site.span);
+    c["mode"] = ask ? "ask" : "allow";
+    c["reasons"] = reasons;
+    c["args"] = std::move(args);
+    c["arg_tags"] = std::move(argTags);
+    c["pc_tags"] = tagNames(heap, call.pcTags);
+    c["attempt"] = call.attempt;
+    if (site.kind == SiteKind::Capability) {
+        const Capability* cap = host.capability(site.resource);
+        c["returns"] = cap && cap->ret ? showType(cap->ret) : "Unit";
+    } else {
+        if (call.agent) c["system"] = call.agent->system;
+        c["returns"] = call.askType ? showType(call.askType) : "Unit";
+        c["schema"] = jsonSchemaFor(call.askType);
+    }
+    c["result_tags"] = tagNames(heap, resultTags);
+    Json out = envelope("host-call", id, request.session);
+    out["call"] = std::move(c);
+    ok = true;
+    return out;
+}
+
+Json Session::Impl::drive(const Json& id, RunStatus status) {
+    while (status == RunStatus::HostCall) {
+        const HostCall& call = run->hostCall();
+        Json reasons;
+        if (std::optional<RuntimeError> e = preflight(call, reasons)) {
+            status = run->resumeWithError(std::move(*e), false);
+            continue;
+        }
+        bool ok = false;
+        Json reply = hostCallReply(id, call, reasons, ok);
+        if (!ok) {
+            --hostCalls;
+            status = run->resumeWithError(
+                err(DiagCode::R0701,
+                    fmt::format("the arguments of this call to '{}' are larger than the result_bytes limit of {} bytes",
+                                call.site->resource, request.limits.resultBytes),
+                    Json{{"limit", "result_bytes"}, {"value", request.limits.resultBytes}}),
+                false);
+            continue;
+        }
+        if (abortRequested.load()) return abortPaused(id);
+        state = State::Paused;
+        return reply;
+    }
+    if (status == RunStatus::Completed) {
+        Heap& heap = run->heap();
+        Json out = envelope("completed", id, request.session);
+        std::optional<Json> result = valueToJson(run->result());
+        std::optional<TagSetId> tags = heap.deepTags(run->result());
+        const Function& main = program->module().functions[program->entry()];
+        TypeRef type = program->type(main.returnType);
+        out["result"] = result ? std::move(*result) : Json(nullptr);
+        out["type"] = type ? showType(type) : "Unit";
+        out["tags"] = tagNames(heap, tags ? *tags : kNoTags);
+        out["host_calls"] = hostCalls;
+        out["steps"] = run->stepsUsed();
+        return finish(std::move(out));
+    }
+    const RunFailure& f = run->failure();
+    Json out = envelope("failed", id, request.session);
+    out["stage"] = failureStage(f.error.code);
+    Diagnostic d = makeDiagnostic(f.error.code, f.error.message, kProgramFile,
+                                  Span{f.span.line, f.span.col, f.span.endLine, f.span.endCol});
+    d.details = f.error.details;
+    out["diagnostics"] = Json::array({toJson(d)});
+    out["host_calls"] = hostCalls;
+    return finish(std::move(out));
+}
+
+Json Session::Impl::resume(const ResumeRequest& r) {
+    if (state != State::Paused)
+        return errorReply(r.id, request.session, "not_paused", "the session is not paused at a host call");
+    if (r.call != callId)
+        return errorReply(r.id, request.session, "wrong_call",
+                          fmt::format("the session is paused at call {}, not call {}", callId, r.call));
+    if (abortRequested.load()) return abortPaused(r.id);
+    state = State::New;
+    const HostCall& call = run->hostCall();
+    const Site& site = *call.site;
+    const std::string& resource = site.resource;
+    switch (r.kind) {
+        case ResumeKind::Deny: {
+            Json details = {{"resource", resource}, {"site", site.id}, {"call", callId}, {"denied_by", "host"}};
+            if (!r.reason.empty()) details["reason"] = r.reason;
+            std::string message = fmt::format("the host denied the call to '{}'", resource);
+            if (!r.reason.empty()) {
+                message += ": ";
+                message += firstCodePoints(r.reason, 200);
+            }
+            return drive(r.id,
+                         run->resumeWithError(err(DiagCode::R0303, std::move(message), std::move(details)), false));
+        }
+        case ResumeKind::Fail: {
+            DiagCode code = r.error == "Timeout" ? DiagCode::R0503 : DiagCode::R0501;
+            std::string message = !r.reason.empty()         ? std::string(firstCodePoints(r.reason, 200))
+                                  : code == DiagCode::R0503 ? fmt::format("'{}' timed out", resource)
+                                                            : fmt::format("'{}' failed", resource);
+            return drive(r.id, run->resumeWithError(err(code, std::move(message), Json{{"resource", resource}}), true));
+        }
+        case ResumeKind::Perform:
+            break;
+    }
+    Heap& heap = run->heap();
+    const Capability* cap = site.kind == SiteKind::Capability ? host.capability(resource) : nullptr;
+    TypeRef type = cap ? cap->ret : call.askType;
+    ValueFromJson v = valueFromJson(heap, r.result, type, "result", resultTags, resultProv);
+    if (v.mismatch) {
+        // As the broker treats an adapter's result that does not fit: operational, so `retry`
+        // and `else` apply; without them the run fails at the call.
+        DiagCode code = cap ? DiagCode::R0501 : DiagCode::R0502;
+        std::string message = cap ? fmt::format("'{}' returned a value that does not fit its declared type {}: {}",
+                                                resource, showType(type), v.mismatch->text())
+                                  : fmt::format("model output does not match the declared type at {}: {}",
+                                                v.mismatch->path, v.mismatch->problem);
+        return drive(r.id,
+                     run->resumeWithError(
+                         err(code, std::move(message),
+                             Json{{"resource", resource}, {"path", v.mismatch->path}, {"expected", showType(type)}}),
+                         true));
+    }
+    if (!v.value) {
+        RuntimeError e =
+            heap.failed() ? heap.takeError() : err(DiagCode::R0701, "out of memory", Json{{"limit", "memory"}});
+        return drive(r.id, run->resumeWithError(std::move(e), false));
+    }
+    return drive(r.id, run->resumeWithResult(std::move(*v.value)));
+}
+
+Json Session::Impl::abortPaused(const Json& id) {
+    Json out = envelope("failed", id, request.session);
+    out["stage"] = "aborted";
+    DebugSpan span;
+    if (run && run->status() == RunStatus::HostCall) span = run->hostCall().site->span;
+    Diagnostic d = makeDiagnostic(DiagCode::R0702, "the run was aborted by the host", kProgramFile,
+                                  Span{span.line, span.col, span.endLine, span.endCol});
+    out["diagnostics"] = Json::array({toJson(d)});
+    out["host_calls"] = hostCalls;
+    return finish(std::move(out));
+}
+
+// ---------------------------------------------------------------- Session
+
+Session::Session(RunRequest request) : impl_(std::make_unique<Impl>(std::move(request))) {}
+Session::~Session() = default;
+
+Json Session::start() {
+    if (impl_->state != Impl::State::New || impl_->run)
+        return errorReply(impl_->request.id, impl_->request.session, "session_busy", "the session has already started");
+    return impl_->start();
+}
+
+Json Session::resume(const ResumeRequest& request) { return impl_->resume(request); }
+
+Json Session::abortPaused(const Json& id) {
+    if (impl_->state != Impl::State::Paused) return nullptr;
+    return impl_->abortPaused(id);
+}
+
+void Session::requestAbort() {
+    impl_->abortRequested.store(true);
+    std::lock_guard<std::mutex> lock(impl_->runMutex);
+    if (impl_->run) impl_->run->requestAbort();
+}
+
+bool Session::paused() const { return impl_->state == Impl::State::Paused; }
+bool Session::finished() const { return impl_->state == Impl::State::Finished; }
+const std::string& Session::id() const { return impl_->request.session; }
+
+}  // namespace remit::serve

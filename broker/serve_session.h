@@ -1,0 +1,121 @@
+// The session engine of `remitvm serve` (docs/serve.md; shared/spec/checked-run-rfc.md): one
+// checked run of source the host did not write. A `run` request is parsed and checked against the
+// host interface it carries, checked again against its grants (an ungranted capability is a
+// rejection before anything runs), compiled, and run under its limits; every capability or model
+// call pauses the run and is reported to the host with its span, arguments and tags, and the host
+// resumes it with a result, a denial or a failure. The engine performs no effect itself.
+//
+// cli/serve_command.cpp owns the protocol's transport (lines on stdin/stdout, one thread per
+// session, dispatch); everything a reply says is decided here. Replies are JSON objects ready to
+// print; a request the engine cannot serve gets a fixed error reply, never exception text.
+//
+// Threads: a Session is used by one thread at a time, except requestAbort, which any thread may
+// call at any time (it stops checking at the next poll and the VM within 1024 step charges).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace remit::serve {
+
+using Json = nlohmann::ordered_json;
+
+// The limits of one run (docs/serve.md "Limits"). Every run has all of them.
+struct Limits {
+    uint64_t steps = 10'000'000;           // VM step charges (shared/DESIGN.md B2)
+    uint64_t wallMs = 5'000;               // checking, compiling and running together; time paused at calls excluded
+    uint64_t hostCalls = 100;              // calls reported to the host, retries included
+    uint64_t resultBytes = 1u << 20;       // the result as JSON; also each host call's arguments
+    uint64_t memory = uint64_t(64) << 20;  // live bytes of the run's heap
+};
+
+// The most a request may ask for; more is a bad_request (a server protects its other sessions).
+inline constexpr Limits kMaxLimits{1'000'000'000'000, 3'600'000, 100'000, uint64_t(64) << 20, uint64_t(1) << 30};
+
+// Transport limits the engine's parser enforces: a longer line or deeper JSON is a bad_request.
+inline constexpr size_t kMaxRequestBytes = size_t(8) << 20;
+inline constexpr size_t kMaxJsonDepth = 256;
+
+struct GrantSpec {
+    std::string name;  // a capability or model the host declares
+    bool ask = true;   // mode "ask" (a person decides each call) or "allow" (the host performs it)
+    std::optional<int64_t> maxCalls;
+};
+
+struct RunRequest {
+    Json id;  // echoed; null when the request had none
+    std::string session;
+    std::string source;
+    std::string host;
+    std::vector<GrantSpec> grants;
+    nlohmann::json inputs = nlohmann::json::object();
+    Limits limits;
+    std::optional<std::string> expectedType;
+};
+
+enum class ResumeKind : uint8_t { Perform, Deny, Fail };
+
+struct ResumeRequest {
+    Json id;
+    std::string session;
+    uint64_t call = 0;
+    ResumeKind kind = ResumeKind::Perform;
+    nlohmann::json result;  // Perform
+    std::string reason;     // Deny: optional reason; Fail: message
+    std::string error;      // Fail: "CapabilityFailed" or "Timeout"
+};
+
+struct AbortRequest {
+    Json id;
+    std::string session;
+};
+
+struct Request {
+    enum class Type : uint8_t { Run, Resume, Abort } type = Type::Run;
+    RunRequest run;
+    ResumeRequest resume;
+    AbortRequest abort;
+};
+
+// Parses one request line. On a malformed line returns nullopt and sets `reply` to a bad_request
+// error reply naming what is wrong (with the request's id and session when they could be read).
+std::optional<Request> parseRequest(std::string_view line, Json& reply);
+
+// {"status": "error", "id"?, "session"?, "error": {"code", "message"}}.
+Json errorReply(const Json& id, std::string_view session, std::string_view code, std::string_view message);
+// The fixed reply for an internal failure (an exception, a broken invariant): code host_error and
+// a message that never carries exception text, paths or addresses.
+Json internalErrorReply(const Json& id, std::string_view session);
+
+class Session {
+public:
+    explicit Session(RunRequest request);
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    // Checks, compiles and starts the run: `rejected`, `host-call`, `completed` or `failed`.
+    Json start();
+    // Resumes the call the run is paused at: `host-call`, `completed` or `failed`; an error reply
+    // (the session stays paused) when the request names another call or the session is not paused.
+    Json resume(const ResumeRequest& request);
+    // Ends a run paused at a host call after requestAbort: `failed` with stage `aborted`.
+    Json abortPaused(const Json& id);
+    // Any thread: stops checking or running as soon as the engine next looks.
+    void requestAbort();
+
+    bool paused() const;
+    bool finished() const;  // rejected, completed or failed: nothing more will happen
+    const std::string& id() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace remit::serve

@@ -1,0 +1,258 @@
+// `remitvm mcp` and `remit mcp`: a Model Context Protocol server over stdio (docs/mcp.md). This
+// file is only the transport — JSON-RPC 2.0, one message per line on stdin, one reply per line on
+// stdout — and the protocol's own methods (initialize, ping, tools/list, resources/*). What a tool
+// does is cli/mcp_tools.{h,cpp}'s business.
+//
+// Every request is answered in order on the reading thread. A line that is not JSON is a -32700
+// error, a message that is not a request -32600, an unknown method -32601, bad parameters -32602;
+// notifications (no `id`) are never answered. Nothing a message can do ends the server: an
+// internal failure is the fixed host_error reply, without exception text, paths or addresses.
+// End of input ends the server, refusing any run still paused for an approval.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/mcp_tools.h"
+#include "runtime/source.h"
+
+#ifndef REMIT_VERSION
+#define REMIT_VERSION "0.1.0"
+#endif
+
+namespace remit::cli {
+
+namespace {
+
+using mcp::Json;
+
+// A message longer than this is refused unread: eight arguments of 200,000 characters fit even
+// when every character is written as a \uXXXX escape.
+constexpr size_t kMaxMessageBytes = size_t(16) << 20;
+constexpr size_t kMaxMessageDepth = 256;
+
+// The protocol versions this server speaks, newest first; a client asking for another gets the newest.
+constexpr const char* kProtocolVersions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
+
+constexpr const char* kInstructions =
+    "Remit is a small, checked language for programs that call a host's tools and models. Start with "
+    "remit_guide. Write the program against the host interface (host.rmti) you were given, then call "
+    "remit_check and fix every error before you finish. When you edit an existing program, call "
+    "remit_authority_diff with the old and the new version and do not widen authority unless the user asked "
+    "for it. remit_examples returns complete working programs; remit_run_fixtures and remit_run execute a "
+    "program offline on fixtures.";
+
+constexpr int kParseError = -32700;
+constexpr int kInvalidRequest = -32600;
+constexpr int kMethodNotFound = -32601;
+constexpr int kInvalidParams = -32602;
+constexpr int kInternalError = -32603;
+constexpr int kResourceNotFound = -32002;
+
+struct Resource {
+    const char* uri;
+    const char* name;
+    const char* title;
+    const char* description;
+    const char* path;  // the embedded file
+};
+
+constexpr Resource kResources[] = {
+    {"remit://guide", "guide", "Remit guide for agents",
+     "The workflow, a skeleton program, diagnostics and their fixes, a syntax cheat sheet, the fixture format and "
+     "complete examples.",
+     "docs/ai-guide.md"},
+    {"remit://spec", "spec", "Remit language specification", "The full language specification (v0.1).",
+     "docs/spec/remit-language-v0.1.md"},
+};
+
+// Writes one message per line. Never throws: a reply that cannot be printed becomes a fixed line.
+void writeMessage(const Json& message) noexcept {
+    std::string line;
+    try {
+        line = message.dump(-1, ' ', false, Json::error_handler_t::replace);
+    } catch (...) {
+        line = fmt::format(R"({{"jsonrpc":"2.0","id":null,"error":{{"code":{},"message":"host_error: {}"}}}})",
+                           kInternalError, mcp::kHostErrorMessage);
+    }
+    line += '\n';
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fflush(stdout);
+}
+
+Json errorReply(const Json& id, int code, std::string message, Json data = nullptr) {
+    Json error = {{"code", code}, {"message", std::move(message)}};
+    if (!data.is_null()) error["data"] = std::move(data);
+    return Json{{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(error)}};
+}
+
+Json resultReply(const Json& id, Json result) {
+    return Json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
+}
+
+class Server {
+public:
+    // The reply to one line, or null for a notification or a client's response.
+    Json handle(std::string_view line);
+
+private:
+    mcp::Tools tools_;
+
+    Json dispatch(const Json& id, const std::string& method, const Json& params);
+    Json initialize(const Json& params);
+    Json toolsCall(const Json& id, const Json& params);
+    Json resourcesRead(const Json& id, const Json& params);
+};
+
+Json Server::handle(std::string_view line) {
+    if (mcp::nestsTooDeep(line, kMaxMessageDepth))
+        return errorReply(nullptr, kParseError,
+                          fmt::format("Parse error: JSON nested deeper than {} levels", kMaxMessageDepth));
+    Json message = Json::parse(line, nullptr, false);
+    if (message.is_discarded()) return errorReply(nullptr, kParseError, "Parse error: the line is not valid JSON");
+    if (message.is_array())
+        return errorReply(nullptr, kInvalidRequest,
+                          "Invalid Request: batches are not supported; send one message per line");
+    if (!message.is_object())
+        return errorReply(nullptr, kInvalidRequest, "Invalid Request: a message must be a JSON object");
+    bool hasId = message.contains("id");
+    Json id = hasId ? message["id"] : Json(nullptr);
+    if (hasId && !id.is_string() && !id.is_number_integer() && !id.is_null())
+        return errorReply(nullptr, kInvalidRequest, "Invalid Request: id must be a string or an integer");
+    if (id.is_string() && id.get_ref<const std::string&>().size() > 256)
+        return errorReply(nullptr, kInvalidRequest, "Invalid Request: id is longer than 256 bytes");
+    if (!message.contains("method")) {
+        if (message.contains("result") || message.contains("error"))
+            return nullptr;  // a client's response: nothing asked
+        return errorReply(id, kInvalidRequest, "Invalid Request: no method");
+    }
+    if (!message["method"].is_string())
+        return errorReply(id, kInvalidRequest, "Invalid Request: method must be a string");
+    if (message.value("jsonrpc", Json(nullptr)) != "2.0")
+        return hasId ? errorReply(id, kInvalidRequest, "Invalid Request: jsonrpc must be \"2.0\"") : Json(nullptr);
+    const std::string& method = message["method"].get_ref<const std::string&>();
+    Json params = message.contains("params") ? message["params"] : Json::object();
+    if (params.is_null()) params = Json::object();
+    if (!hasId) return nullptr;  // notifications (initialized, cancelled, ...) need no reply
+    if (!params.is_object()) return errorReply(id, kInvalidParams, "Invalid params: params must be an object");
+    try {
+        return dispatch(id, method, params);
+    } catch (...) {
+        return errorReply(id, kInternalError, fmt::format("host_error: {}", mcp::kHostErrorMessage),
+                          Json{{"code", "host_error"}});
+    }
+}
+
+Json Server::dispatch(const Json& id, const std::string& method, const Json& params) {
+    if (method == "initialize") return resultReply(id, initialize(params));
+    if (method == "ping") return resultReply(id, Json::object());
+    if (method == "tools/list") {
+        Json list = Json::array();
+        for (const mcp::ToolSpec& spec : mcp::toolSpecs()) list.push_back(mcp::toolListEntry(spec));
+        return resultReply(id, Json{{"tools", std::move(list)}});
+    }
+    if (method == "tools/call") return toolsCall(id, params);
+    if (method == "resources/list") {
+        Json list = Json::array();
+        for (const Resource& r : kResources)
+            list.push_back({{"uri", r.uri},
+                            {"name", r.name},
+                            {"title", r.title},
+                            {"description", r.description},
+                            {"mimeType", "text/markdown"}});
+        return resultReply(id, Json{{"resources", std::move(list)}});
+    }
+    if (method == "resources/templates/list") return resultReply(id, Json{{"resourceTemplates", Json::array()}});
+    if (method == "resources/read") return resourcesRead(id, params);
+    return errorReply(id, kMethodNotFound, fmt::format("Method not found: {}", firstCodePoints(method, 100)));
+}
+
+Json Server::initialize(const Json& params) {
+    std::string version = kProtocolVersions[0];
+    if (auto it = params.find("protocolVersion"); it != params.end() && it->is_string())
+        for (const char* v : kProtocolVersions)
+            if (it->get_ref<const std::string&>() == v) version = v;
+    Json result;
+    result["protocolVersion"] = version;
+    result["capabilities"] = {{"tools", {{"listChanged", false}}},
+                              {"resources", {{"subscribe", false}, {"listChanged", false}}}};
+    result["serverInfo"] = {{"name", "remit"}, {"title", "Remit language tools"}, {"version", REMIT_VERSION}};
+    result["instructions"] = kInstructions;
+    return result;
+}
+
+Json Server::toolsCall(const Json& id, const Json& params) {
+    auto name = params.find("name");
+    if (name == params.end() || !name->is_string())
+        return errorReply(id, kInvalidParams, "Invalid params: tools/call needs the tool's name as a string");
+    Json arguments = params.contains("arguments") ? params["arguments"] : Json(nullptr);
+    mcp::BadParams bad;
+    std::optional<mcp::ToolOutcome> outcome = tools_.call(name->get_ref<const std::string&>(), arguments, bad);
+    if (!outcome) return errorReply(id, kInvalidParams, "Invalid params: " + bad.message);
+    Json result;
+    result["content"] = Json::array({Json{{"type", "text"}, {"text", std::move(outcome->text)}}});
+    result["isError"] = outcome->isError;
+    return resultReply(id, std::move(result));
+}
+
+Json Server::resourcesRead(const Json& id, const Json& params) {
+    auto uri = params.find("uri");
+    if (uri == params.end() || !uri->is_string())
+        return errorReply(id, kInvalidParams, "Invalid params: resources/read needs the resource's uri as a string");
+    const std::string& wanted = uri->get_ref<const std::string&>();
+    for (const Resource& r : kResources) {
+        if (wanted != r.uri) continue;
+        std::optional<std::string_view> text = mcp::embeddedText(r.path);
+        if (!text) break;
+        return resultReply(
+            id,
+            Json{{"contents",
+                  Json::array({Json{{"uri", r.uri}, {"mimeType", "text/markdown"}, {"text", std::string(*text)}}})}});
+    }
+    return errorReply(id, kResourceNotFound, "Resource not found",
+                      Json{{"uri", std::string(firstCodePoints(wanted, 256))}});
+}
+
+}  // namespace
+
+int mcpCommand(std::string_view tool, const std::vector<std::string>& argv) {
+    Args args;
+    if (!parseArgs(tool, argv, {"--http"}, {"--host", "--port", "--keys", "--usage", "--free-monthly"}, args))
+        return kUsage;
+    if (!args.positional.empty()) {
+        fmt::print(stderr, "{}: error: mcp takes no arguments; it reads MCP messages on stdin (docs/mcp.md)\n", tool);
+        return kUsage;
+    }
+    if (args.has("--http") || args.value("--port") || args.value("--keys") || args.value("--usage") ||
+        args.value("--free-monthly") || args.value("--host")) {
+        fmt::print(stderr,
+                   "{}: error: the HTTP transport of mcp is not available in this build; run `{} mcp` for stdio\n",
+                   tool, tool);
+        return kUsage;
+    }
+    std::signal(SIGPIPE, SIG_IGN);  // a client that goes away must not kill the server mid-write
+    Server server;
+    auto handle = [&](std::string_view line) {
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        if (line.find_first_not_of(" \t") == std::string_view::npos) return;  // blank lines are ignored
+        Json reply;
+        try {
+            reply = server.handle(line);
+        } catch (...) {
+            reply = errorReply(nullptr, kInternalError, fmt::format("host_error: {}", mcp::kHostErrorMessage),
+                               Json{{"code", "host_error"}});
+        }
+        if (!reply.is_null()) writeMessage(reply);
+    };
+    readLines(kMaxMessageBytes, handle, [&] {
+        writeMessage(errorReply(nullptr, kInvalidRequest,
+                                fmt::format("Invalid Request: the message is longer than {} bytes", kMaxMessageBytes)));
+    });
+    return kOk;
+}
+
+}  // namespace remit::cli

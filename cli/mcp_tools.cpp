@@ -1,0 +1,889 @@
+// The MCP tools (cli/mcp_tools.h, docs/mcp.md). Each tool is a function from validated arguments
+// to a result object; the checks, formatting, manifests, bytecode and runs all come from the
+// library — this file only composes them for text held in memory instead of files.
+#include "cli/mcp_tools.h"
+
+#include <fmt/format.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <random>
+#include <span>
+#include <thread>
+
+#include "broker/approvals.h"
+#include "broker/broker.h"
+#include "broker/fixture_adapter.h"
+#include "broker/trace.h"
+#include "compiler/checker.h"
+#include "compiler/driver.h"
+#include "compiler/manifest.h"
+#include "compiler/parser.h"
+#include "remit/remit.h"
+#include "runtime/diagnostics.h"
+#include "runtime/policy.h"
+#include "runtime/source.h"
+#include "runtime/value_json.h"
+#include "vm/api.h"
+
+namespace remit::cli::mcp {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kProgramFile = "program.rmt";
+constexpr const char* kHostFile = "host.rmti";
+constexpr const char* kPolicyFile = "policy.toml";
+constexpr const char* kGuidePath = "docs/ai-guide.md";
+constexpr const char* kSpecPath = "docs/spec/remit-language-v0.1.md";
+// JSON given as text (fixtures, inputs) nested deeper than this is refused before it is parsed.
+constexpr size_t kMaxJsonDepth = 128;
+// Run limits of a tool run: a client's policy may lower them, never raise them (the server is
+// shared by every run it holds).
+constexpr size_t kMaxRunMemory = size_t(64) << 20;
+constexpr uint64_t kMaxRunWallMs = 10'000;
+constexpr size_t kMaxRunResultBytes = size_t(1) << 20;
+
+// Tool results print as the prototype's server prints them: indented JSON, non-ASCII kept.
+std::string dump(const Json& value) { return value.dump(2, ' ', false, Json::error_handler_t::replace); }
+
+Json errorsResult(std::vector<std::string> errors) {
+    Json out;
+    out["ok"] = false;
+    out["errors"] = std::move(errors);
+    return out;
+}
+
+Json tooLarge() { return errorsResult({"input too large"}); }
+
+// Parses JSON text given as a tool argument. On failure returns nullopt with a message naming
+// `what` and the position (never the parser's exception text).
+std::optional<nlohmann::json> parseJsonArgument(std::string_view what, const std::string& text, std::string& error) {
+    if (nestsTooDeep(text, kMaxJsonDepth)) {
+        error = fmt::format("invalid JSON in {}: nested deeper than {} levels", what, kMaxJsonDepth);
+        return std::nullopt;
+    }
+    try {
+        return nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+        size_t at = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+        size_t line = 1, col = 1;
+        for (size_t i = 0; i < at; ++i) {
+            if (text[i] == '\n') {
+                ++line;
+                col = 1;
+            } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+                ++col;
+            }
+        }
+        error = fmt::format("invalid JSON in {} at line {}, column {}", what, line, col);
+        return std::nullopt;
+    }
+}
+
+// ---------------------------------------------------------------- checking text in memory
+
+// Everything a check of in-memory text learns. The same phases as compiler/driver.h's
+// checkProgramFile, in the same order, for sources that are not files.
+struct TextCheck {
+    std::map<std::string, std::unique_ptr<SourceFile>> sources;
+    DiagnosticList diags;
+    std::unique_ptr<ast::Program> program;
+    std::unique_ptr<ast::HostInterface> host;
+    std::optional<CheckResult> checked;  // set once the program and the host parsed
+    std::optional<Policy> policy;
+
+    bool parsed() const { return checked.has_value(); }
+    bool ok() const { return checked && !diags.hasErrors(); }
+
+    std::string render(const Diagnostic& d) const {
+        auto it = sources.find(d.file);
+        return renderText(d, it == sources.end() ? nullptr : it->second.get());
+    }
+    std::vector<std::string> rendered(bool errors) const {
+        std::vector<std::string> out;
+        for (const Diagnostic& d : diags.items())
+            if (d.isError() == errors) out.push_back(render(d));
+        return out;
+    }
+};
+
+void checkText(TextCheck& out, const std::string& programName, const std::string& programText,
+               const std::string& hostText, const std::optional<std::string>& policyText) {
+    const SourceFile& program = *(out.sources[programName] = std::make_unique<SourceFile>(programName, programText));
+    out.program = parseProgram(program, out.diags);
+    if (out.diags.hasErrors() || !out.program) return;
+    const SourceFile& host = *(out.sources[kHostFile] = std::make_unique<SourceFile>(kHostFile, hostText));
+    out.host = parseHost(host, out.diags);
+    if (out.diags.hasErrors() || !out.host) return;
+    HostModel model;
+    resolveHost(*out.host, kHostFile, model, out.diags);
+    if (out.diags.hasErrors()) return;
+    std::vector<std::string> hostResources = model.resourceNames();
+    out.checked = checkProgram(*out.program, std::move(model), out.diags, CheckerOptions{programName, kHostFile});
+    if (!policyText) return;
+    bool programOk = !out.diags.hasErrors();
+    out.sources[kPolicyFile] = std::make_unique<SourceFile>(kPolicyFile, *policyText);
+    out.policy = parsePolicy(kPolicyFile, *policyText, out.diags);
+    if (!out.policy) return;
+    checkPolicyAgainstHost(*out.policy, hostResources, out.diags);
+    if (programOk && !out.diags.hasErrors())
+        checkManifestAgainstPolicy(out.checked->manifest, *out.policy, programName, out.program->span, out.diags);
+}
+
+// The remit_check result for a finished TextCheck (PROTOTYPE.md §5).
+Json checkResult(const TextCheck& c) {
+    if (!c.parsed()) return errorsResult(c.rendered(true));
+    Json out;
+    out["ok"] = c.ok();
+    out["errors"] = c.rendered(true);
+    out["warnings"] = c.rendered(false);
+    if (c.ok()) {
+        out["summary"] = manifestSummary(c.checked->manifest);
+        out["manifest"] = manifestToJson(c.checked->manifest);
+        out["program_hash"] = c.checked->manifest.programHash;
+    }
+    return out;
+}
+
+// ---------------------------------------------------------------- runs
+
+std::string randomHex(size_t bytes) {
+    std::random_device random;
+    std::string out;
+    for (size_t i = 0; i < bytes; ++i) out += fmt::format("{:02x}", random() & 0xff);
+    return out;
+}
+
+// One run of a program on fixtures, driven by the broker on its own thread. With `autoApprove`
+// every approval is granted (remit_run_fixtures); otherwise a call that needs approval blocks the
+// worker in the broker's approval callback until resume() answers it.
+struct LiveRun {
+    std::string token;
+    fs::path dir;  // this run's scratch directory: its trace and approval store
+    std::string programText;
+    std::shared_ptr<const LoadedProgram> program;
+    HostModel host;
+    Policy policy;
+    std::unique_ptr<FixtureAdapter> adapter;
+    TraceWriter trace;
+    std::unique_ptr<ApprovalStore> approvals;
+    std::unique_ptr<Run> run;
+    std::unique_ptr<Broker> broker;
+    std::vector<Value> args;  // main's inputs, moved into the run when it starts
+    std::thread worker;
+
+    std::mutex mutex;
+    std::condition_variable changed;
+    uint64_t settled = 0;                      // guarded: the number of pauses and ends so far
+    bool paused = false;                       // guarded: waiting in the approval callback
+    bool done = false;                         // guarded: the broker returned (or threw)
+    bool crashed = false;                      // guarded: it threw
+    bool denied = false;                       // guarded: the last approval was refused
+    bool stopping = false;                     // guarded: every approval from now on is refused
+    std::optional<bool> decision;              // guarded: the answer to the pending approval
+    std::optional<PendingApproval> pending;    // guarded
+    RunStatus status = RunStatus::NotStarted;  // guarded
+
+    ~LiveRun() {
+        stop();
+        std::error_code ec;
+        if (!dir.empty()) fs::remove_all(dir, ec);
+    }
+
+    // Called on the worker by the broker when a call needs approval.
+    bool ask(const PendingApproval& p) {
+        std::unique_lock<std::mutex> lock(mutex);
+        pending = p;
+        if (stopping) {
+            denied = true;
+            return false;
+        }
+        paused = true;
+        decision.reset();
+        ++settled;
+        changed.notify_all();
+        changed.wait(lock, [&] { return decision.has_value(); });
+        paused = false;
+        denied = !*decision;
+        return *decision;
+    }
+
+    void work() {
+        RunStatus s = RunStatus::Failed;
+        bool threw = false;
+        try {
+            s = broker->drive(run->start(program->entry(), std::move(args)));
+        } catch (...) {
+            threw = true;  // reported as host_error; nothing of the exception is kept
+        }
+        std::lock_guard<std::mutex> lock(mutex);
+        status = s;
+        crashed = threw;
+        done = true;
+        paused = false;
+        ++settled;
+        changed.notify_all();
+    }
+
+    // Starts the worker and waits until the run pauses or ends.
+    void start() {
+        worker = std::thread([this] { work(); });
+        waitPast(0);
+    }
+
+    // Answers the pending approval and waits until the run pauses again or ends.
+    void answer(bool approve) {
+        uint64_t before;
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            before = settled;
+            decision = approve;
+        }
+        changed.notify_all();
+        waitPast(before);
+    }
+
+    void waitPast(uint64_t before) {
+        std::unique_lock<std::mutex> lock(mutex);
+        changed.wait(lock, [&] { return settled > before; });
+    }
+
+    // Ends the run: the pending approval and any later one are refused, and the worker joined.
+    void stop() {
+        if (!worker.joinable()) return;
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            stopping = true;
+            if (paused && !decision) decision = false;
+        }
+        changed.notify_all();
+        worker.join();
+    }
+
+    // The calls made so far, as the prototype lists them: {resource, args, status, approval_needed?}.
+    Json calls() const {
+        Json out = Json::array();
+        TraceFile t = readTrace(trace.path());
+        for (const nlohmann::json& e : t.events) {
+            if (!e.is_object() || e.value("event", "") != "call") continue;
+            Json c;
+            c["resource"] = e.value("resource", "");
+            c["args"] = e.contains("args") ? Json(e["args"]) : Json::object();
+            c["status"] = e.value("status", "");
+            if (e.contains("approval") && e["approval"].is_object()) c["approval_needed"] = true;
+            out.push_back(std::move(c));
+        }
+        return out;
+    }
+
+    std::string renderFailure(const RunFailure& f) const {
+        Diagnostic d = makeDiagnostic(f.error.code, f.error.message, kProgramFile,
+                                      Span{f.span.line, f.span.col, f.span.endLine, f.span.endCol});
+        d.details = f.error.details;
+        SourceFile source(kProgramFile, programText);
+        return renderText(d, &source);
+    }
+
+    Json failureJson(const RunFailure& f) const {
+        const DiagInfo& info = diagInfo(f.error.code);
+        Json error = {{"code", info.code},
+                      {"name", info.name},
+                      {"message", f.error.message},
+                      {"line", f.span.line},
+                      {"col", f.span.col}};
+        if (!f.error.details.is_null()) error["details"] = f.error.details;
+        return error;
+    }
+
+    Json resultJson() const {
+        std::optional<Json> v = valueToJson(run->result(), kMaxRunResultBytes);
+        return v ? std::move(*v) : Json(nullptr);
+    }
+
+    Json resultTags() const {
+        Json out = Json::array();
+        std::optional<TagSetId> deep = run->heap().deepTags(run->result());
+        for (const std::string& name : run->heap().tagTable().names(deep ? *deep : kNoTags)) out.push_back(name);
+        return out;
+    }
+};
+
+Json pendingJson(const PendingApproval& p) {
+    return Json{
+        {"resource", p.resource}, {"site", p.site}, {"args", p.args}, {"reasons", p.reasons}, {"digest", p.digest}};
+}
+
+// The values of main's parameters from a JSON object, typed and tagged per the host's `input`
+// lines. A message saying what does not fit, or empty.
+std::string inputValues(const LoadedProgram& program, const HostModel& host, Heap& heap, const nlohmann::json& given,
+                        std::vector<Value>& out) {
+    const Function& main = program.module().functions[program.entry()];
+    std::string takes =
+        main.paramNames.empty() ? std::string("no inputs") : fmt::format("{}", fmt::join(main.paramNames, ", "));
+    if (!given.is_object())
+        return fmt::format("inputs must be a JSON object with one entry per input of main (main takes {})", takes);
+    for (auto it = given.begin(); it != given.end(); ++it)
+        if (std::find(main.paramNames.begin(), main.paramNames.end(), it.key()) == main.paramNames.end())
+            return fmt::format("unknown input '{}': main takes {}", firstCodePoints(it.key(), 64), takes);
+    for (size_t p = 0; p < main.paramNames.size(); ++p) {
+        const std::string& name = main.paramNames[p];
+        auto it = given.find(name);
+        if (it == given.end()) return fmt::format("missing input '{}' (main takes {})", name, takes);
+        std::vector<std::string> tagNames = host.inputTags(name);
+        std::optional<TagSetId> tags = heap.internTags(std::span<const std::string>(tagNames));
+        if (!tags) return fmt::format("input '{}' does not fit in the run's memory limit", name);
+        ValueFromJson v = valueFromJson(heap, *it, program.type(main.paramTypes[p]), "input." + name, *tags);
+        if (v.mismatch) return fmt::format("input '{}' does not fit its type: {}", name, v.mismatch->text());
+        if (!v.value) return fmt::format("input '{}' does not fit in the run's memory limit", name);
+        out.push_back(std::move(*v.value));
+    }
+    return {};
+}
+
+// Arguments after validation: strings by name (absent and null are missing), and booleans.
+struct Args {
+    std::map<std::string, std::string> strings;
+    std::map<std::string, bool> booleans;
+    std::optional<std::string> get(const std::string& name) const {
+        auto it = strings.find(name);
+        return it == strings.end() ? std::nullopt : std::optional(it->second);
+    }
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- embedded text
+
+bool nestsTooDeep(std::string_view text, size_t maxDepth) {
+    size_t depth = 0;
+    bool inString = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        char c = text[i];
+        if (inString) {
+            if (c == '\\')
+                ++i;
+            else if (c == '"')
+                inString = false;
+        } else if (c == '"') {
+            inString = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > maxDepth) return true;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        }
+    }
+    return false;
+}
+
+
+std::optional<std::string_view> embeddedText(std::string_view path) {
+    for (const EmbeddedFile& f : embeddedFiles())
+        if (f.path == path) return f.text;
+    return std::nullopt;
+}
+
+// ---------------------------------------------------------------- tool table
+
+const std::vector<ToolSpec>& toolSpecs() {
+    using T = ParamSpec::Type;
+    static const ParamSpec program{"program", T::String, true, "The Remit program: the text of a .rmt file."};
+    static const ParamSpec host{"host", T::String, true,
+                                "The host interface: the text of the host.rmti file the program runs against."};
+    static const ParamSpec policy{"policy", T::String, false,
+                                  "Optional deployment policy: the text of a policy.toml file (grants, max_calls, "
+                                  "budget). Without it nothing is compared with a policy."};
+    static const ParamSpec fixtures{"fixtures", T::String, true,
+                                    "JSON text of the fixtures: canned results for each capability and model call, "
+                                    "e.g. {\"capabilities\": {\"ns.cap\": [{\"args\": {...}, \"output\": ...}]}, "
+                                    "\"model\": [{\"match\": \"...\", \"output\": ...}]}."};
+    static const ParamSpec inputs{"inputs", T::String, false,
+                                  "JSON text of an object with one entry per parameter of main.", "{}"};
+    static const ParamSpec runPolicy{"policy", T::String, false,
+                                     "Optional policy.toml text; without it every resource the host declares is "
+                                     "granted with no limits."};
+    static const std::vector<ToolSpec> specs = {
+        {"remit_guide",
+         "Remit guide",
+         "Start here. Returns the Remit guide for agents: the workflow, a skeleton program, what each diagnostic "
+         "means and how to fix it, a syntax cheat sheet, the fixture format and complete examples. "
+         "section='spec' returns the full language specification instead.",
+         {{"section", T::String, false, "\"guide\" (default) or \"spec\".", "guide", {"guide", "spec"}}}},
+        {"remit_check",
+         "Check a program",
+         "Type-check a Remit program against a host interface and, optionally, a policy. Returns {ok, errors, "
+         "warnings}, each diagnostic rendered with its code, position, source line, notes and hint; when ok, also "
+         "a readable summary, the authority manifest (resources with worst-case calls and cost, approval sites, "
+         "tagged data flows) and the program hash. Fix every error before finishing.",
+         {program, host, policy}},
+        {"remit_format",
+         "Format a program",
+         "Return the program in canonical layout, comments kept: {ok: true, program} or {ok: false, errors}.",
+         {{"program", T::String, true, "The Remit program: the text of a .rmt file."}}},
+        {"remit_authority_diff",
+         "Compare authority",
+         "Compare two versions of a program against the same host: {ok, widened, changes}. widened is true when "
+         "the new version gains resources, calls, worst-case cost, tagged data flows or approval sites. Run it "
+         "after every edit and do not widen authority unless the user asked for it.",
+         {{"old_program", T::String, true, "The program before the edit."},
+          {"new_program", T::String, true, "The program after the edit."},
+          host}},
+        {"remit_examples",
+         "Example programs",
+         "List the bundled example programs ({examples: [names]}), or return one by name as {filename: content}: "
+         "its program, host.rmti, policy.toml, inputs.json and fixtures.",
+         {{"name", T::String, false, "An example's name; omit it to list them."}}},
+        {"remit_run_fixtures",
+         "Run on fixtures",
+         "Run a program offline on fixtures: canned results stand in for every capability and model call, so "
+         "nothing real is ever called. The program is checked first. Every approval is granted automatically. "
+         "Returns {ok: true, result, calls} or {ok: false, runtime_error, calls}; calls lists each call made with "
+         "its resource, args, status and approval_needed.",
+         {program, host, fixtures, inputs, runPolicy}},
+        {"remit_run",
+         "Run, pausing for approvals",
+         "Run a program offline on fixtures like remit_run_fixtures, but a call that needs a human approval "
+         "pauses the run and returns {status: \"approval_required\", run_token, pending: {resource, site, args, "
+         "reasons, digest}}. Ask the user, then answer with remit_resume. Other results: {status: \"completed\", "
+         "result, result_tags, spent_usd, calls}, {status: \"failed\", error, runtime_error, calls} and "
+         "{status: \"rejected\", errors} when the program does not check or the fixtures or inputs are invalid.",
+         {program, host, fixtures, inputs, runPolicy}},
+        {"remit_resume",
+         "Answer an approval",
+         "Answer the approval a paused remit_run waits for. approve=true performs the pending call and continues "
+         "the run, which may pause again at a later call; approve=false refuses the call and ends the run. Only "
+         "approve what the user approved. Returns the same shapes as remit_run.",
+         {{"run_token", T::String, true, "The run_token remit_run returned with status approval_required."},
+          {"approve", T::Boolean, true, "true to allow the pending call, false to refuse it."}}},
+    };
+    return specs;
+}
+
+Json toolListEntry(const ToolSpec& spec) {
+    Json properties = Json::object();
+    Json required = Json::array();
+    for (const ParamSpec& p : spec.params) {
+        Json schema;
+        if (p.type == ParamSpec::Type::Boolean) {
+            schema["type"] = "boolean";
+        } else if (p.required || p.defaultValue) {
+            schema["type"] = "string";
+        } else {
+            schema["type"] = Json::array({"string", "null"});
+        }
+        if (!p.oneOf.empty()) schema["enum"] = p.oneOf;
+        if (p.defaultValue)
+            schema["default"] = *p.defaultValue;
+        else if (!p.required)
+            schema["default"] = nullptr;
+        schema["description"] = p.description;
+        properties[p.name] = std::move(schema);
+        if (p.required) required.push_back(p.name);
+    }
+    Json entry;
+    entry["name"] = spec.name;
+    entry["title"] = spec.title;
+    entry["description"] = spec.description;
+    entry["inputSchema"] = {{"type", "object"},
+                            {"properties", std::move(properties)},
+                            {"required", std::move(required)},
+                            {"additionalProperties", false}};
+    // Every tool is offline: it reads only its arguments and the text bundled with the server.
+    entry["annotations"] = {{"title", spec.title},
+                            {"readOnlyHint", true},
+                            {"destructiveHint", false},
+                            {"idempotentHint", std::string_view(spec.name) != "remit_resume"},
+                            {"openWorldHint", false}};
+    return entry;
+}
+
+// ---------------------------------------------------------------- the tools
+
+struct Tools::Impl {
+    fs::path scratch;  // created on first use, removed at the end
+    uint64_t runs = 0;
+    std::map<std::string, std::unique_ptr<LiveRun>> paused;  // by run token
+    std::deque<std::string> order;                           // paused tokens, oldest first
+
+    ~Impl() {
+        paused.clear();  // each run refuses its pending call and joins its worker
+        std::error_code ec;
+        if (!scratch.empty()) fs::remove_all(scratch, ec);
+    }
+
+    // A fresh scratch directory for one run; empty when none can be made.
+    fs::path runDir() {
+        std::error_code ec;
+        if (scratch.empty()) {
+            std::string pattern = (fs::temp_directory_path(ec) / "remit-mcp-XXXXXX").string();
+            if (ec || !::mkdtemp(pattern.data())) return {};
+            scratch = pattern;
+        }
+        fs::path dir = scratch / std::to_string(++runs);
+        fs::create_directories(dir, ec);
+        return ec ? fs::path() : dir;
+    }
+
+    Json check(const Args& a) {
+        TextCheck c;
+        checkText(c, kProgramFile, *a.get("program"), *a.get("host"), a.get("policy"));
+        return checkResult(c);
+    }
+
+    Json format(const Args& a) {
+        FormatOutcome f = formatText(kProgramFile, *a.get("program"), false);
+        if (f.diags.hasErrors() || f.formatted.empty()) {
+            std::vector<std::string> errors;
+            for (const Diagnostic& d : f.diags.items())
+                if (d.isError()) errors.push_back(renderText(d, f.source.get()));
+            return errorsResult(std::move(errors));
+        }
+        Json out;
+        out["ok"] = true;
+        out["program"] = f.formatted;
+        return out;
+    }
+
+    Json authorityDiff(const Args& a) {
+        // The host first (its errors are the same for both versions), then the new version, then the old.
+        TextCheck after;
+        checkText(after, "new.rmt", *a.get("new_program"), *a.get("host"), std::nullopt);
+        if (!after.ok()) return errorsResult(after.rendered(true));
+        TextCheck before;
+        checkText(before, "old.rmt", *a.get("old_program"), *a.get("host"), std::nullopt);
+        if (!before.ok()) return errorsResult({"the old program does not check; cannot compare"});
+        AuthorityDiff diff = diffManifests(before.checked->manifest, after.checked->manifest);
+        Json out;
+        out["ok"] = true;
+        out["widened"] = diff.widened;
+        out["changes"] = diff.changes;
+        return out;
+    }
+
+    static std::map<std::string, std::map<std::string, std::string_view>> examples() {
+        std::map<std::string, std::map<std::string, std::string_view>> out;
+        for (const EmbeddedFile& f : embeddedFiles()) {
+            if (!f.path.starts_with("examples/")) continue;
+            std::string_view rest = f.path.substr(9);
+            size_t slash = rest.find('/');
+            if (slash == std::string_view::npos) continue;
+            out[std::string(rest.substr(0, slash))][std::string(rest.substr(slash + 1))] = f.text;
+        }
+        return out;
+    }
+
+    Json examplesTool(const Args& a) {
+        auto all = examples();
+        Json names = Json::array();
+        for (const auto& [name, files] : all) names.push_back(name);
+        std::optional<std::string> name = a.get("name");
+        if (!name || name->empty()) return Json{{"examples", names}};
+        auto it = all.find(*name);
+        if (it == all.end())
+            return Json{{"error", fmt::format("unknown example '{}'", firstCodePoints(*name, 64))},
+                        {"examples", names}};
+        Json out = Json::object();
+        for (const auto& [file, text] : it->second) out[file] = std::string(text);
+        return out;
+    }
+
+    // Checks, compiles and prepares a run of `a` (program, host, fixtures, inputs, policy?). Returns
+    // the run, or sets `rejected` to the result explaining why it cannot start.
+    std::unique_ptr<LiveRun> prepareRun(const Args& a, bool autoApprove, Json& rejected) {
+        TextCheck c;
+        checkText(c, kProgramFile, *a.get("program"), *a.get("host"), a.get("policy"));
+        if (!c.ok()) {
+            rejected = checkResult(c);
+            return nullptr;
+        }
+        std::string error, hint;
+        std::optional<nlohmann::json> fixtureDoc = parseJsonArgument("fixtures", *a.get("fixtures"), error);
+        std::optional<nlohmann::json> inputsDoc;
+        if (fixtureDoc) inputsDoc = parseJsonArgument("inputs", a.get("inputs").value_or("{}"), error);
+        if (!fixtureDoc || !inputsDoc) {
+            rejected = errorsResult({error});
+            return nullptr;
+        }
+        auto run = std::make_unique<LiveRun>();
+        run->adapter = FixtureAdapter::fromJson(std::move(*fixtureDoc), "fixtures.json", error, hint);
+        if (!run->adapter) {
+            rejected = errorsResult({hint.empty() ? error : fmt::format("{} (hint: {})", error, hint)});
+            return nullptr;
+        }
+        std::string buildError;
+        run->program = buildProgram(*c.program, *c.checked, kProgramFile, buildError);
+        if (!run->program) {
+            rejected = errorsResult({fmt::format("{}: error[E0003]: {}", kProgramFile, buildError)});
+            return nullptr;
+        }
+        run->programText = *a.get("program");
+        run->host = std::move(c.checked->host);
+        run->policy = c.policy ? std::move(*c.policy) : Policy::allowAllPolicy();
+
+        VmLimits limits;
+        limits.maxMemory = std::min(limits.maxMemory, kMaxRunMemory);
+        limits.maxWallMs = std::min(limits.maxWallMs, kMaxRunWallMs);
+        limits.maxResultBytes = std::min(limits.maxResultBytes, kMaxRunResultBytes);
+        const RunLimits& asked = run->policy.limits;
+        if (asked.maxSteps) limits.maxSteps = std::min(limits.maxSteps, static_cast<uint64_t>(*asked.maxSteps));
+        if (asked.maxMemory) limits.maxMemory = std::min(limits.maxMemory, static_cast<size_t>(*asked.maxMemory));
+        if (asked.maxWallMs) limits.maxWallMs = std::min(limits.maxWallMs, static_cast<uint64_t>(*asked.maxWallMs));
+        run->run = std::make_unique<Run>(run->program, limits);
+        if (std::string problem = inputValues(*run->program, run->host, run->run->heap(), *inputsDoc, run->args);
+            !problem.empty()) {
+            rejected = errorsResult({problem});
+            return nullptr;
+        }
+
+        run->dir = runDir();
+        if (run->dir.empty() || !run->trace.open((run->dir / "trace.jsonl").string(), error)) {
+            rejected = nullptr;  // host_error: the message would name a path
+            return nullptr;
+        }
+        run->token = randomHex(16);
+        const Module& module = run->program->module();
+        BrokerOptions options;
+        options.runId = "mcp-" + run->token.substr(0, 12);
+        options.idempotencyRoot = options.runId;
+        options.programHash = module.programHash;
+        options.host = &run->host;
+        options.policy = &run->policy;
+        options.adapter = run->adapter.get();
+        options.trace = &run->trace;
+        options.programBudget = module.budgetUsd;
+        if (autoApprove) {
+            options.approveAll = true;
+        } else {
+            run->approvals = std::make_unique<ApprovalStore>((run->dir / "approvals.json").string());
+            options.approvals = run->approvals.get();
+            LiveRun* self = run.get();
+            options.askOperator = [self](const PendingApproval& p) { return self->ask(p); };
+        }
+        run->broker = std::make_unique<Broker>(options, *run->run);
+        return run;
+    }
+
+    // Turns a remit_run that paused or ended into its result; a paused run is kept.
+    ToolOutcome settle(std::unique_ptr<LiveRun> run) {
+        bool paused, crashed, denied;
+        RunStatus status;
+        std::optional<PendingApproval> pending;
+        {
+            std::lock_guard<std::mutex> lock(run->mutex);
+            paused = run->paused;
+            crashed = run->crashed;
+            denied = run->denied;
+            status = run->status;
+            pending = run->pending;
+        }
+        if (crashed || (!paused && !run->broker->ioError().empty())) return hostError();
+        Json out;
+        if (paused && pending) {
+            out["status"] = "approval_required";
+            out["run_token"] = run->token;
+            out["pending"] = pendingJson(*pending);
+            out["calls"] = run->calls();
+            out["next"] =
+                "Show the pending call to the user. Then call remit_resume with this run_token and "
+                "approve: true to perform it, or approve: false to refuse it.";
+            std::string token = run->token;
+            while (this->paused.size() >= kMaxPausedRuns) dropOldest();
+            order.push_back(token);
+            this->paused.emplace(token, std::move(run));
+            return {dump(out), false};
+        }
+        if (status == RunStatus::Completed) {
+            out["status"] = "completed";
+            out["result"] = run->resultJson();
+            out["result_tags"] = run->resultTags();
+            out["spent_usd"] = run->broker->spent();
+            out["calls"] = run->calls();
+            return {dump(out), false};
+        }
+        const RunFailure& f = run->run->failure();
+        out["status"] = "failed";
+        if (denied && f.error.code == DiagCode::R0302 && pending) {
+            Json error = run->failureJson(f);
+            error["message"] = fmt::format("the approval of '{}' at {} was refused; the run stopped before the call",
+                                           pending->resource, pending->site);
+            out["error"] = std::move(error);
+            out["denied"] = pendingJson(*pending);
+        } else {
+            out["error"] = run->failureJson(f);
+        }
+        out["runtime_error"] = run->renderFailure(f);
+        out["calls"] = run->calls();
+        return {dump(out), false};
+    }
+
+    void dropOldest() {
+        if (order.empty()) return;
+        paused.erase(order.front());  // the run refuses its pending call and ends
+        order.pop_front();
+    }
+
+    static ToolOutcome hostError() {
+        return {dump(Json{{"ok", false}, {"error", "host_error"}, {"message", kHostErrorMessage}}), true};
+    }
+
+    ToolOutcome runFixtures(const Args& a) {
+        Json rejected;
+        std::unique_ptr<LiveRun> run = prepareRun(a, true, rejected);
+        if (!run) return rejected.is_null() ? hostError() : ToolOutcome{dump(rejected), false};
+        run->start();
+        bool crashed;
+        RunStatus status;
+        {
+            std::lock_guard<std::mutex> lock(run->mutex);
+            crashed = run->crashed || !run->done;
+            status = run->status;
+        }
+        if (crashed || !run->broker->ioError().empty()) return hostError();
+        Json out;
+        if (status == RunStatus::Completed) {
+            out["ok"] = true;
+            out["result"] = run->resultJson();
+            out["calls"] = run->calls();
+        } else {
+            out["ok"] = false;
+            out["runtime_error"] = run->renderFailure(run->run->failure());
+            out["calls"] = run->calls();
+        }
+        return {dump(out), false};
+    }
+
+    ToolOutcome runTool(const Args& a) {
+        Json rejected;
+        std::unique_ptr<LiveRun> run = prepareRun(a, false, rejected);
+        if (!run) {
+            if (rejected.is_null()) return hostError();
+            Json out;
+            out["status"] = "rejected";
+            for (auto& [key, value] : rejected.items())
+                if (key != "ok") out[key] = value;
+            return {dump(out), false};
+        }
+        run->start();
+        return settle(std::move(run));
+    }
+
+    ToolOutcome resume(const Args& a) {
+        std::string token = *a.get("run_token");
+        auto it = paused.find(token);
+        if (it == paused.end()) {
+            Json out;
+            out["status"] = "error";
+            out["error"] = "unknown_run_token";
+            out["message"] = fmt::format(
+                "no paused run has this run_token: it completed, was refused, was never issued by this server, or "
+                "was dropped because more than {} runs were paused at once; start it again with remit_run",
+                kMaxPausedRuns);
+            return {dump(out), true};
+        }
+        std::unique_ptr<LiveRun> run = std::move(it->second);
+        paused.erase(it);
+        order.erase(std::find(order.begin(), order.end(), token));
+        run->answer(a.booleans.at("approve"));
+        return settle(std::move(run));
+    }
+};
+
+Tools::Tools() : impl_(std::make_unique<Impl>()) {}
+Tools::~Tools() = default;
+
+size_t Tools::pausedRuns() const { return impl_->paused.size(); }
+
+std::optional<ToolOutcome> Tools::call(std::string_view name, const Json& arguments, BadParams& bad) {
+    const ToolSpec* spec = nullptr;
+    for (const ToolSpec& s : toolSpecs())
+        if (name == s.name) spec = &s;
+    if (!spec) {
+        std::vector<std::string> names;
+        for (const ToolSpec& s : toolSpecs()) names.push_back(s.name);
+        bad.message =
+            fmt::format("unknown tool '{}'; the tools are {}", firstCodePoints(name, 64), fmt::join(names, ", "));
+        return std::nullopt;
+    }
+    if (!arguments.is_null() && !arguments.is_object()) {
+        bad.message = fmt::format("the arguments of {} must be a JSON object", spec->name);
+        return std::nullopt;
+    }
+    Args args;
+    bool tooLong = false;
+    if (arguments.is_object()) {
+        for (const auto& [key, value] : arguments.items()) {
+            auto p = std::find_if(spec->params.begin(), spec->params.end(),
+                                  [&](const ParamSpec& x) { return key == x.name; });
+            if (p == spec->params.end()) {
+                std::vector<std::string> names;
+                for (const ParamSpec& x : spec->params) names.push_back(x.name);
+                bad.message = fmt::format(
+                    "unknown argument '{}' for {} (it takes {})", firstCodePoints(key, 64), spec->name,
+                    names.empty() ? std::string("no arguments") : fmt::format("{}", fmt::join(names, ", ")));
+                return std::nullopt;
+            }
+            if (value.is_null() && !p->required) continue;
+            if (p->type == ParamSpec::Type::Boolean) {
+                if (!value.is_boolean()) {
+                    bad.message = fmt::format("argument '{}' of {} must be true or false", p->name, spec->name);
+                    return std::nullopt;
+                }
+                args.booleans[p->name] = value.get<bool>();
+                continue;
+            }
+            if (!value.is_string()) {
+                bad.message = fmt::format("argument '{}' of {} must be a string", p->name, spec->name);
+                return std::nullopt;
+            }
+            const std::string& text = value.get_ref<const std::string&>();
+            if (text.size() > kMaxArgumentChars && codePointCount(text) > kMaxArgumentChars) tooLong = true;
+            args.strings[p->name] = text;
+        }
+    }
+    for (const ParamSpec& p : spec->params) {
+        bool present =
+            p.type == ParamSpec::Type::Boolean ? args.booleans.count(p.name) > 0 : args.strings.count(p.name) > 0;
+        if (!present && p.required) {
+            bad.message = fmt::format("missing required argument '{}' for {}", p.name, spec->name);
+            return std::nullopt;
+        }
+        if (present && !p.oneOf.empty() && !tooLong &&
+            std::none_of(p.oneOf.begin(), p.oneOf.end(), [&](const char* v) { return args.strings[p.name] == v; })) {
+            bad.message =
+                fmt::format("argument '{}' of {} must be one of: {}", p.name, spec->name, fmt::join(p.oneOf, ", "));
+            return std::nullopt;
+        }
+    }
+    std::string_view tool = spec->name;
+    try {
+        if (tooLong) {
+            Json out = tooLarge();
+            if (tool == "remit_run" || tool == "remit_resume")
+                out = Json{{"status", "rejected"}, {"errors", out["errors"]}};
+            return ToolOutcome{dump(out), false};
+        }
+        if (tool == "remit_guide") {
+            bool wantSpec = args.get("section").value_or("guide") == "spec";
+            std::optional<std::string_view> text = embeddedText(wantSpec ? kSpecPath : kGuidePath);
+            if (!text) return Impl::hostError();
+            return ToolOutcome{std::string(*text), false};
+        }
+        if (tool == "remit_check") return ToolOutcome{dump(impl_->check(args)), false};
+        if (tool == "remit_format") return ToolOutcome{dump(impl_->format(args)), false};
+        if (tool == "remit_authority_diff") return ToolOutcome{dump(impl_->authorityDiff(args)), false};
+        if (tool == "remit_examples") return ToolOutcome{dump(impl_->examplesTool(args)), false};
+        if (tool == "remit_run_fixtures") return impl_->runFixtures(args);
+        if (tool == "remit_run") return impl_->runTool(args);
+        if (tool == "remit_resume") return impl_->resume(args);
+    } catch (...) {
+        // Nothing of the exception reaches the client: it could carry paths or addresses.
+    }
+    return Impl::hostError();
+}
+
+}  // namespace remit::cli::mcp

@@ -1,0 +1,112 @@
+// The tools of `remitvm mcp` / `remit mcp` (docs/mcp.md, shared/PROTOTYPE.md §5): the prototype's
+// six — remit_guide, remit_check, remit_format, remit_authority_diff, remit_examples,
+// remit_run_fixtures — with its parameter names and result shapes, plus remit_run and remit_resume,
+// a fixture run that pauses when a call needs a human approval and continues when the client
+// answers. cli/mcp_command.cpp is only the JSON-RPC transport; this file turns tool arguments into
+// results by calling the library (compiler/driver.h, compiler/manifest.h, vm/api.h, the broker
+// with a FixtureAdapter). Nothing here performs a live effect: every capability and model call is
+// answered by the caller's fixtures.
+//
+// Safety: every string argument is at most kMaxArgumentChars code points (`input too large`);
+// results never carry C++ exception text, host paths or addresses. Programs are named
+// `program.rmt` (old.rmt / new.rmt in a diff), the host `host.rmti`, the policy `policy.toml`.
+//
+// Threads: a Tools object is used by one thread (the server's reader). Each remit_run has a
+// worker thread that drives the broker; while the run waits for an approval the worker is blocked
+// inside the broker's approval callback, so the run stays paused in memory, exactly where it
+// stopped, until remit_resume answers it (or the server ends and refuses it).
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace remit::cli::mcp {
+
+using Json = nlohmann::ordered_json;
+
+// The prototype's limit on each argument, in characters (code points).
+inline constexpr size_t kMaxArgumentChars = 200'000;
+// Runs paused for an approval that the server keeps; starting one more refuses the oldest.
+inline constexpr size_t kMaxPausedRuns = 8;
+
+// A file embedded into the binary at build time (cli/CMakeLists.txt): docs/ai-guide.md, the
+// language spec, and the bundled examples, by their path in the source tree.
+struct EmbeddedFile {
+    std::string_view path;
+    std::string_view text;
+};
+const std::vector<EmbeddedFile>& embeddedFiles();
+// The embedded file at `path`, or nullopt.
+std::optional<std::string_view> embeddedText(std::string_view path);
+
+// One parameter of a tool: a string or a boolean; optional ones may also be null.
+struct ParamSpec {
+    const char* name;
+    enum class Type { String, Boolean } type;
+    bool required;
+    const char* description;
+    std::optional<const char*> defaultValue = std::nullopt;  // strings only
+    std::vector<const char*> oneOf = {};                     // allowed values (strings only)
+};
+
+struct ToolSpec {
+    const char* name;
+    const char* title;
+    const char* description;
+    std::vector<ParamSpec> params;
+};
+
+// Every tool, in the order tools/list shows them.
+const std::vector<ToolSpec>& toolSpecs();
+// The tools/list entry of a tool: name, title, description, inputSchema (JSON Schema), annotations.
+Json toolListEntry(const ToolSpec& spec);
+
+// What a tool call produced: `text` is the MCP text content (JSON for every tool but remit_guide);
+// `isError` marks a tool-level failure the client should show (an unknown run token, an internal
+// failure).
+struct ToolOutcome {
+    std::string text;
+    bool isError = false;
+};
+
+// Invalid arguments (missing, unknown, wrong type, a value outside the allowed ones): a JSON-RPC
+// -32602 error with this message.
+struct BadParams {
+    std::string message;
+};
+
+class Tools {
+public:
+    Tools();
+    ~Tools();  // refuses and ends every paused run, removes the scratch directory
+    Tools(const Tools&) = delete;
+    Tools& operator=(const Tools&) = delete;
+
+    // Calls tool `name` with `arguments` (a JSON object, or null for none). Returns nullopt with
+    // `bad` set when the tool is unknown or the arguments do not fit its parameters. Never throws:
+    // an internal failure becomes the fixed host_error result.
+    std::optional<ToolOutcome> call(std::string_view name, const Json& arguments, BadParams& bad);
+
+    // Paused runs currently held (tests and docs/mcp.md).
+    size_t pausedRuns() const;
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+// Whether JSON text nests deeper than `maxDepth` (inside strings nothing counts): such text is
+// refused before it is parsed, so no recursive parser, validator or printer meets it.
+bool nestsTooDeep(std::string_view text, size_t maxDepth);
+
+// The fixed message of an internal failure (no exception text, path or address).
+inline constexpr const char* kHostErrorMessage = "internal error: the request could not be completed";
+
+}  // namespace remit::cli::mcp

@@ -1,0 +1,370 @@
+#!/usr/bin/env python3
+"""`remitvm serve` end to end (docs/serve.md; shared/spec/checked-run-rfc.md): a real server
+process driven over its stdin/stdout. Rejections (type error, ungranted capability — with no
+host-call message), a pause that is performed and completes, a denial, the step limit, the wall
+limit while checking, an abort of a pure loop, two sessions interleaved, malformed lines,
+expected_type, the default limits, and the transcript in docs/serve.md replayed line by line.
+
+`test_serve.py --regenerate` rewrites the replies of the transcript in docs/serve.md from a real
+session (run it after an intended change of the protocol, and review the diff)."""
+import json
+import pathlib
+import queue
+import subprocess
+import sys
+import threading
+import time
+
+from harness import REMITVM, REPO, expect, main
+
+DOC = REPO / "docs" / "serve.md"
+
+HOST = """capability web.fetch(url: Str deny private) -> Str
+  tags untrusted
+  idempotent
+
+capability mail.send(to: Str, body: Str approve untrusted)
+
+input topic tags untrusted
+"""
+
+FETCH = """program fetch
+uses web.fetch
+
+fn main(topic: Str) -> Str {
+  let page = web.fetch("https://example.org/{topic}")
+  return "got {page}"
+}
+"""
+
+SPIN = """program spin
+
+fn main() -> Int {
+  var n = 0
+  for i in range(1000000) {
+    for j in range(1000000) {
+      n = n + 1
+    }
+  }
+  return n
+}
+"""
+
+
+class Server:
+    """A `remitvm serve` process; replies are read on a thread so a test can wait with a timeout."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([REMITVM, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        self.replies = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.replies.put(line.decode("utf-8"))
+        self.replies.put(None)
+
+    def send_line(self, text):
+        self.proc.stdin.write(text.encode("utf-8") + b"\n")
+        self.proc.stdin.flush()
+
+    def send(self, obj):
+        self.send_line(json.dumps(obj))
+
+    def reply(self, timeout=30):
+        line = self.replies.get(timeout=timeout)
+        expect(line is not None, "the server closed its output")
+        expect(line.endswith("\n"), f"a reply is one whole line: {line!r}")
+        return json.loads(line)
+
+    def no_more(self, wait=0.2):
+        time.sleep(wait)
+        expect(self.replies.empty(), f"unexpected reply: {self.replies.queue[0] if self.replies.qsize() else ''}")
+
+    def close(self):
+        self.proc.stdin.close()
+        code = self.proc.wait(timeout=30)
+        rest = []
+        while True:
+            line = self.replies.get(timeout=30)
+            if line is None:
+                break
+            rest.append(json.loads(line))
+        return code, rest
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def run_request(session, source, grants=(), inputs=None, limits=None, expected_type=None, id=None):
+    r = {"type": "run", "id": id if id is not None else f"{session}-run", "session": session, "source": source,
+         "host": HOST, "grants": list(grants), "inputs": inputs or {}}
+    if limits is not None:
+        r["limits"] = limits
+    if expected_type is not None:
+        r["expected_type"] = expected_type
+    return r
+
+
+def test_reject_type_error_without_host_calls():
+    source = FETCH.replace('return "got {page}"', "return len(page) + true")
+    with Server() as s:
+        s.send(run_request("a", source, grants=[{"name": "web.fetch", "mode": "allow"}], inputs={"topic": "tea"}))
+        r = s.reply()
+        expect(r["status"] == "rejected" and r["stage"] == "typecheck", "a type error is rejected", r)
+        expect(r["diagnostics"][0]["code"] == "E0106" and r["diagnostics"][0]["line"] == 6, "at its span", r)
+        expect(r["requires"] == ["web.fetch"], "requires", r)
+        s.no_more()
+        code, rest = s.close()
+        expect(code == 0 and rest == [], "no host-call message, clean exit")
+
+
+def test_reject_ungranted_capability_without_host_calls():
+    with Server() as s:
+        s.send(run_request("a", FETCH, grants=[], inputs={"topic": "tea"}))
+        r = s.reply()
+        expect(r["status"] == "rejected" and r["stage"] == "grant", "an ungranted capability is rejected", r)
+        d = r["diagnostics"][0]
+        expect(d["code"] == "E0501" and (d["line"], d["col"]) == (5, 14), "at the call", r)
+        expect(r["requires"] == ["web.fetch"], "requires", r)
+        code, rest = s.close()
+        expect(code == 0 and all(x["status"] != "host-call" for x in rest), "zero host calls")
+
+
+def test_pause_perform_complete():
+    with Server() as s:
+        s.send(run_request("a", FETCH, grants=[{"name": "web.fetch", "mode": "ask"}], inputs={"topic": "tea"}))
+        r = s.reply()
+        expect(r["status"] == "host-call", "pauses at the call", r)
+        call = r["call"]
+        expect(call["resource"] == "web.fetch" and call["mode"] == "ask" and call["site"] == "main#0", "the call", r)
+        expect(call["span"] == {"line": 5, "col": 14, "end_line": 5, "end_col": 54}, "its span", r)
+        expect(call["args"] == {"url": "https://example.org/tea"} and call["arg_tags"] == {"url": ["untrusted"]},
+               "args and tags", r)
+        s.send({"type": "resume", "id": 2, "session": "a", "call": call["id"], "perform": {"result": "a page"}})
+        r = s.reply()
+        expect(r["status"] == "completed" and r["result"] == "got a page" and r["host_calls"] == 1, "completes", r)
+        expect(r["tags"] == ["untrusted"] and r["type"] == "Str" and r["id"] == 2, "tags and type", r)
+
+
+def test_deny():
+    with Server() as s:
+        s.send(run_request("a", FETCH, grants=[{"name": "web.fetch", "mode": "ask"}], inputs={"topic": "tea"}))
+        call = s.reply()["call"]
+        s.send({"type": "resume", "session": "a", "call": call["id"], "deny": {"reason": "no network today"}})
+        r = s.reply()
+        expect(r["status"] == "failed" and r["stage"] == "denied", "a denial fails the run", r)
+        d = r["diagnostics"][0]
+        expect(d["code"] == "R0303" and d["line"] == 5 and d["details"]["denied_by"] == "host", "at the call", r)
+        s.send({"type": "resume", "session": "a", "call": call["id"], "perform": {"result": "late"}})
+        r = s.reply()
+        expect(r["status"] == "error" and r["error"]["code"] == "unknown_session", "the session is over", r)
+
+
+def test_bad_result_is_a_failed_run():
+    with Server() as s:
+        s.send(run_request("a", FETCH, grants=[{"name": "web.fetch", "mode": "allow"}], inputs={"topic": "tea"}))
+        call = s.reply()["call"]
+        s.send({"type": "resume", "session": "a", "call": call["id"], "perform": {"result": {"deep": [1, 2]}}})
+        r = s.reply()
+        expect(r["status"] == "failed" and r["diagnostics"][0]["code"] == "R0501", "validated like the broker", r)
+
+
+def test_step_limit():
+    with Server() as s:
+        s.send(run_request("a", SPIN, limits={"steps": 5000}))
+        r = s.reply()
+        expect(r["status"] == "failed" and r["stage"] == "limit", "the step limit", r)
+        expect(r["diagnostics"][0]["code"] == "R0701", "R0701", r)
+        expect(r["diagnostics"][0]["details"] == {"limit": "steps", "value": 5000}, "names the limit", r)
+
+
+def test_wall_limit_during_checking():
+    lines = ["program big", "", "fn main() -> Int {", "  var n = 0"]
+    lines += [f"  n = n + {i} * 2 - 1" for i in range(20000)]
+    lines += ["  return n", "}", ""]
+    with Server() as s:
+        s.send(run_request("a", "\n".join(lines), limits={"wall_ms": 1}))
+        r = s.reply()
+        expect(r["status"] == "failed" and r["stage"] == "limit", "the wall limit covers checking", r)
+        details = r["diagnostics"][0]["details"]
+        expect(details["limit"] == "wall_ms" and details["phase"] in ("parse", "check", "compile"), "before running", r)
+
+
+def test_abort_pure_loop():
+    with Server() as s:
+        s.send(run_request("a", SPIN, limits={"steps": 10**12, "wall_ms": 600000}))
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        s.send({"type": "abort", "session": "a"})
+        r = s.reply(timeout=10)
+        elapsed = time.monotonic() - t0
+        expect(r["status"] == "failed" and r["stage"] == "aborted", "aborted", r)
+        expect(r["diagnostics"][0]["code"] == "R0702" and r["id"] == "a-run", "answers the run request", r)
+        expect(elapsed < 5, f"within bounded time ({elapsed:.2f}s)")
+        s.send({"type": "abort", "session": "a"})
+        r = s.reply()
+        expect(r["status"] == "error" and r["error"]["code"] == "unknown_session", "nothing left to abort", r)
+
+
+def test_two_sessions_interleaved():
+    with Server() as s:
+        grants = [{"name": "web.fetch", "mode": "allow"}]
+        s.send(run_request("a", FETCH, grants=grants, inputs={"topic": "tea"}))
+        a = s.reply()
+        s.send(run_request("b", FETCH, grants=grants, inputs={"topic": "rain"}))
+        b = s.reply()
+        expect(a["session"] == "a" and b["session"] == "b", "replies name their session", (a, b))
+        expect(b["call"]["args"]["url"].endswith("/rain"), "b's own call", b)
+        # A busy session refuses a second run; a misbehaving third session fails alone.
+        s.send(run_request("a", FETCH, grants=grants, inputs={"topic": "tea"}))
+        r = s.reply()
+        expect(r["status"] == "error" and r["error"]["code"] == "session_busy", "one run per session", r)
+        s.send(run_request("c", SPIN, limits={"steps": 1000}))
+        r = s.reply()
+        expect(r["session"] == "c" and r["stage"] == "limit", "c hits its limit", r)
+        huge = "program huge\n\nfn main() -> List[Str] {\n  return for i in range(200000) {\n    \"xxxxxxxxxxxx\"\n  }\n}\n"
+        s.send(run_request("d", huge))
+        r = s.reply()
+        expect(r["session"] == "d" and r["diagnostics"][0]["details"]["limit"] == "result_bytes", "d's output is cut", r)
+        s.send_line('{"type": "resume", "session": "b", "call": ' + "[" * 300 + "]" * 300 + "}")
+        r = s.reply()
+        expect(r["status"] == "error" and r["error"]["code"] == "bad_request", "a deep line is refused", r)
+        s.send({"type": "resume", "session": "b", "call": b["call"]["id"], "perform": {"result": "B"}})
+        rb = s.reply()
+        s.send({"type": "resume", "session": "a", "call": a["call"]["id"], "perform": {"result": "A"}})
+        ra = s.reply()
+        expect(rb["session"] == "b" and rb["result"] == "got B", "b completes", rb)
+        expect(ra["session"] == "a" and ra["result"] == "got A", "a completes", ra)
+
+
+def test_malformed_lines():
+    with Server() as s:
+        bad = ["not json", "{", "[1, 2]", '{"type": "run"}', '{"type": "launch", "session": "x"}',
+               '{"type": "run", "session": "x", "source": "", "host": "", "limit": {}}',
+               "[" * 100000, '{"type": "resume", "session": "x", "call": 1, "perform": {"result": 1}}']
+        for line in bad:
+            s.send_line(line)
+            r = s.reply()
+            expect(r["status"] == "error", f"an error reply for {line[:40]!r}", r)
+            code = r["error"]["code"]
+            expect(code == ("unknown_session" if "resume" in line else "bad_request"), "its code", r)
+            expect(r["error"]["message"], "a message naming the problem", r)
+        s.send_line('{"type": "run", "session": "x", "source": "", "host": "", "limit": {}}')
+        r = s.reply()
+        expect("'limit'" in r["error"]["message"] and "'limits'" in r["error"]["message"], "names the field", r)
+        s.send_line("x" * (9 << 20))  # over the 8 MiB line limit
+        r = s.reply()
+        expect(r["error"]["code"] == "bad_request" and "longer than" in r["error"]["message"], "overlong", r)
+        s.send(run_request("ok", "program p\n\nfn main() -> Int {\n  return 7\n}\n"))
+        r = s.reply()
+        expect(r["status"] == "completed" and r["result"] == 7, "the server still works", r)
+
+
+def test_expected_type_mismatch():
+    with Server() as s:
+        s.send(run_request("a", "program p\n\nfn main() -> Str {\n  return \"x\"\n}\n", expected_type="Int"))
+        r = s.reply()
+        expect(r["status"] == "rejected" and r["stage"] == "expected-type", "expected-type", r)
+        d = r["diagnostics"][0]
+        expect(d["details"] == {"expected": "Int", "actual": "Str"} and d["line"] == 3, "names both types", r)
+
+
+def test_default_limits():
+    with Server() as s:
+        s.send(run_request("a", SPIN))
+        r = s.reply(timeout=60)
+        expect(r["status"] == "failed", "the default limits apply", r)
+        expect(r["diagnostics"][0]["details"] == {"limit": "steps", "value": 10000000}, "10,000,000 steps", r)
+        many = "program many\nuses web.fetch\n\nfn main() -> Int {\n  var n = 0\n  for i in range(200) {\n" \
+               "    let p = web.fetch(\"u\")\n    n = n + len(p)\n  }\n  return n\n}\n"
+        s.send(run_request("b", many, grants=[{"name": "web.fetch", "mode": "allow"}]))
+        r = s.reply()
+        calls = 0
+        while r["status"] == "host-call":
+            calls += 1
+            s.send({"type": "resume", "session": "b", "call": r["call"]["id"], "perform": {"result": "x"}})
+            r = s.reply()
+        expect(calls == 100, f"100 host calls by default, saw {calls}", r)
+        expect(r["diagnostics"][0]["details"] == {"limit": "host_calls", "value": 100}, "then the limit", r)
+
+
+# ---------------------------------------------------------------- the transcript in docs/serve.md
+
+def transcript_blocks(text):
+    """The ```jsonl blocks that follow a `<!-- transcript -->` marker: (start, end) line ranges."""
+    lines = text.split("\n")
+    blocks, i = [], 0
+    while i < len(lines):
+        if lines[i].strip() == "<!-- transcript -->":
+            start = i + 2  # the fence is on the next line
+            expect(lines[i + 1].startswith("```"), "a transcript marker is followed by a fence")
+            end = start
+            while not lines[end].startswith("```"):
+                end += 1
+            blocks.append((start, end))
+            i = end
+        i += 1
+    return lines, blocks
+
+
+def replay(lines, blocks):
+    """Sends every `> ` request of the transcript to one server, in document order. Returns the
+    document with each `< ` line replaced by the reply received, and the replies that differ."""
+    result, differences, i = [], [], 0
+    block_end = dict(blocks)
+    with Server() as s:
+        while i < len(lines):
+            if i not in block_end:
+                result.append(lines[i])
+                i += 1
+                continue
+            documented = [l for l in lines[i:block_end[i]] if l.startswith("< ")]
+            k = 0
+            for line in lines[i:block_end[i]]:
+                if line.startswith("< "):
+                    continue
+                result.append(line)
+                if line.startswith("> "):
+                    s.send_line(line[2:])
+                    reply = s.reply()
+                    result.append("< " + json.dumps(reply, ensure_ascii=False, separators=(", ", ": ")))
+                    if k >= len(documented) or json.loads(documented[k][2:]) != reply:
+                        differences.append(f"request: {line}\n  doc: {documented[k] if k < len(documented) else None}"
+                                           f"\n  got: {result[-1]}")
+                    k += 1
+            i = block_end[i]
+    return result, differences
+
+
+def test_transcript_in_docs():
+    lines, blocks = transcript_blocks(DOC.read_text(encoding="utf-8"))
+    expect(blocks, "docs/serve.md has a transcript")
+    for start, end in blocks:
+        requests = [l for l in lines[start:end] if l.startswith("> ")]
+        replies = [l for l in lines[start:end] if l.startswith("< ")]
+        expect(len(requests) == len(replies), "one reply per request in the transcript")
+    _, differences = replay(lines, blocks)
+    expect(not differences, "the transcript in docs/serve.md is out of date (regenerate it with "
+                            "tests/e2e/test_serve.py --regenerate):\n" + "\n".join(differences))
+
+
+def regenerate():
+    lines, blocks = transcript_blocks(DOC.read_text(encoding="utf-8"))
+    result, differences = replay(lines, blocks)
+    DOC.write_text("\n".join(result), encoding="utf-8")
+    print(f"rewrote {len(differences)} repl(ies) of the transcript in {DOC}")
+
+
+if __name__ == "__main__":
+    if "--regenerate" in sys.argv:
+        regenerate()
+    else:
+        main(globals())
