@@ -65,6 +65,22 @@ double unixNow() {
 
 }  // namespace
 
+std::optional<DenyViolation> deniedArgument(const Heap& heap, const Capability& cap,
+                                            const std::vector<std::string>& argNames,
+                                            const std::vector<TagSetId>& argTags) {
+    for (const CapabilityParam& p : cap.params)
+        for (size_t i = 0; i < argNames.size() && i < argTags.size(); ++i) {
+            if (argNames[i] != p.name) continue;
+            DenyViolation v{p.name, {}};
+            for (const std::string& tag : p.deny)
+                if (heap.tagTable().contains(argTags[i], tag)) v.tags.push_back(tag);
+            if (v.tags.empty()) break;
+            std::sort(v.tags.begin(), v.tags.end());
+            return v;
+        }
+    return std::nullopt;
+}
+
 Broker::Broker(BrokerOptions options, Run& run) : options_(std::move(options)), run_(run) {
     std::optional<double> policyMax = options_.policy ? options_.policy->maxUsd : std::nullopt;
     if (options_.programBudget && policyMax) budget_ = std::min(*options_.programBudget, *policyMax);
@@ -154,29 +170,15 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
         allArgTags = *all;
         prov = *united;
     }
-    auto argIndex = [&](const std::string& name) -> std::optional<size_t> {
-        for (size_t i = 0; i < site.argNames.size() && i < argTags.size(); ++i)
-            if (site.argNames[i] == name) return i;
-        return std::nullopt;
-    };
-
-    // 3. Deny tags (capabilities only: models have no deny tags). The pc is not part of it.
+    // 3. Deny tags (capabilities only: models have no deny tags).
     if (cap)
-        for (const CapabilityParam& p : cap->params) {
-            auto i = argIndex(p.name);
-            if (!i) continue;
-            std::vector<std::string> bad;
-            for (const std::string& tag : p.deny)
-                if (heap.tagTable().contains(argTags[*i], tag)) bad.push_back(tag);
-            if (bad.empty()) continue;
-            std::sort(bad.begin(), bad.end());
-            OJ tags(bad);
+        if (std::optional<DenyViolation> denied = deniedArgument(heap, *cap, site.argNames, argTags)) {
             emit({{"event", "violation"}, {"run_id", options_.runId}, {"resource", resource}, {"site", site.id},
-                  {"param", p.name}, {"tags", tags}});
+                  {"param", denied->param}, {"tags", OJ(denied->tags)}});
             return fail(err(DiagCode::R0301,
                             fmt::format("data tagged {} reached '{}' parameter '{}', which denies it",
-                                        fmt::join(bad, ", "), resource, p.name),
-                            OJ{{"resource", resource}, {"param", p.name}}));
+                                        fmt::join(denied->tags, ", "), resource, denied->param),
+                            OJ{{"resource", resource}, {"param", denied->param}}));
         }
 
     // 4. Argument constraints of the policy: arg_prefix, arg_one_of, then ours, arg_max.

@@ -65,6 +65,18 @@ struct BrokerOptions {
     std::function<bool(const PendingApproval&)> askOperator;
 };
 
+// A capability parameter that received data its `deny` list refuses: the parameter and the
+// refused tags, sorted. The deep tags of each argument count, not the pc (PROTOTYPE.md §4.8).
+struct DenyViolation {
+    std::string param;
+    std::vector<std::string> tags;
+};
+// The first such parameter of `cap` among the call's arguments (`argTags[i]` belongs to
+// `argNames[i]`), or nothing. Shared by the broker and the serve sessions.
+std::optional<DenyViolation> deniedArgument(const Heap& heap, const Capability& cap,
+                                            const std::vector<std::string>& argNames,
+                                            const std::vector<TagSetId>& argTags);
+
 // The call a replay without live calls stopped at (the record was used up).
 struct UnrecordedCall {
     std::string resource, site;

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <set>
 
+#include "broker/broker.h"  // deniedArgument: the broker's deny-tag rule
 #include "compiler/ast.h"
 #include "compiler/checker.h"
 #include "compiler/parser.h"
@@ -654,26 +655,13 @@ std::optional<RuntimeError> Session::Impl::preflight(const HostCall& call, Json&
         if (!t) return heap.takeError();
         argTags.push_back(*t);
     }
-    auto argIndex = [&](const std::string& name) -> std::optional<size_t> {
-        for (size_t i = 0; i < site.argNames.size() && i < argTags.size(); ++i)
-            if (site.argNames[i] == name) return i;
-        return std::nullopt;
-    };
-    // Deny tags, on the deep tags of each argument (not the pc), as the broker does.
+    // Deny tags, as the broker applies them.
     if (cap)
-        for (const CapabilityParam& p : cap->params) {
-            auto i = argIndex(p.name);
-            if (!i) continue;
-            std::vector<std::string> bad;
-            for (const std::string& tag : p.deny)
-                if (heap.tagTable().contains(argTags[*i], tag)) bad.push_back(tag);
-            if (bad.empty()) continue;
-            std::sort(bad.begin(), bad.end());
+        if (std::optional<DenyViolation> denied = deniedArgument(heap, *cap, site.argNames, argTags))
             return err(DiagCode::R0301,
-                       fmt::format("data tagged {} reached '{}' parameter '{}', which denies it", fmt::join(bad, ", "),
-                                   resource, p.name),
-                       Json{{"resource", resource}, {"param", p.name}, {"tags", bad}});
-        }
+                       fmt::format("data tagged {} reached '{}' parameter '{}', which denies it",
+                                   fmt::join(denied->tags, ", "), resource, denied->param),
+                       Json{{"resource", resource}, {"param", denied->param}, {"tags", denied->tags}});
     // Call limits: the grant's max_calls, then the run's host_calls.
     int64_t& count = perResource[resource];
     if (grant->second->maxCalls && count >= *grant->second->maxCalls)
@@ -688,7 +676,12 @@ std::optional<RuntimeError> Session::Impl::preflight(const HostCall& call, Json&
     // Approval reasons (the capability's `approval always` and `approve` tags in the data or the
     // pc): the call is reported in mode "ask" even under an "allow" grant.
     reasons = Json::array();
-    if (cap && cap->approvalAlways) reasons.push_back("always required approval");
+    if (cap && cap->approvalAlways) reasons.push_back("always requires approval");  // the broker's words
+    auto argIndex = [&](const std::string& name) -> std::optional<size_t> {
+        for (size_t i = 0; i < site.argNames.size() && i < argTags.size(); ++i)
+            if (site.argNames[i] == name) return i;
+        return std::nullopt;
+    };
     if (cap)
         for (const CapabilityParam& p : cap->params) {
             auto i = argIndex(p.name);
