@@ -1,25 +1,55 @@
-// SHA-256 through OpenSSL's EVP interface (see hash.h for who uses it).
+// SHA-256 through OpenSSL's low-level SHA256_* functions (see hash.h for who uses it).
+//
+// Why not EVP: the first EVP digest of a process fetches the algorithm through OpenSSL 3's provider
+// machinery, which loads openssl.cnf, registers every legacy name and loads the error strings —
+// about 5 million instructions, 80% of the whole start-up of `remitvm run` on a small .rbc
+// (measured with callgrind; docs/performance.md "Start-up"). The low-level functions are the same
+// implementation without the provider lookup. OpenSSL 3 marks them deprecated, not removed; should
+// a later major version remove them, the EVP path below takes over.
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include "runtime/hash.h"
 
 #include <stdexcept>
 
+#include <openssl/opensslv.h>
+#if OPENSSL_VERSION_MAJOR >= 4
 #include <openssl/evp.h>
+#else
+#include <openssl/sha.h>
+#endif
 
 namespace remit {
 
-std::string sha256Hex(std::string_view bytes) {
-    unsigned char digest[EVP_MAX_MD_SIZE];
+namespace {
+
+constexpr size_t kDigestBytes = 32;
+
+void sha256(std::string_view bytes, unsigned char (&digest)[kDigestBytes]) {
+#if OPENSSL_VERSION_MAJOR >= 4
     unsigned int length = 0;
-    // EVP_Digest fails only when OpenSSL itself is broken (no SHA-256 provider); there is no
-    // meaningful hash to return then, and an empty string would silently match other empties.
-    if (EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr) != 1)
+    // Fails only when OpenSSL itself is broken (no SHA-256 provider); there is no meaningful hash
+    // to return then, and an empty string would silently match other empties.
+    if (EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr) != 1 || length != kDigestBytes)
         throw std::runtime_error("SHA-256 is unavailable in this OpenSSL build");
+#else
+    SHA256_CTX context;
+    SHA256_Init(&context);
+    SHA256_Update(&context, bytes.data(), bytes.size());
+    SHA256_Final(digest, &context);
+#endif
+}
+
+}  // namespace
+
+std::string sha256Hex(std::string_view bytes) {
+    unsigned char digest[kDigestBytes];
+    sha256(bytes, digest);
     static constexpr char kHexDigits[] = "0123456789abcdef";
     std::string hex;
-    hex.reserve(length * 2);
-    for (unsigned int i = 0; i < length; ++i) {
-        hex += kHexDigits[digest[i] >> 4];
-        hex += kHexDigits[digest[i] & 0x0F];
+    hex.reserve(kDigestBytes * 2);
+    for (unsigned char byte : digest) {
+        hex += kHexDigits[byte >> 4];
+        hex += kHexDigits[byte & 0x0F];
     }
     return hex;
 }

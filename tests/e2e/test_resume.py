@@ -301,6 +301,42 @@ def test_concurrent_resumes_cannot_both_dispatch():
         expect(performed(ws) == ["crm.lookup", "mail.send", "pay.refund", "mail.send"], "each effect once", effects(ws))
 
 
+def test_resume_json_envelopes():
+    with workspace() as ws:
+        first = paused_run(ws)
+        r = run(REMITVM, "resume", first, "--json", cwd=ws.path)
+        env = json.loads(r.out)
+        expect(r.code == 3 and env["status"] == "approval_required" and env["run_id"] != first, "still waiting", r)
+        pending = env["pending"]
+        expect(pending["resource"] == "pay.refund" and pending["site"] == "main#2" and
+               pending["args"] == {"order": "A-1", "amount": 12.5} and len(pending["digest"]) == 64, "pending call", env)
+        run(REMITVM, "approve", pending["digest"][:10], cwd=ws.path)
+        r = run(REMITVM, "resume", first, "--json", cwd=ws.path)
+        env = json.loads(r.out)
+        expect(r.code == 0 and env["status"] == "completed" and env["result"] == "done:pay.refund done:mail.send",
+               "completed envelope", r)
+        expect(env["result_tags"] == ["untrusted"] and env["run_id"] != first, "tags and the new run id", env)
+        expect(performed(ws) == ["crm.lookup", "mail.send", "pay.refund", "mail.send"], "each effect once", effects(ws))
+
+
+def test_a_running_run_holds_its_lock():
+    """A plain run holds the lock of its idempotency root: resuming it while it still runs is refused."""
+    with workspace() as ws:
+        slow = subprocess.Popen([REMITVM, "run", "prog.rmt", "-i", "order=A-3", "--approve-all", "--adapter",
+                                 adapter("--hold", "mail.send:2")],
+                                cwd=ws.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.time() + 20
+        while "mail.send" not in performed(ws) and time.time() < deadline:
+            time.sleep(0.05)
+        traces = list((ws.path / ".remit/runs").glob("*.jsonl"))
+        expect(len(traces) == 1, "the running run has its trace", traces)
+        r = run(REMITVM, "resume", traces[0].stem, "--approve-all", "--adapter", adapter(), cwd=ws.path)
+        expect(r.code == 1 and "another remitvm is running or resuming this run" in r.err, "resume is refused", r)
+        out, err = slow.communicate(timeout=60)
+        expect(slow.returncode == 0, f"the run completes: {err.decode()}")
+        expect(performed(ws) == ["crm.lookup", "mail.send", "pay.refund", "mail.send"], "each effect once", effects(ws))
+
+
 def test_interactive_asks_at_the_terminal():
     import os
     import pty

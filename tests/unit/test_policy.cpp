@@ -59,6 +59,11 @@ TEST_CASE("hash: sha256Hex is bare lowercase hex") {
     CHECK(sha256Hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     CHECK(sha256Hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
     CHECK(sha256Hex(std::string_view("a\0b", 3)) != sha256Hex("ab"));  // bytes, not a C string
+    // FIPS 180-2's long vector: many blocks through one context.
+    CHECK(sha256Hex(std::string(1'000'000, 'a')) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    // 56 bytes: the padding needs a second block.
+    CHECK(sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+          "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
 TEST_CASE("policy: the prototype's example policy") {
