@@ -134,7 +134,7 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
         if (call.agent->maxCalls && n >= *call.agent->maxCalls)
             return fail(err(DiagCode::R0402,
                             fmt::format("agent '{}' reached max_calls={}", call.agent->name, *call.agent->maxCalls),
-                            OJ{{"agent", call.agent->name}}));
+                            OJ{{"agent", call.agent->name}, {"limit", "max_calls"}, {"value", *call.agent->maxCalls}}));
         ++n;
     }
 
@@ -158,7 +158,7 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
             return fail(err(DiagCode::R0701,
                             fmt::format("argument '{}' of '{}' is larger than {} MiB as JSON", site.argNames[i],
                                         resource, kMaxArgJsonBytes >> 20),
-                            OJ{{"limit", "argument_size"}}));
+                            OJ{{"limit", "argument_size"}, {"value", kMaxArgJsonBytes}}));
         rawArgs[site.argNames[i]] = std::move(*j);
         std::optional<TagSetId> t = heap.deepTags(v);
         std::optional<ProvId> p = heap.deepProv(v);
@@ -178,7 +178,7 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
             return fail(err(DiagCode::R0301,
                             fmt::format("data tagged {} reached '{}' parameter '{}', which denies it",
                                         fmt::join(denied->tags, ", "), resource, denied->param),
-                            OJ{{"resource", resource}, {"param", denied->param}}));
+                            OJ{{"resource", resource}, {"param", denied->param}, {"tags", denied->tags}}));
         }
 
     // 4. Argument constraints of the policy: arg_prefix, arg_one_of, then ours, arg_max.
@@ -188,10 +188,11 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
         if (it != rawArgs.end() && it->is_string())
             for (const std::string& px : prefixes) ok = ok || it->get<std::string>().starts_with(px);
         if (!ok)
-            return fail(err(DiagCode::R0301,
-                            fmt::format("'{}' argument '{}' is outside the allowed prefixes {}", resource, param,
-                                        pyStrList(prefixes)),
-                            OJ{{"resource", resource}, {"param", param}}));
+            return fail(
+                err(DiagCode::R0301,
+                    fmt::format("'{}' argument '{}' is outside the allowed prefixes {}", resource, param,
+                                pyStrList(prefixes)),
+                    OJ{{"resource", resource}, {"param", param}, {"constraint", "arg_prefix"}, {"allowed", prefixes}}));
     }
     for (const auto& [param, allowed] : grant->argOneOf) {
         auto it = rawArgs.find(param);
@@ -199,9 +200,9 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
         bool ok = false;
         for (const nlohmann::json& a : allowed) ok = ok || pyJsonEqual(given, a);
         if (!ok)
-            return fail(err(DiagCode::R0301,
-                            fmt::format("'{}' argument '{}' is not one of the allowed values", resource, param),
-                            OJ{{"resource", resource}, {"param", param}}));
+            return fail(err(
+                DiagCode::R0301, fmt::format("'{}' argument '{}' is not one of the allowed values", resource, param),
+                OJ{{"resource", resource}, {"param", param}, {"constraint", "arg_one_of"}, {"allowed", allowed}}));
     }
     for (const auto& [param, max] : grant->argMax) {
         auto it = rawArgs.find(param);
@@ -209,7 +210,7 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
             return fail(err(DiagCode::R0301,
                             fmt::format("'{}' argument '{}' is above the allowed maximum {}", resource, param,
                                         dumpJson(nlohmann::json(max), JsonTextStyle{})),
-                            OJ{{"resource", resource}, {"param", param}}));
+                            OJ{{"resource", resource}, {"param", param}, {"constraint", "arg_max"}, {"value", max}}));
     }
 
     // 5. Call limit.
@@ -217,7 +218,7 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
     if (grant->maxCalls && count >= *grant->maxCalls)
         return fail(err(DiagCode::R0402,
                         fmt::format("policy allows at most {} call(s) to '{}'", *grant->maxCalls, resource),
-                        OJ{{"resource", resource}}));
+                        OJ{{"resource", resource}, {"limit", "max_calls"}, {"value", *grant->maxCalls}}));
 
     // 6. Counter and idempotency key: [root, site, k], stable across resumes.
     uint64_t k = siteSeq_[site.id]++;
@@ -317,7 +318,12 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
                         fmt::format("calling '{}' could exceed the budget: spent ${:.4f}, reserved ${:.4f}, this call "
                                     "reserves ${:.4f}, budget ${:.4f}",
                                     resource, spent_, reserved_, reserve, *budget_),
-                        OJ{{"resource", resource}}));
+                        OJ{{"resource", resource},
+                           {"limit", "budget_usd"},
+                           {"value", *budget_},
+                           {"spent", spent_},
+                           {"reserved", reserved_},
+                           {"cost", reserve}}));
     reserved_ += reserve;
     ++count;
 
@@ -368,8 +374,9 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
     bool operational = true;
     if (!reply.ok) {
         status = "error";
-        callError = err(codeForAdapterError(reply.errorCode), reply.message.empty() ? fmt::format("'{}' failed", resource)
-                                                                                    : reply.message);
+        callError = err(codeForAdapterError(reply.errorCode),
+                        reply.message.empty() ? fmt::format("'{}' failed", resource) : reply.message,
+                        OJ{{"resource", resource}});
     } else {
         decoded = decodeResult(call, reply.result, allArgTags, prov, seq);
         if (decoded.error) {
@@ -453,7 +460,7 @@ Broker::Decoded Broker::decodeResult(const HostCall& call, const OJ& result, Tag
             out.error = err(DiagCode::R0501,
                             fmt::format("'{}' returned a value that does not fit its declared type {}: {}", resource,
                                         showType(cap->ret), v.mismatch->text()),
-                            OJ{{"resource", resource}, {"path", v.mismatch->path}});
+                            OJ{{"resource", resource}, {"path", v.mismatch->path}, {"expected", showType(cap->ret)}});
             return out;
         }
         if (!v.value) return outOfMemory();
@@ -532,7 +539,7 @@ Broker::Outcome Broker::replayRecorded(const HostCall& call, const OJ& rawArgs, 
                 if (auto parsed = parseDiagCode(c->get<std::string>())) code = *parsed;
             if (auto m = e->find("message"); m != e->end() && m->is_string()) message = m->get<std::string>();
         }
-        out.error = err(code, message);
+        out.error = err(code, message, OJ{{"resource", resource}});
         out.operational = code != DiagCode::R0701;
         return out;
     }

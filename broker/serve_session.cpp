@@ -220,8 +220,10 @@ bool parseGrants(const Json& j, std::vector<GrantSpec>& out, std::string& proble
 
 bool parseRun(const Json& j, RunRequest& r, std::string& problem) {
     Fields f{j, problem, ""};
-    if (!f.onlyKeys({"type", "id", "session", "source", "host", "grants", "inputs", "limits", "expected_type"}) ||
-        !f.string("source", r.source, true) || !f.string("host", r.host, true))
+    if (!f.onlyKeys({"type", "id", "session", "source", "host", "grants", "inputs", "limits", "expected_type",
+                     "max_diagnostics"}) ||
+        !f.string("source", r.source, true) || !f.string("host", r.host, true) ||
+        !f.positive("max_diagnostics", r.maxDiagnostics, kMaxMaxDiagnostics))
         return false;
     if (const Json* g = f.get("grants"); g && !parseGrants(*g, r.grants, problem)) return false;
     if (const Json* in = f.get("inputs")) {
@@ -357,6 +359,8 @@ struct Session::Impl {
     std::map<std::string, const GrantSpec*, std::less<>> grants;
     std::shared_ptr<const LoadedProgram> program;
     std::unique_ptr<Run> run;
+    // The request's texts under their virtual names, for the excerpts of `rendered`.
+    std::unique_ptr<SourceFile> programSource, hostSource, expectedSource;
 
     uint64_t hostCalls = 0;                      // calls reported to the host
     std::map<std::string, int64_t> perResource;  // for max_calls (agent calls under their model)
@@ -374,6 +378,19 @@ struct Session::Impl {
     Json abortPaused(const Json& id);
 
     Json rejected(const std::vector<std::pair<Stage, Diagnostic>>& diags, const std::vector<std::string>& required);
+    // Sets a reply's `diagnostics` (JSON, every one) and `rendered` (text, at most max_diagnostics in full).
+    void withDiagnostics(Json& reply, const std::vector<Diagnostic>& diags) const {
+        Json list = Json::array();
+        for (const Diagnostic& d : diags) list.push_back(toJson(d));
+        reply["diagnostics"] = std::move(list);
+        SourceLookup sources = [this](const std::string& file) -> const SourceFile* {
+            if (file == kProgramFile) return programSource.get();
+            if (file == kHostFile) return hostSource.get();
+            if (file == kExpectedFile) return expectedSource.get();
+            return nullptr;  // grants: no text to show
+        };
+        reply["rendered"] = renderDiagnostics(diags, sources, RenderOptions{request.maxDiagnostics});
+    }
     Json failedBeforeRun(const Json& id, RuntimeError error);
     Json drive(const Json& id, RunStatus status);
     Json finish(Json reply) {
@@ -398,9 +415,9 @@ Json Session::Impl::rejected(const std::vector<std::pair<Stage, Diagnostic>>& di
         if (d.isError()) stage = std::min(stage, s);
     Json out = envelope("rejected", request.id, request.session);
     out["stage"] = kStageNames[static_cast<size_t>(stage)];
-    Json list = Json::array();
-    for (const auto& [s, d] : diags) list.push_back(toJson(d));
-    out["diagnostics"] = std::move(list);
+    std::vector<Diagnostic> list;
+    for (const auto& [s, d] : diags) list.push_back(d);
+    withDiagnostics(out, list);
     out["requires"] = required;
     return finish(std::move(out));
 }
@@ -410,7 +427,7 @@ Json Session::Impl::failedBeforeRun(const Json& id, RuntimeError error) {
     out["stage"] = failureStage(error.code);
     Diagnostic d = makeDiagnostic(error.code, error.message, kProgramFile);
     d.details = std::move(error.details);
-    out["diagnostics"] = Json::array({toJson(d)});
+    withDiagnostics(out, {d});
     out["host_calls"] = hostCalls;
     return finish(std::move(out));
 }
@@ -438,15 +455,16 @@ Json Session::Impl::start() {
         list = DiagnosticList();
     };
     DiagnosticList list;
-    SourceFile programSource(kProgramFile, request.source);
-    SourceFile hostSource(kHostFile, request.host);
-    std::unique_ptr<ast::Program> ast = parseProgram(programSource, list);
+    programSource = std::make_unique<SourceFile>(kProgramFile, std::move(request.source));
+    hostSource = std::make_unique<SourceFile>(kHostFile, request.host);
+    if (request.expectedType) expectedSource = std::make_unique<SourceFile>(kExpectedFile, *request.expectedType);
+    std::unique_ptr<ast::Program> ast = parseProgram(*programSource, list);
     std::vector<std::string> required;
     if (ast)
         for (const ast::UseEntry& u : ast->uses) required.push_back(u.name);
     std::sort(required.begin(), required.end());
     required.erase(std::unique(required.begin(), required.end()), required.end());
-    std::unique_ptr<ast::HostInterface> hostAst = parseHost(hostSource, list);
+    std::unique_ptr<ast::HostInterface> hostAst = parseHost(*hostSource, list);
     if (list.hasErrors() || !ast || !hostAst) {
         take(list, Stage::Parse);
         return rejected(diags, required);
@@ -811,7 +829,7 @@ Json Session::Impl::drive(const Json& id, RunStatus status) {
     Diagnostic d = makeDiagnostic(f.error.code, f.error.message, kProgramFile,
                                   Span{f.span.line, f.span.col, f.span.endLine, f.span.endCol});
     d.details = f.error.details;
-    out["diagnostics"] = Json::array({toJson(d)});
+    withDiagnostics(out, {d});
     out["host_calls"] = hostCalls;
     return finish(std::move(out));
 }
@@ -882,7 +900,7 @@ Json Session::Impl::abortPaused(const Json& id) {
     if (run && run->status() == RunStatus::HostCall) span = run->hostCall().site->span;
     Diagnostic d = makeDiagnostic(DiagCode::R0702, "the run was aborted by the host", kProgramFile,
                                   Span{span.line, span.col, span.endLine, span.endCol});
-    out["diagnostics"] = Json::array({toJson(d)});
+    withDiagnostics(out, {d});
     out["host_calls"] = hostCalls;
     return finish(std::move(out));
 }

@@ -37,6 +37,11 @@ struct Limits {
 // The most a request may ask for; more is a bad_request (a server protects its other sessions).
 inline constexpr Limits kMaxLimits{1'000'000'000'000, 3'600'000, 100'000, uint64_t(64) << 20, uint64_t(1) << 30};
 
+// How many diagnostics a reply's `rendered` text shows in full (docs/serve.md): the default fits a
+// model's prompt; the maximum is as many errors as one DiagnosticList keeps.
+inline constexpr uint64_t kDefaultMaxDiagnostics = 20;
+inline constexpr uint64_t kMaxMaxDiagnostics = 1000;
+
 // Transport limits the engine's parser enforces: a longer line or deeper JSON is a bad_request.
 inline constexpr size_t kMaxRequestBytes = size_t(8) << 20;
 inline constexpr size_t kMaxJsonDepth = 256;
@@ -56,6 +61,7 @@ struct RunRequest {
     nlohmann::json inputs = nlohmann::json::object();
     Limits limits;
     std::optional<std::string> expectedType;
+    uint64_t maxDiagnostics = kDefaultMaxDiagnostics;  // for `rendered`; the `diagnostics` list is always whole
 };
 
 enum class ResumeKind : uint8_t { Perform, Deny, Fail };
@@ -100,6 +106,8 @@ public:
     Session& operator=(const Session&) = delete;
 
     // Checks, compiles and starts the run: `rejected`, `host-call`, `completed` or `failed`.
+    // `rejected` and `failed` replies carry `rendered`: renderDiagnostics of their diagnostics
+    // against the request's texts, under the request's max_diagnostics.
     Json start();
     // Resumes the call the run is paused at: `host-call`, `completed` or `failed`; an error reply
     // (the session stays paused) when the request names another call or the session is not paused.

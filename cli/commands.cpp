@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -122,9 +123,9 @@ bool parseArgs(std::string_view tool, const std::vector<std::string>& argv, cons
     return true;
 }
 
-void printDiagnostics(const DiagnosticList& diags, const CheckOutcome* outcome) {
-    for (const Diagnostic& d : diags.items())
-        fmt::print(stderr, "{}\n", renderText(d, outcome ? outcome->sourceFor(d.file) : nullptr));
+void printDiagnostics(const DiagnosticList& diags, const CheckOutcome* outcome, const RenderOptions& options) {
+    SourceLookup sources = [outcome](const std::string& file) { return outcome ? outcome->sourceFor(file) : nullptr; };
+    fmt::print(stderr, "{}", renderDiagnostics(diags.items(), sources, options));
 }
 
 std::shared_ptr<const LoadedProgram> compileChecked(const CheckOutcome& outcome, int& exit) {
@@ -182,7 +183,7 @@ int runTool(std::string_view tool, std::string_view usage,
 
 int checkCommand(std::string_view tool, const std::vector<std::string>& argv) {
     Args args;
-    if (!parseArgs(tool, argv, {"--json"}, {"--host", "--policy"}, args)) return kUsage;
+    if (!parseArgs(tool, argv, {"--json"}, {"--host", "--policy", "--max-diagnostics"}, args)) return kUsage;
     if (args.positional.empty()) {
         fmt::print(stderr, "{}: error: check needs at least one FILE or directory\n", tool);
         return kUsage;
@@ -191,6 +192,21 @@ int checkCommand(std::string_view tool, const std::vector<std::string>& argv) {
     if (const std::string* host = args.value("--host")) options.hostPath = *host;
     if (const std::string* policy = args.value("--policy")) options.policyPath = *policy;
     bool json = args.has("--json");
+    RenderOptions render;
+    if (const std::string* max = args.value("--max-diagnostics")) {
+        size_t n = 0;
+        auto [end, ec] = std::from_chars(max->data(), max->data() + max->size(), n);
+        if (ec != std::errc() || end != max->data() + max->size() || n == 0) {
+            fmt::print(stderr, "{}: error: --max-diagnostics needs a positive integer, not '{}'\n", tool, *max);
+            return kUsage;
+        }
+        // JSON is for programs, which take every diagnostic; the cap shapes text for readers.
+        if (json) {
+            fmt::print(stderr, "{}: error: --max-diagnostics applies to text output, not --json\n", tool);
+            return kUsage;
+        }
+        render.maxDiagnostics = n;
+    }
 
     std::vector<IoError> ioErrors;
     std::vector<std::string> files = expandProgramPaths(args.positional, ioErrors);
@@ -212,7 +228,7 @@ int checkCommand(std::string_view tool, const std::vector<std::string>& argv) {
             results.push_back(checkJson(outcome));
             continue;
         }
-        printDiagnostics(outcome.diags, &outcome);
+        printDiagnostics(outcome.diags, &outcome, render);
         if (outcome.ok()) {
             if (outcome.checked) fmt::print("{}", manifestSummary(outcome.checked->manifest));
             if (outcome.policyPath) fmt::print("ok: {} (policy {})\n", file, *outcome.policyPath);
@@ -315,8 +331,8 @@ int fmtCommand(std::string_view tool, const std::vector<std::string>& argv) {
             continue;
         }
         if (outcome.diags.hasErrors()) {
-            for (const Diagnostic& d : outcome.diags.items())
-                fmt::print(stderr, "{}\n", renderText(d, outcome.source.get()));
+            const SourceFile* source = outcome.source.get();
+            fmt::print(stderr, "{}", renderDiagnostics(outcome.diags.items(), [source](const std::string&) { return source; }));
             worsen(kFailure);
             continue;
         }

@@ -10,8 +10,9 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/diagnostics.h"
+
 namespace remit {
-class DiagnosticList;
 struct CheckOutcome;
 class LoadedProgram;
 }  // namespace remit
@@ -39,8 +40,9 @@ std::filesystem::path stateDirOf(const Args& args);
 // printed, when there is no such trace.
 std::string tracePathFor(std::string_view tool, const Args& args, const std::string& run);
 
-// Prints diagnostics on stderr, each with its source excerpt when `outcome` holds the file.
-void printDiagnostics(const DiagnosticList& diags, const CheckOutcome* outcome);
+// Prints diagnostics on stderr with renderDiagnostics, each with its source excerpt when
+// `outcome` holds the file; `options` may cap how many are printed in full.
+void printDiagnostics(const DiagnosticList& diags, const CheckOutcome* outcome, const RenderOptions& options = {});
 // Compiles a checked program to bytecode; a bytecode limit (E0003) is printed like any diagnostic
 // and `exit` set to 1.
 std::shared_ptr<const LoadedProgram> compileChecked(const CheckOutcome& outcome, int& exit);

@@ -8,7 +8,7 @@ constexpr const char* kUsageText =
     "usage: remit <command> [options]\n"
     "\n"
     "commands available in this build:\n"
-    "  check FILE... [--host H] [--policy P] [--json]\n"
+    "  check FILE... [--host H] [--policy P] [--json] [--max-diagnostics N]\n"
     "  fmt FILE... [--check]\n"
     "  diff OLD NEW [--host H] [--json]\n"
     "  build FILE [--host H] [--out DIR]       write DIR/<program>.rbc and its manifest (default DIR: build)\n"

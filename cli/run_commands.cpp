@@ -862,8 +862,11 @@ int replayCommand(std::string_view tool, const std::vector<std::string>& argv) {
                                             {"message", message}};
             fmt::print("{}\n", prettyJson({{"status", "failed"}, {"run_id", recordedRun}, {"error", error}}));
         } else {
+            // A replay that itself stopped with R0601 has printed it with its span; any other
+            // failure is shown first, then the divergence it amounts to.
             if (replayFailure) printRuntimeFailure(source, *replayFailure);
-            fmt::print(stderr, "error[R0601]: {}\n", message);
+            if (!replayFailure || replayFailure->error.code != DiagCode::R0601)
+                fmt::print(stderr, "{}\n", renderText(makeDiagnostic(DiagCode::R0601, message, plan.tracePath), nullptr));
         }
         return kFailure;
     };

@@ -266,14 +266,18 @@ private:
         return t;
     }
 
-    void error(DiagCode code, std::string message, const Span& span, std::string hint = {}) {
-        diags_.add(makeDiagnostic(code, std::move(message), file_, span, std::move(hint)));
+    void error(DiagCode code, std::string message, const Span& span, std::string hint = {},
+               nlohmann::ordered_json details = nullptr) {
+        Diagnostic d = makeDiagnostic(code, std::move(message), file_, span, std::move(hint));
+        d.details = std::move(details);
+        diags_.add(std::move(d));
     }
 
     TypeRef bounded(TypeRef type, const Span& span) {
         if (type->depth <= kMaxTypeDepth) return type;
         error(DiagCode::E0003, fmt::format("type nesting deeper than {} levels", kMaxTypeDepth), span,
-              "flatten the data: fewer lists of records of lists");
+              "flatten the data: fewer lists of records of lists",
+              {{"limit", "type_nesting"}, {"value", kMaxTypeDepth}});
         return arena_.never();
     }
 };
@@ -337,11 +341,21 @@ private:
     // ------------------------------------------------------------ diagnostics
 
     void report(DiagCode code, std::string message, const Span& span, std::string hint = {},
-                std::vector<std::string> notes = {}) {
+                std::vector<std::string> notes = {}, nlohmann::ordered_json details = nullptr) {
         if (stopped_) return;
-        diags_.add(
-            makeDiagnostic(code, std::move(message), opts_.programFile, span, std::move(hint), std::move(notes)));
+        Diagnostic d =
+            makeDiagnostic(code, std::move(message), opts_.programFile, span, std::move(hint), std::move(notes));
+        d.details = std::move(details);
+        diags_.add(std::move(d));
     }
+    // The payload of a type mismatch: what the place needs and what it was given.
+    static nlohmann::ordered_json mismatch(std::string_view expected, TypeRef actual) {
+        return {{"expected", expected}, {"actual", showType(actual)}};
+    }
+    static nlohmann::ordered_json mismatch(TypeRef expected, TypeRef actual) {
+        return mismatch(showType(expected), actual);
+    }
+    static nlohmann::ordered_json resourceDetails(const std::string& resource) { return {{"resource", resource}}; }
 
     // Resolves a written type and records it under its node, for the code generator.
     TypeRef resolve(const TypeExpr& te) {
@@ -484,7 +498,8 @@ void Checker::declareFunctionsAndAgents() {
         } else if (!uses_.count(a.model)) {
             report(DiagCode::E0201,
                    fmt::format("agent '{}' uses model '{}', which is not declared in 'uses'", a.name, a.model),
-                   a.modelSpan, fmt::format("add '{}' to the program's uses line", a.model));
+                   a.modelSpan, fmt::format("add '{}' to the program's uses line", a.model), {},
+                   resourceDetails(a.model));
         }
         if (a.maxCalls && *a.maxCalls < 0)
             report(DiagCode::E0403, fmt::format("agent '{}' has a negative max_calls", a.name), a.nameSpan);
@@ -498,7 +513,8 @@ void Checker::checkUses() {
         if (!host_.capability(u.name) && !host_.model(u.name)) {
             std::string hint = suggest(u.name, resources);
             report(DiagCode::E0202, fmt::format("program uses '{}', which this host does not provide", u.name), u.span,
-                   hint.empty() ? "remove it, or ask the host operator to provide it" : hint);
+                   hint.empty() ? "remove it, or ask the host operator to provide it" : hint, {},
+                   resourceDetails(u.name));
         }
         if (!seen.insert(u.name).second) {
             diags_.add(makeDiagnostic(DiagCode::W0202, "duplicate entry in 'uses'", opts_.programFile, u.span,
@@ -707,10 +723,10 @@ Info Checker::statement(const Stmt& s, const Ctx& ctx) {
                     report(DiagCode::E0103,
                            fmt::format("'{}' is declared as {} but the value has type {}", s.name, showType(declared),
                                        showType(v.type)),
-                           s.value->span);
+                           s.value->span, {}, {}, mismatch(declared, v.type));
                 } else if (std::string bv = boundViolation(v.type, declared); !bv.empty() && !s.isVar) {
                     report(DiagCode::E0113, fmt::format("'{}': {}", s.name, bv), s.value->span,
-                           "use take(xs, N) to bound the list");
+                           "use take(xs, N) to bound the list", {}, mismatch(declared, v.type));
                 }
                 t = declared;
             } else if (s.isVar) {
@@ -741,7 +757,7 @@ Info Checker::statement(const Stmt& s, const Ctx& ctx) {
                 report(DiagCode::E0103,
                        fmt::format("cannot assign a value of type {} to '{}' of type {}", showType(v.type), s.name,
                                    showType(var->type)),
-                       s.value->span);
+                       s.value->span, {}, {}, mismatch(var->type, v.type));
             }
             unionInto(var->taint, v.taint);
             unionInto(var->taint, ctx.pc);
@@ -760,18 +776,18 @@ Info Checker::statement(const Stmt& s, const Ctx& ctx) {
             if (!s.value) {
                 if (ret->kind != remit::TypeKind::Unit)
                     report(DiagCode::E0109, fmt::format("'{}' must return a value of type {}", fn.name, showType(ret)),
-                           s.span);
+                           s.span, {}, {}, mismatch(ret, arena_.unit()));
                 return Info{arena_.never(), {}, {}};
             }
             Info v = expr(*s.value, ctx);
             if (!assignable(v.type, ret)) {
-                report(DiagCode::E0109,
-                       fmt::format("'{}' returns {} but this value has type {}", fn.name, showType(ret),
-                                   showType(v.type)),
-                       s.value->span);
+                report(
+                    DiagCode::E0109,
+                    fmt::format("'{}' returns {} but this value has type {}", fn.name, showType(ret), showType(v.type)),
+                    s.value->span, {}, {}, mismatch(ret, v.type));
             } else if (std::string bv = boundViolation(v.type, ret); !bv.empty()) {
                 report(DiagCode::E0113, fmt::format("return value of '{}': {}", fn.name, bv), s.value->span,
-                       "use take(xs, N) to bound the list");
+                       "use take(xs, N) to bound the list", {}, mismatch(ret, v.type));
             }
             fnStack_.back().returns.push_back(unite(v.taint, ctx.pc));
             return Info{arena_.never(), {}, std::move(v.eff)};
@@ -784,7 +800,7 @@ Info Checker::statement(const Stmt& s, const Ctx& ctx) {
             Info v = expr(*s.value, ctx);
             if (v.type->kind != remit::TypeKind::Bool && v.type->kind != remit::TypeKind::Never)
                 report(DiagCode::E0103, fmt::format("'expect' needs a Bool condition, found {}", showType(v.type)),
-                       s.value->span);
+                       s.value->span, {}, {}, mismatch("Bool", v.type));
             return Info{arena_.unit(), {}, std::move(v.eff)};
         }
         case StmtKind::Break:
@@ -848,7 +864,8 @@ Info Checker::exprInner(const Expr& e, const Ctx& ctx) {
             Info o = expr(*ix.object, ctx);
             Info i = expr(*ix.index, ctx);
             if (i.type->kind != remit::TypeKind::Int && i.type->kind != remit::TypeKind::Never)
-                report(DiagCode::E0103, fmt::format("list index must be Int, found {}", showType(i.type)), ix.index->span);
+                report(DiagCode::E0103, fmt::format("list index must be Int, found {}", showType(i.type)),
+                       ix.index->span, {}, {}, mismatch("Int", i.type));
             Taint taint = unite(o.taint, i.taint);
             Effects eff = sum(o.eff, i.eff);
             if (o.type->kind == remit::TypeKind::List) return Info{o.type->elem, std::move(taint), std::move(eff)};
@@ -865,9 +882,10 @@ Info Checker::exprInner(const Expr& e, const Ctx& ctx) {
                 Info i = expr(*item, ctx);
                 if (TypeRef j = joinTypes(arena_, elem, i.type)) elem = j;
                 else
-                    report(DiagCode::E0103,
-                           fmt::format("list items must have the same type: {} vs {}", showType(elem), showType(i.type)),
-                           item->span);
+                    report(
+                        DiagCode::E0103,
+                        fmt::format("list items must have the same type: {} vs {}", showType(elem), showType(i.type)),
+                        item->span, {}, {}, mismatch(elem, i.type));
                 unionInto(out.taint, i.taint);
                 addInto(out.eff, i.eff);
             }
@@ -922,7 +940,7 @@ Checker::IfParts Checker::ifParts(const IfExpr& e, const Ctx& ctx) {
     parts.cond = expr(*e.cond, ctx);
     if (parts.cond.type->kind != remit::TypeKind::Bool && parts.cond.type->kind != remit::TypeKind::Never)
         report(DiagCode::E0103, fmt::format("'if' condition must be Bool, found {}", showType(parts.cond.type)),
-               e.cond->span);
+               e.cond->span, {}, {}, mismatch("Bool", parts.cond.type));
     Taint inner = unite(ctx.pc, parts.cond.taint);
     Ctx branch{ctx.scope, inner, ctx.loopDepth, ctx.record};
     parts.thenInfo = block(*e.thenBlock, branch);
@@ -1051,7 +1069,8 @@ Info Checker::forExpr(const ForExpr& e, const Ctx& ctx) {
     if (e.filter) {
         Info w = expr(*e.filter, Ctx{&inner, pc, ctx.loopDepth + 1, ctx.record});
         if (w.type->kind != remit::TypeKind::Bool && w.type->kind != remit::TypeKind::Never)
-            report(DiagCode::E0103, fmt::format("loop filter must be Bool, found {}", showType(w.type)), e.filter->span);
+            report(DiagCode::E0103, fmt::format("loop filter must be Bool, found {}", showType(w.type)), e.filter->span,
+                   {}, {}, mismatch("Bool", w.type));
         perIteration = w.eff;
         unionInto(pc, w.taint);
     }
@@ -1155,11 +1174,12 @@ std::optional<std::vector<const CallArg*>> Checker::bindArgs(const CallExpr& e, 
 void Checker::checkArg(const CallArg& arg, const Info& info, TypeRef expected, const std::string& what) {
     if (!assignable(info.type, expected)) {
         report(DiagCode::E0103, fmt::format("{} expects {}, found {}", what, showType(expected), showType(info.type)),
-               arg.value->span);
+               arg.value->span, {}, {}, mismatch(expected, info.type));
         return;
     }
     if (std::string bv = boundViolation(info.type, expected); !bv.empty())
-        report(DiagCode::E0113, fmt::format("{}: {}", what, bv), arg.value->span, "use take(xs, N) to bound the list");
+        report(DiagCode::E0113, fmt::format("{}: {}", what, bv), arg.value->span, "use take(xs, N) to bound the list",
+               {}, mismatch(expected, info.type));
 }
 
 void Checker::modifiersOnPlainCall(const CallExpr& e) {
@@ -1198,7 +1218,8 @@ Info Checker::call(const CallExpr& e, const Ctx& ctx) {
             if (hint.empty())
                 hint = sameNamespace.empty() ? "the host interface does not provide it"
                                              : fmt::format("capabilities in '{}': {}", path[0], joinList(sameNamespace));
-            report(DiagCode::E0202, fmt::format("unknown capability '{}'", dotted), e.calleeSpan, hint);
+            report(DiagCode::E0202, fmt::format("unknown capability '{}'", dotted), e.calleeSpan, hint, {},
+                   resourceDetails(dotted));
         }
     } else {
         std::vector<std::string> names(kBuiltins, kBuiltins + std::size(kBuiltins));
@@ -1235,7 +1256,7 @@ Info Checker::fallback(const CallExpr& e, TypeRef expected, Info result, const C
     if (expected->kind != remit::TypeKind::Never && !assignable(fb.type, expected)) {
         report(DiagCode::E0103,
                fmt::format("fallback after 'else' must have type {}, found {}", showType(expected), showType(fb.type)),
-               e.fallback->span);
+               e.fallback->span, {}, {}, mismatch(expected, fb.type));
     } else if (expected->kind == remit::TypeKind::List && fb.type->kind == remit::TypeKind::List) {
         if (TypeRef j = joinTypes(arena_, expected, fb.type)) result.type = j;
     }
@@ -1256,7 +1277,7 @@ Info Checker::capabilityCall(const CallExpr& e, const Capability& cap, const Ctx
     else if (!uses_.count(name))
         report(DiagCode::E0201,
                fmt::format("capability '{}' is used but not declared in the program's 'uses' line", name), e.calleeSpan,
-               fmt::format("add '{}' to 'uses' (the host policy must also grant it)", name));
+               fmt::format("add '{}' to 'uses' (the host policy must also grant it)", name), {}, resourceDetails(name));
     usedResources_.insert(name);
 
     std::vector<std::string> paramNames;
@@ -1299,10 +1320,11 @@ Info Checker::capabilityCall(const CallExpr& e, const Capability& cap, const Ctx
                                                 joinList(origins)));
                 }
                 report(DiagCode::E0301,
-                       fmt::format("data tagged {} flows into '{}' parameter '{}', which denies it", joinList(denied), name,
-                                   p.name),
-                       arg.value->span, "the host forbids this flow; it cannot be approved. Use a different source for this value",
-                       notes);
+                       fmt::format("data tagged {} flows into '{}' parameter '{}', which denies it", joinList(denied),
+                                   name, p.name),
+                       arg.value->span,
+                       "the host forbids this flow; it cannot be approved. Use a different source for this value",
+                       notes, {{"resource", name}, {"param", p.name}, {"tags", denied}});
             }
             bool needsApproval = false;
             for (const std::string& t : p.approve) {
@@ -1330,7 +1352,8 @@ Info Checker::capabilityCall(const CallExpr& e, const Capability& cap, const Ctx
     }
     if (e.retry && *e.retry > 0 && !cap.idempotent)
         report(DiagCode::E0405, fmt::format("'{}' is not idempotent, so it cannot be retried", name), e.span,
-               "remove 'retry', or have the host declare the capability idempotent (e.g. with an idempotency key)");
+               "remove 'retry', or have the host declare the capability idempotent (e.g. with an idempotency key)", {},
+               resourceDetails(name));
     uint64_t attempts = 1 + static_cast<uint64_t>(std::max<int64_t>(0, e.retry.value_or(0)));
     eff[name] = saturatingAdd(eff[name], attempts);
     Taint taint = all;
@@ -1353,7 +1376,7 @@ Info Checker::modelCall(const CallExpr& e, const Ctx& ctx) {
         report(DiagCode::E0110, "tests may not call models directly; call program functions instead", e.span);
     else if (!agent && !uses_.count(model))
         report(DiagCode::E0201, fmt::format("model '{}' is used but not declared in the program's 'uses' line", model),
-               e.calleeSpan, fmt::format("add '{}' to 'uses'", model));
+               e.calleeSpan, fmt::format("add '{}' to 'uses'", model), {}, resourceDetails(model));
     usedResources_.insert(model);
 
     TypeRef out = arena_.never();
@@ -1387,7 +1410,7 @@ Info Checker::modelCall(const CallExpr& e, const Ctx& ctx) {
         Info p = expr(*positional[i]->value, ctx);
         if (i == 0 && !p.type->isStringLike() && p.type->kind != remit::TypeKind::Never)
             report(DiagCode::E0103, fmt::format("prompt must be Str, found {}", showType(p.type)),
-                   positional[i]->value->span);
+                   positional[i]->value->span, {}, {}, mismatch("Str", p.type));
         unionInto(result.taint, p.taint);
         addInto(result.eff, p.eff);
     }
@@ -1441,7 +1464,8 @@ Info Checker::functionCall(const CallExpr& e, const FnDecl& fn, const Ctx& ctx) 
         if (chain.size() > 6) chain.erase(chain.begin() + 3, chain.end() - 3), chain.insert(chain.begin() + 3, "...");
         report(DiagCode::E0003,
                fmt::format("call chain deeper than {} functions: {}", opts_.maxCallDepth, joinList(chain, " -> ")),
-               e.span, "flatten the program: let a function return data that its caller passes on");
+               e.span, "flatten the program: let a function return data that its caller passes on", {},
+               {{"limit", "call_depth"}, {"value", opts_.maxCallDepth}});
         return Info{ret, {}, std::move(eff)};
     }
     FnSummary summary = analyseFn(fn, args, ctx.pc, ctx.record);
@@ -1482,7 +1506,7 @@ Info Checker::builtinCall(const CallExpr& e, const Ctx& ctx) {
         if (!never(i) && !ok)
             report(DiagCode::E0103,
                    fmt::format("'{}' argument {} must be {}, found {}", name, i + 1, what, showType(type(i))),
-                   e.args[i].value->span);
+                   e.args[i].value->span, {}, {}, mismatch(what, type(i)));
     };
     auto isList = [&](size_t i) { return type(i)->kind == remit::TypeKind::List; };
     auto isStr = [&](size_t i) { return type(i)->isStringLike(); };
@@ -1760,7 +1784,8 @@ void Checker::run() {
             report(DiagCode::E0403,
                    fmt::format("agent '{}' may be called up to {} times, but its max_calls is {}", name, n,
                                *agent->maxCalls),
-                   agent->nameSpan, "reduce loop limits or retries around this agent, or raise max_calls");
+                   agent->nameSpan, "reduce loop limits or retries around this agent, or raise max_calls", {},
+                   {{"agent", name}, {"limit", "max_calls"}, {"value", *agent->maxCalls}, {"worst_case", n}});
     }
     buildManifest(eff);
     const Manifest& m = result_.manifest;
@@ -1772,8 +1797,9 @@ void Checker::run() {
         report(DiagCode::E0404,
                fmt::format("worst-case cost ${:.4f} exceeds the program budget ${:.4f}", m.worstCaseCostUsd,
                            *prog_.budgetUsd),
-               prog_.budgetSpan.valid() ? prog_.budgetSpan : prog_.span, "lower loop limits or retries, or raise the budget",
-               notes);
+               prog_.budgetSpan.valid() ? prog_.budgetSpan : prog_.span,
+               "lower loop limits or retries, or raise the budget", notes,
+               {{"limit", "budget_usd"}, {"value", *prog_.budgetUsd}, {"worst_case", m.worstCaseCostUsd}});
     }
 }
 

@@ -90,14 +90,22 @@ private:
     size_t errors_ = 0;
     LexResult out_;
 
-    void error(DiagCode code, std::string message, Span span, std::string hint = {}) {
+    void error(DiagCode code, std::string message, Span span, std::string hint = {},
+               nlohmann::ordered_json details = nullptr) {
         // Past the error cap nothing new would be shown: stop rather than scan a hostile file.
         if (++errors_ >= limits_.maxErrors) out_.fatal = true;
-        diags_.add(makeDiagnostic(code, std::move(message), std::string(file_), span, std::move(hint)));
+        Diagnostic d = makeDiagnostic(code, std::move(message), std::string(file_), span, std::move(hint));
+        d.details = std::move(details);
+        diags_.add(std::move(d));
     }
-    void fatal(DiagCode code, std::string message, Span span, std::string hint = {}) {
-        error(code, std::move(message), span, std::move(hint));
+    void fatal(DiagCode code, std::string message, Span span, std::string hint = {},
+               nlohmann::ordered_json details = nullptr) {
+        error(code, std::move(message), span, std::move(hint), std::move(details));
         out_.fatal = true;
+    }
+    // The payload of an E0003: which front-end limit, and its value.
+    static nlohmann::ordered_json limitDetails(std::string_view limit, size_t value) {
+        return {{"limit", limit}, {"value", value}};
     }
     Span here(uint32_t width = 1) const { return Span{line_, col_, line_, col_ + width}; }
 
@@ -106,8 +114,9 @@ private:
         if (src_.size() > limits_.maxSourceBytes) {
             fatal(DiagCode::E0003,
                   // The caller may have read only the first maxSourceBytes + 1 bytes of a huge file.
-                  fmt::format("source is over the limit of {} bytes", limits_.maxSourceBytes),
-                  Span{1, 1, 1, 2}, "split the program, or move data into inputs and fixtures");
+                  fmt::format("source is over the limit of {} bytes", limits_.maxSourceBytes), Span{1, 1, 1, 2},
+                  "split the program, or move data into inputs and fixtures",
+                  limitDetails("source_bytes", limits_.maxSourceBytes));
             return false;
         }
         uint32_t line = 1, col = 1;
@@ -138,7 +147,8 @@ private:
                     fatal(DiagCode::E0003,
                           fmt::format("line {} is {} bytes long, over the limit of {} bytes", line, i - lineStart,
                                       limits_.maxLineBytes),
-                          Span{line, 1, line, 2}, "break the line, or move long text into inputs");
+                          Span{line, 1, line, 2}, "break the line, or move long text into inputs",
+                          limitDetails("line_bytes", limits_.maxLineBytes));
                     return false;
                 }
                 ++line;
@@ -151,7 +161,7 @@ private:
     void push(Token token) {
         if (out_.tokens.size() >= limits_.maxTokens) {
             fatal(DiagCode::E0003, fmt::format("more than {} tokens", limits_.maxTokens), token.span,
-                  "split the program into smaller programs");
+                  "split the program into smaller programs", limitDetails("tokens", limits_.maxTokens));
             return;
         }
         if (token.kind != Tok::Newline) lastCodeLine_ = token.span.endLine;
@@ -255,7 +265,8 @@ private:
         if (p.kind == Tok::LParen || p.kind == Tok::LBracket || p.kind == Tok::LBrace) {
             if (brackets_.size() >= limits_.maxNesting) {
                 fatal(DiagCode::E0003, fmt::format("nesting deeper than {} levels", limits_.maxNesting), span,
-                      "flatten the expression with let bindings or helper functions");
+                      "flatten the expression with let bindings or helper functions",
+                      limitDetails("nesting", limits_.maxNesting));
                 return;
             }
             brackets_.push_back(p.text[0]);
@@ -277,7 +288,7 @@ private:
             error(DiagCode::E0003,
                   fmt::format("identifier is {} characters long, over the limit of {}", word.size(),
                               limits_.maxIdentifierLength),
-                  span, "use a shorter name");
+                  span, "use a shorter name", limitDetails("identifier_length", limits_.maxIdentifierLength));
         }
         Tok kind = keywordKind(word);
         push(make(kind, begin, span));

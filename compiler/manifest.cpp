@@ -674,14 +674,16 @@ std::string manifestSummary(const Manifest& manifest) {
 
 void checkManifestAgainstPolicy(const Manifest& manifest, const Policy& policy, const std::string& programFile,
                                 const Span& programSpan, DiagnosticList& diags) {
-    auto report = [&](DiagCode code, std::string message, std::string hint) {
-        diags.add(makeDiagnostic(code, std::move(message), programFile, programSpan, std::move(hint)));
+    auto report = [&](DiagCode code, std::string message, std::string hint, nlohmann::ordered_json details) {
+        Diagnostic d = makeDiagnostic(code, std::move(message), programFile, programSpan, std::move(hint));
+        d.details = std::move(details);
+        diags.add(std::move(d));
     };
     for (const ResourceUse* r : sortedResources(manifest)) {
         const Grant* grant = policy.grantFor(r->name);
         if (grant == nullptr) {
             report(DiagCode::E0501, fmt::format("policy {} does not grant '{}'", policy.file, r->name),
-                   "the program cannot widen host policy; ask the operator or remove the use");
+                   "the program cannot widen host policy; ask the operator or remove the use", {{"resource", r->name}});
             continue;
         }
         if (!grant->maxCalls) continue;
@@ -691,14 +693,15 @@ void checkManifestAgainstPolicy(const Manifest& manifest, const Policy& policy, 
             report(DiagCode::E0502,
                    fmt::format("program may call '{}' up to {} time(s), but policy allows {}", r->name, r->maxCalls,
                                allowed),
-                   "lower loop limits or retries around this call");
+                   "lower loop limits or retries around this call",
+                   {{"resource", r->name}, {"limit", "max_calls"}, {"value", allowed}, {"worst_case", r->maxCalls}});
         }
     }
     if (policy.maxUsd && manifest.worstCaseCostUsd > *policy.maxUsd + kCostEpsilon) {
         report(DiagCode::E0503,
                fmt::format("worst-case cost ${} exceeds the policy budget ${}", usd4(manifest.worstCaseCostUsd),
                            usd4(*policy.maxUsd)),
-               "");
+               "", {{"limit", "max_usd"}, {"value", *policy.maxUsd}, {"worst_case", manifest.worstCaseCostUsd}});
     }
 }
 

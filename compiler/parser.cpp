@@ -72,9 +72,11 @@ private:
         throw SyntaxError{};
     }
     [[noreturn]] void failAt(std::string message, std::string hint = {}) { fail(std::move(message), peek().span, std::move(hint)); }
-    void record(DiagCode code, std::string message, Span span, std::string hint = {}) {
-        if (ctx_.diags.add(makeDiagnostic(code, std::move(message), std::string(ctx_.file), span, std::move(hint))))
-            ++ctx_.errors;
+    void record(DiagCode code, std::string message, Span span, std::string hint = {},
+                nlohmann::ordered_json details = nullptr) {
+        Diagnostic d = makeDiagnostic(code, std::move(message), std::string(ctx_.file), span, std::move(hint));
+        d.details = std::move(details);
+        if (ctx_.diags.add(std::move(d))) ++ctx_.errors;
         if (ctx_.errors >= ctx_.limits.maxErrors) throw ParseStop{};
     }
 
@@ -133,7 +135,8 @@ private:
         explicit Nest(Parser& parser) : p(parser) {
             if (++p.ctx_.depth > p.ctx_.limits.maxNesting) {
                 p.record(DiagCode::E0003, fmt::format("nesting deeper than {} levels", p.ctx_.limits.maxNesting),
-                         p.peek().span, "flatten the expression with let bindings or helper functions");
+                         p.peek().span, "flatten the expression with let bindings or helper functions",
+                         {{"limit", "nesting"}, {"value", p.ctx_.limits.maxNesting}});
                 throw ParseStop{};
             }
         }

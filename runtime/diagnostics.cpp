@@ -23,6 +23,27 @@ std::string_view severityWord(Severity severity) {
     return "error";
 }
 
+// The blank space before a caret under the first `columns` code points of `line`: a tab stays a
+// tab, so the caret lines up under the excerpt whatever width the reader's terminal gives tabs.
+// Every other code point, wide ones included, is one space (columns count code points).
+std::string caretIndent(std::string_view line, size_t columns) {
+    std::string out;
+    for (size_t i = 0; i < line.size() && out.size() < columns;) {
+        out += line[i] == '\t' ? '\t' : ' ';
+        i += std::max<size_t>(1, utf8SequenceLength(line, i));  // a malformed byte counts as one, as U+FFFD
+    }
+    out.append(columns - out.size(), ' ');
+    return out;
+}
+
+// "2 errors, 1 warning": the kinds that occur, in that order.
+std::string countKinds(size_t errors, size_t warnings) {
+    std::string out;
+    if (errors) out = fmt::format("{} error{}", errors, errors == 1 ? "" : "s");
+    if (warnings) out += fmt::format("{}{} warning{}", out.empty() ? "" : ", ", warnings, warnings == 1 ? "" : "s");
+    return out;
+}
+
 }  // namespace
 
 const DiagInfo& diagInfo(DiagCode code) { return kDiagTable[static_cast<size_t>(code)]; }
@@ -89,13 +110,44 @@ std::string renderText(const Diagnostic& d, const SourceFile* source) {
         if (d.span.endLine == d.span.line && d.span.endCol > d.span.col) width = d.span.endCol - d.span.col;
         size_t indent = d.span.col - 1;
         if (text.size() <= kMaxExcerpt && indent <= kMaxExcerpt) {
-            out += fmt::format("\n{}{}\n{}{}", gutter, sanitizeUtf8(text), std::string(gutter.size() + indent, ' '),
-                               std::string(std::min<size_t>(width, kMaxExcerpt), '^'));
+            out += fmt::format("\n{}{}\n{}{}{}", gutter, sanitizeUtf8(text), std::string(gutter.size(), ' '),
+                               caretIndent(text, indent), std::string(std::min<size_t>(width, kMaxExcerpt), '^'));
         }
     }
     for (const std::string& note : d.notes) out += fmt::format("\n  note: {}", note);
     if (!d.hint.empty()) out += fmt::format("\n  hint: {}", d.hint);
     return out;
+}
+
+std::string renderDiagnostics(const std::vector<Diagnostic>& diagnostics, const SourceLookup& sources,
+                              const RenderOptions& options) {
+    // Which to show: every error before any warning, each kind in the order given.
+    std::vector<bool> shown(diagnostics.size(), false);
+    size_t room = options.maxDiagnostics;
+    for (bool errors : {true, false})
+        for (size_t i = 0; i < diagnostics.size() && room > 0; ++i)
+            if (diagnostics[i].isError() == errors) {
+                shown[i] = true;
+                --room;
+            }
+    std::string out;
+    size_t printed = 0, hiddenErrors = 0, hiddenWarnings = 0;
+    for (size_t i = 0; i < diagnostics.size(); ++i) {
+        const Diagnostic& d = diagnostics[i];
+        if (!shown[i]) {
+            ++(d.isError() ? hiddenErrors : hiddenWarnings);
+            continue;
+        }
+        out += renderText(d, sources ? sources(d.file) : nullptr);
+        out += '\n';
+        ++printed;
+    }
+    size_t hidden = hiddenErrors + hiddenWarnings;
+    if (hidden == 0) return out;
+    std::string what =
+        fmt::format("diagnostic{} not shown ({})", hidden == 1 ? "" : "s", countKinds(hiddenErrors, hiddenWarnings));
+    if (printed == 0) return out + fmt::format("{} {}\n", hidden, what);
+    return out + fmt::format("... and {} more {}; fix the ones above first\n", hidden, what);
 }
 
 nlohmann::ordered_json toJson(const Diagnostic& d) {

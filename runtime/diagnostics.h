@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,6 +83,26 @@ private:
 // `file:line:col: error[E0100]: message`, the source line under a gutter, a caret under the span,
 // then `  note: ...` lines and `  hint: ...`. `source` may be null (no excerpt is printed).
 std::string renderText(const Diagnostic& diagnostic, const SourceFile* source);
+
+// Finds the text of a diagnostic's file for its excerpt; null when there is none to show.
+using SourceLookup = std::function<const SourceFile*(const std::string& file)>;
+
+struct RenderOptions {
+    static constexpr size_t kUnlimited = std::numeric_limits<size_t>::max();
+    // The most diagnostics printed in full; the rest are counted in one closing line. 0 prints
+    // only that line.
+    size_t maxDiagnostics = kUnlimited;
+};
+
+// The text a person or a model reads: each diagnostic as renderText prints it, one after the
+// other in the order given (callers sort them: the checker by position, file by file), each ending
+// with a newline. Byte-identical for the same input. When there are more than maxDiagnostics,
+// errors are chosen before warnings (a reader must never see only warnings while errors are
+// hidden), the chosen ones keep their order, and a final line counts the rest:
+//   ... and 3 more diagnostics not shown (2 errors, 1 warning); fix the ones above first
+std::string renderDiagnostics(const std::vector<Diagnostic>& diagnostics, const SourceLookup& sources,
+                              const RenderOptions& options = {});
+
 // {"code","severity","message","file","line","col","end_line","end_col","hint","notes"[,"details"]}
 nlohmann::ordered_json toJson(const Diagnostic& diagnostic);
 

@@ -498,6 +498,7 @@ void checkPolicyAgainstHost(const Policy& policy, const std::vector<std::string>
         d.message = fmt::format("policy grants '{}', which the host does not declare", resource);
         d.file = policy.file;
         d.span = grant.span;
+        d.details = {{"grant", resource}};  // as serve's E0505 names it
         if (auto close = closestName(resource, hostResources))
             d.hint = fmt::format("did you mean '{}'?", *close);
         else

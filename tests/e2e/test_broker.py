@@ -146,7 +146,8 @@ def test_arg_prefix_refuses_outside_paths():
         env = json.loads(r.out)
         expect(r.code == 1 and env["status"] == "failed" and env["error"]["code"] == "R0301", "json", r)
         expect(env["error"]["name"] == "PolicyViolation" and env["error"]["line"] == 6, "name and line", r)
-        expect(env["error"]["details"] == {"resource": "files.read", "param": "path"}, "details", r)
+        expect(env["error"]["details"] == {"resource": "files.read", "param": "path", "constraint": "arg_prefix",
+                                           "allowed": ["docs/", "b"]}, "details", r)
 
 
 PAYER = """program payer

@@ -3,7 +3,8 @@
 process driven over its stdin/stdout. Rejections (type error, ungranted capability — with no
 host-call message), a pause that is performed and completes, a denial, the step limit, the wall
 limit while checking, an abort of a pure loop, two sessions interleaved, malformed lines,
-expected_type, the default limits, and the transcript in docs/serve.md replayed line by line.
+expected_type, the rendered text and max_diagnostics, the default limits, and the transcript in
+docs/serve.md replayed line by line.
 
 `test_serve.py --regenerate` rewrites the replies of the transcript in docs/serve.md from a real
 session (run it after an intended change of the protocol, and review the diff)."""
@@ -275,6 +276,33 @@ def test_expected_type_mismatch():
         expect(r["status"] == "rejected" and r["stage"] == "expected-type", "expected-type", r)
         d = r["diagnostics"][0]
         expect(d["details"] == {"expected": "Int", "actual": "Str"} and d["line"] == 3, "names both types", r)
+
+
+def test_rendered_text_and_max_diagnostics():
+    source = "program p\n\nfn main() -> Int {\n  let a: Int = \"one\"\n  let b: Int = \"two\"\n  return a\n}\n"
+    with Server() as s:
+        request = run_request("a", source)
+        request["max_diagnostics"] = 1
+        s.send(request)
+        r = s.reply()
+        expect(r["status"] == "rejected" and len(r["diagnostics"]) == 2, "every diagnostic in the list", r)
+        expect(r["rendered"] == "program.rmt:4:16: error[E0103]: 'a' is declared as Int but the value has type Str\n"
+                                "   4 |   let a: Int = \"one\"\n"
+                                "                      ^^^^^\n"
+                                "... and 1 more diagnostic not shown (1 error); fix the ones above first\n",
+               "one in the text, the other counted", r)
+        s.send(run_request("b", FETCH, grants=[{"name": "web.fetch", "mode": "ask"}], inputs={"topic": "tea"}))
+        call = s.reply()["call"]
+        s.send({"type": "resume", "session": "b", "call": call["id"], "deny": {}})
+        r = s.reply()
+        expect(r["rendered"] == "program.rmt:5:14: runtime error[R0303]: the host denied the call to 'web.fetch'\n"
+                                "   5 |   let page = web.fetch(\"https://example.org/{topic}\")\n"
+                                "                    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n", "a failure too", r)
+        request["session"], request["max_diagnostics"] = "c", 0
+        s.send(request)
+        r = s.reply()
+        expect(r["status"] == "error" and r["error"]["message"] == "'max_diagnostics' must be a positive integer",
+               "at least one", r)
 
 
 def test_default_limits():

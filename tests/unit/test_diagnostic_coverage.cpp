@@ -3,10 +3,14 @@
 //   - docs/diagnostics.md names it in a heading or a table row;
 //   - some test under tests/ mentions it: a golden .out file, an expectation comment in the checker
 //     corpus (`# expect CODE`, `# expect-file CODE` in tests/check/**.rmt), an end-to-end script
-//     (tests/e2e/*.py) or a unit test (tests/unit/*.cpp other than this file).
+//     (tests/e2e/*.py) or a unit test (tests/unit/*.cpp other than this file);
+//   - some golden .out file under tests/golden/ shows it rendered, as `error[CODE]` (E codes; R
+//     codes as `runtime error[CODE]`) or `warning[CODE]` (W codes): the text a model reads is
+//     pinned for every code (tests/golden/render/ has one case per code).
 // Runtime codes arrive with the VM and the broker. Until their tests exist they are listed below in
 // kPendingRuntimeCodes, so the exemption is explicit and shrinks as the VM lands.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
@@ -139,6 +143,21 @@ TEST_CASE("diagnostic coverage: the pending list holds only registered runtime c
         std::optional<DiagCode> parsed = parseDiagCode(code);
         REQUIRE(parsed);
         CHECK(diagInfo(*parsed).severity == Severity::Runtime);
+    }
+}
+
+TEST_CASE("diagnostic coverage: every registered code has a golden rendering") {
+    std::string goldens;
+    for (const fs::directory_entry& e : fs::recursive_directory_iterator(sourceDir() / "tests" / "golden"))
+        if (e.is_regular_file() && hasExtension(e.path(), ".out")) goldens += readFile(e.path());
+    REQUIRE_FALSE(goldens.empty());
+    for (DiagCode code : allDiagCodes()) {
+        const DiagInfo& info = diagInfo(code);
+        std::string rendered =
+            fmt::format("{}[{}]", info.severity == Severity::Warning ? "warning" : "error", info.code);
+        CHECK_MESSAGE(goldens.find(rendered) != std::string::npos,
+                      codeOf(code) << " (" << info.name << ") has no golden .out file under tests/golden/ showing '"
+                                   << rendered << "'; add a case to tests/golden/render/");
     }
 }
 

@@ -1,8 +1,10 @@
 // The session engine of `remitvm serve` (broker/serve_session.h) in process: request parsing,
 // rejections by stage with `requires`, pauses at host calls with spans, tags and modes, resume
-// with a result, a denial or a failure, limits, expected types, aborts from another thread, and
-// the checker's cooperative stop (CheckerOptions::interrupted) that the wall limit relies on.
+// with a result, a denial or a failure, limits, expected types, aborts from another thread, the
+// checker's cooperative stop (CheckerOptions::interrupted) that the wall limit relies on, and the
+// rendered text of rejections and failures under max_diagnostics.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <chrono>
 #include <thread>
@@ -416,4 +418,107 @@ TEST_CASE("serve: model calls pause with the requested type and validate the ans
     r = s.resume(resumeLine({{"type", "resume"}, {"session", "s"}, {"call", 1}, {"perform", {{"result", "maybe"}}}}));
     CHECK(r["status"] == "failed");
     CHECK(r["diagnostics"][0]["code"] == "R0502");
+}
+
+TEST_CASE("serve: rejected and failed replies carry the rendered text of their diagnostics") {
+    SUBCASE("a type error, with its excerpt from the source") {
+        serve::Session s(request("program p\n\nfn main() -> Int {\n  return \"one\"\n}\n"));
+        Json r = s.start();
+        CHECK(r["rendered"] ==
+              "program.rmt:4:10: error[E0109]: 'main' returns Int but this value has type Str\n"
+              "   4 |   return \"one\"\n"
+              "                ^^^^^\n");
+    }
+    SUBCASE("the host interface and the expected type under their virtual names") {
+        serve::RunRequest rq = request(kPure);
+        rq.host = "capability broken(";
+        serve::Session s(std::move(rq));
+        Json r = s.start();
+        CHECK(r["rendered"].get<std::string>().starts_with("host.rmti:1:"));
+        CHECK(r["rendered"].get<std::string>().find("   1 | capability broken(\n") != std::string::npos);
+        serve::Session t(request(kPure, Json::array(), {{"x", 1}}, {{"expected_type", "List[Int"}}));
+        r = t.start();
+        INFO(r.dump());
+        CHECK(r["stage"] == "expected-type");
+        CHECK(r["rendered"].get<std::string>().find("   1 | List[Int\n") != std::string::npos);
+    }
+    SUBCASE("grants have no text: the header and the hint") {
+        serve::Session s(request(kPure, Json::array({grant("web.fetchh")}), {{"x", 1}}));
+        Json r = s.start();
+        CHECK(r["rendered"] ==
+              "grants: error[E0505]: grant of 'web.fetchh', which the host does not declare\n"
+              "  hint: did you mean 'web.fetch'?\n");
+    }
+    SUBCASE("a runtime failure") {
+        serve::Session s(request(kSpin, Json::array(), Json::object(), {{"limits", {{"steps", 10000}}}}));
+        Json r = s.start();
+        REQUIRE(r["status"] == "failed");
+        CHECK(r["rendered"] ==
+              "program.rmt:6:5: runtime error[R0701]: the run exceeded its step limit of 10000 steps\n"
+              "   6 |     for j in range(1000000) {\n"
+              "           ^\n");
+    }
+    SUBCASE("an abort while paused, at the call") {
+        serve::Session s(request(kFetch, Json::array({grant("web.fetch")}), {{"topic", "tea"}}));
+        REQUIRE(s.start()["status"] == "host-call");
+        s.requestAbort();
+        Json r = s.abortPaused(2);
+        CHECK(r["rendered"].get<std::string>().starts_with(
+            "program.rmt:5:14: runtime error[R0702]: the run was aborted by the host\n"));
+    }
+}
+
+TEST_CASE("serve: max_diagnostics caps the rendered text, never the diagnostics") {
+    std::string source = "program p\n\nfn main() -> Int {\n";
+    for (int i = 0; i < 25; ++i) source += fmt::format("  let a{}: Int = \"x\"\n", i);
+    source += "  return 1\n}\n";
+    SUBCASE("20 by default") {
+        serve::Session s(request(source));
+        Json r = s.start();
+        CHECK(r["diagnostics"].size() == 25);
+        std::string rendered = r["rendered"];
+        CHECK(rendered.ends_with("\n... and 5 more diagnostics not shown (5 errors); fix the ones above first\n"));
+        CHECK(rendered.find("a19") != std::string::npos);
+        CHECK(rendered.find("a20") == std::string::npos);
+    }
+    SUBCASE("as the request says") {
+        serve::Session s(request(source, Json::array(), Json::object(), {{"max_diagnostics", 1}}));
+        Json r = s.start();
+        CHECK(r["diagnostics"].size() == 25);
+        CHECK(r["rendered"] ==
+              "program.rmt:4:17: error[E0103]: 'a0' is declared as Int but the value has type Str\n"
+              "   4 |   let a0: Int = \"x\"\n"
+              "                       ^^^\n"
+              "... and 24 more diagnostics not shown (24 errors); fix the ones above first\n");
+    }
+    SUBCASE("from 1 to 1000") {
+        CHECK(request(kPure, Json::array(), Json::object(), {{"max_diagnostics", 1000}}).maxDiagnostics == 1000);
+        CHECK(request(kPure).maxDiagnostics == serve::kDefaultMaxDiagnostics);
+        CHECK(badRequest(R"({"type":"run","session":"s","source":"","host":"","max_diagnostics":0})") ==
+              "'max_diagnostics' must be a positive integer");
+        CHECK(badRequest(R"({"type":"run","session":"s","source":"","host":"","max_diagnostics":"5"})") ==
+              "'max_diagnostics' must be a positive integer");
+        CHECK(badRequest(R"({"type":"run","session":"s","source":"","host":"","max_diagnostics":1001})") ==
+              "'max_diagnostics' is 1001, over this server's maximum of 1000");
+    }
+}
+
+// R0301 cannot be reached through serve: deny tags come only from the host interface, which the
+// program is checked against in the same request, and the checker's flow analysis over-approximates
+// the run's tags, so every flow the broker would refuse is rejected first (E0301). A run-time R0301
+// needs the host to change after the check: tests/unit/test_broker.cpp and test_diagnostics_render.cpp.
+TEST_CASE("serve: a value the host tags reaching a parameter that denies the tag is rejected before it runs") {
+    const char* source =
+        "program leak\nuses crm.lookup, web.fetch\n\nfn main() -> Str {\n"
+        "  let c = crm.lookup(\"42\")\n  return web.fetch(\"https://example.org/{c.name}\")\n}\n";
+    serve::Session s(request(source, Json::array({grant("crm.lookup", "allow"), grant("web.fetch", "allow")})));
+    Json r = s.start();
+    INFO(r.dump());
+    CHECK(r["status"] == "rejected");
+    CHECK(r["stage"] == "flow");
+    CHECK(r["diagnostics"][0]["code"] == "E0301");
+    CHECK(r["diagnostics"][0]["details"] == Json{{"resource", "web.fetch"}, {"param", "url"}, {"tags", {"private"}}});
+    CHECK(
+        r["rendered"].get<std::string>().starts_with("program.rmt:6:20: error[E0301]: data tagged private flows into "
+                                                     "'web.fetch' parameter 'url', which denies it\n"));
 }
