@@ -1,22 +1,26 @@
-// `remitvm mcp` and `remit mcp`: a Model Context Protocol server over stdio (docs/mcp.md). This
-// file is only the transport — JSON-RPC 2.0, one message per line on stdin, one reply per line on
-// stdout — and the protocol's own methods (initialize, ping, tools/list, resources/*). What a tool
-// does is cli/mcp_tools.{h,cpp}'s business.
+// `remitvm mcp` and `remit mcp`: a Model Context Protocol server (docs/mcp.md). This file holds
+// the JSON-RPC 2.0 side — one function, Server::reply, turns a parsed message into its reply for
+// both transports — with the protocol's own methods (initialize, ping, tools/list, resources/*),
+// and the stdio transport: one message per line on stdin, one reply per line on stdout. The HTTP
+// transport (`--http`) is cli/mcp_http.{h,cpp}; what a tool does is cli/mcp_tools.{h,cpp}'s.
 //
-// Every request is answered in order on the reading thread. A line that is not JSON is a -32700
-// error, a message that is not a request -32600, an unknown method -32601, bad parameters -32602;
-// notifications (no `id`) are never answered. Nothing a message can do ends the server: an
-// internal failure is the fixed host_error reply, without exception text, paths or addresses.
+// Over stdio every request is answered in order on the reading thread. A line that is not JSON is
+// a -32700 error, a message that is not a request -32600, an unknown method -32601, bad parameters
+// -32602; notifications (no `id`) are never answered. Nothing a message can do ends the server:
+// an internal failure is the fixed host_error reply, without exception text, paths or addresses.
 // End of input ends the server, refusing any run still paused for an approval.
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/mcp_http.h"
 #include "cli/mcp_tools.h"
 #include "runtime/source.h"
 
@@ -30,9 +34,7 @@ namespace {
 
 using mcp::Json;
 
-// A message longer than this is refused unread: eight arguments of 200,000 characters fit even
-// when every character is written as a \uXXXX escape.
-constexpr size_t kMaxMessageBytes = size_t(16) << 20;
+using mcp::kMaxMessageBytes;  // the same over stdio and HTTP
 constexpr size_t kMaxMessageDepth = 256;
 
 // The protocol versions this server speaks, newest first; a client asking for another gets the newest.
@@ -94,29 +96,66 @@ Json resultReply(const Json& id, Json result) {
     return Json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
 }
 
-class Server {
+class Server final : public mcp::Endpoint {
 public:
-    // The reply to one line, or null for a notification or a client's response.
-    Json handle(std::string_view line);
+    std::optional<Json> parse(std::string_view text, Json& error) const override;
+    Json reply(const Json& message) override;
+    bool speaks(std::string_view version) const override;
+
+    // The reply to one stdio line, or null for a notification or a client's response.
+    Json handleLine(std::string_view line);
 
 private:
     mcp::Tools tools_;
 
+    Json answer(const Json& message);
     Json dispatch(const Json& id, const std::string& method, const Json& params);
     Json initialize(const Json& params);
     Json toolsCall(const Json& id, const Json& params);
     Json resourcesRead(const Json& id, const Json& params);
 };
 
-Json Server::handle(std::string_view line) {
-    if (mcp::nestsTooDeep(line, kMaxMessageDepth))
-        return errorReply(nullptr, kParseError,
-                          fmt::format("Parse error: JSON nested deeper than {} levels", kMaxMessageDepth));
-    Json message = Json::parse(line, nullptr, false);
-    if (message.is_discarded()) return errorReply(nullptr, kParseError, "Parse error: the line is not valid JSON");
-    if (message.is_array())
+std::optional<Json> Server::parse(std::string_view text, Json& error) const {
+    if (mcp::nestsTooDeep(text, kMaxMessageDepth)) {
+        error = errorReply(nullptr, kParseError,
+                           fmt::format("Parse error: JSON nested deeper than {} levels", kMaxMessageDepth));
+        return std::nullopt;
+    }
+    Json message = Json::parse(text, nullptr, false);
+    if (message.is_discarded()) {
+        error = errorReply(nullptr, kParseError, "Parse error: the message is not valid JSON");
+        return std::nullopt;
+    }
+    return message;
+}
+
+bool Server::speaks(std::string_view version) const {
+    for (const char* v : kProtocolVersions)
+        if (version == v) return true;
+    return false;
+}
+
+Json Server::handleLine(std::string_view line) {
+    Json error;
+    std::optional<Json> message = parse(line, error);
+    if (!message) return error;
+    // Batches were dropped from MCP in 2025-06-18; over stdio they were never needed.
+    if (message->is_array())
         return errorReply(nullptr, kInvalidRequest,
                           "Invalid Request: batches are not supported; send one message per line");
+    return reply(*message);
+}
+
+Json Server::reply(const Json& message) {
+    try {
+        return answer(message);
+    } catch (...) {
+        return errorReply(nullptr, kInternalError, fmt::format("host_error: {}", mcp::kHostErrorMessage),
+                          Json{{"code", "host_error"}});
+    }
+}
+
+Json Server::answer(const Json& message) {
     if (!message.is_object())
         return errorReply(nullptr, kInvalidRequest, "Invalid Request: a message must be a JSON object");
     bool hasId = message.contains("id");
@@ -217,6 +256,44 @@ Json Server::resourcesRead(const Json& id, const Json& params) {
                       Json{{"uri", std::string(firstCodePoints(wanted, 256))}});
 }
 
+// A whole decimal number in [0, max]; nullopt otherwise.
+std::optional<uint64_t> parseCount(const std::string& text, uint64_t max) {
+    if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
+    uint64_t n = std::stoull(text);
+    return n <= max ? std::optional(n) : std::nullopt;
+}
+
+// The options of `mcp --http`; nullopt, with a message printed, when one is not usable.
+std::optional<mcp::HttpOptions> httpOptions(std::string_view tool, const Args& args) {
+    mcp::HttpOptions options;
+    if (const std::string* host = args.value("--host")) options.host = *host;
+    if (options.host.empty()) {
+        fmt::print(stderr, "{}: error: --host needs an address, e.g. 127.0.0.1 or 0.0.0.0\n", tool);
+        return std::nullopt;
+    }
+    if (const std::string* port = args.value("--port")) {
+        std::optional<uint64_t> n = parseCount(*port, 65535);
+        if (!n) {
+            fmt::print(stderr, "{}: error: --port must be a number from 0 to 65535 (0 picks a free port), not '{}'\n",
+                       tool, *port);
+            return std::nullopt;
+        }
+        options.port = static_cast<uint16_t>(*n);
+    }
+    if (const std::string* free = args.value("--free-monthly")) {
+        std::optional<uint64_t> n = parseCount(*free, uint64_t(1) << 62);
+        if (!n) {
+            fmt::print(stderr, "{}: error: --free-monthly must be a whole number of requests, not '{}'\n", tool, *free);
+            return std::nullopt;
+        }
+        options.freeMonthly = *n;
+    }
+    if (const std::string* keys = args.value("--keys")) options.keysPath = *keys;
+    if (const std::string* usage = args.value("--usage")) options.usagePath = *usage;
+    return options;
+}
+
 }  // namespace
 
 int mcpCommand(std::string_view tool, const std::vector<std::string>& argv) {
@@ -227,21 +304,27 @@ int mcpCommand(std::string_view tool, const std::vector<std::string>& argv) {
         fmt::print(stderr, "{}: error: mcp takes no arguments; it reads MCP messages on stdin (docs/mcp.md)\n", tool);
         return kUsage;
     }
-    if (args.has("--http") || args.value("--port") || args.value("--keys") || args.value("--usage") ||
-        args.value("--free-monthly") || args.value("--host")) {
-        fmt::print(stderr,
-                   "{}: error: the HTTP transport of mcp is not available in this build; run `{} mcp` for stdio\n",
-                   tool, tool);
-        return kUsage;
-    }
     std::signal(SIGPIPE, SIG_IGN);  // a client that goes away must not kill the server mid-write
+    if (args.has("--http")) {
+        std::optional<mcp::HttpOptions> options = httpOptions(tool, args);
+        if (!options) return kUsage;
+        Server server;
+        return mcp::serveHttp(tool, *options, server);
+    }
+    for (const char* flag : {"--host", "--port", "--keys", "--usage", "--free-monthly"}) {
+        if (args.value(flag)) {
+            fmt::print(stderr, "{}: error: {} applies to the HTTP transport only; add --http (docs/mcp.md)\n", tool,
+                       flag);
+            return kUsage;
+        }
+    }
     Server server;
     auto handle = [&](std::string_view line) {
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         if (line.find_first_not_of(" \t") == std::string_view::npos) return;  // blank lines are ignored
         Json reply;
         try {
-            reply = server.handle(line);
+            reply = server.handleLine(line);
         } catch (...) {
             reply = errorReply(nullptr, kInternalError, fmt::format("host_error: {}", mcp::kHostErrorMessage),
                                Json{{"code", "host_error"}});

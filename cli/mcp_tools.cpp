@@ -4,6 +4,7 @@
 #include "cli/mcp_tools.h"
 
 #include <fmt/format.h>
+#include <openssl/rand.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -11,8 +12,8 @@
 #include <deque>
 #include <filesystem>
 #include <mutex>
-#include <random>
 #include <span>
+#include <stdexcept>
 #include <thread>
 
 #include "broker/approvals.h"
@@ -60,31 +61,6 @@ Json errorsResult(std::vector<std::string> errors) {
 }
 
 Json tooLarge() { return errorsResult({"input too large"}); }
-
-// Parses JSON text given as a tool argument. On failure returns nullopt with a message naming
-// `what` and the position (never the parser's exception text).
-std::optional<nlohmann::json> parseJsonArgument(std::string_view what, const std::string& text, std::string& error) {
-    if (nestsTooDeep(text, kMaxJsonDepth)) {
-        error = fmt::format("invalid JSON in {}: nested deeper than {} levels", what, kMaxJsonDepth);
-        return std::nullopt;
-    }
-    try {
-        return nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-        size_t at = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-        size_t line = 1, col = 1;
-        for (size_t i = 0; i < at; ++i) {
-            if (text[i] == '\n') {
-                ++line;
-                col = 1;
-            } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
-                ++col;
-            }
-        }
-        error = fmt::format("invalid JSON in {} at line {}, column {}", what, line, col);
-        return std::nullopt;
-    }
-}
 
 // ---------------------------------------------------------------- checking text in memory
 
@@ -152,13 +128,6 @@ Json checkResult(const TextCheck& c) {
 }
 
 // ---------------------------------------------------------------- runs
-
-std::string randomHex(size_t bytes) {
-    std::random_device random;
-    std::string out;
-    for (size_t i = 0; i < bytes; ++i) out += fmt::format("{:02x}", random() & 0xff);
-    return out;
-}
 
 // One run of a program on fixtures, driven by the broker on its own thread. With `autoApprove`
 // every approval is granted (remit_run_fixtures); otherwise a call that needs approval blocks the
@@ -358,7 +327,40 @@ struct Args {
 
 }  // namespace
 
-// ---------------------------------------------------------------- embedded text
+// ---------------------------------------------------------------- JSON text and tokens
+
+std::optional<nlohmann::json> parseJsonText(std::string_view what, const std::string& text, size_t maxDepth,
+                                            std::string& error) {
+    if (nestsTooDeep(text, maxDepth)) {
+        error = fmt::format("invalid JSON in {}: nested deeper than {} levels", what, maxDepth);
+        return std::nullopt;
+    }
+    try {
+        return nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+        size_t at = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+        size_t line = 1, col = 1;
+        for (size_t i = 0; i < at; ++i) {
+            if (text[i] == '\n') {
+                ++line;
+                col = 1;
+            } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+                ++col;
+            }
+        }
+        error = fmt::format("invalid JSON in {} at line {}, column {}", what, line, col);
+        return std::nullopt;
+    }
+}
+
+std::string randomHex(size_t bytes) {
+    std::vector<unsigned char> random(bytes);
+    // Failure means the system has no entropy to give; a guessable token would be worse than none.
+    if (RAND_bytes(random.data(), static_cast<int>(bytes)) != 1) throw std::runtime_error("no random bytes");
+    std::string out;
+    for (unsigned char b : random) out += fmt::format("{:02x}", b);
+    return out;
+}
 
 bool nestsTooDeep(std::string_view text, size_t maxDepth) {
     size_t depth = 0;
@@ -381,6 +383,7 @@ bool nestsTooDeep(std::string_view text, size_t maxDepth) {
     return false;
 }
 
+// ---------------------------------------------------------------- embedded text
 
 std::optional<std::string_view> embeddedText(std::string_view path) {
     for (const EmbeddedFile& f : embeddedFiles())
@@ -505,6 +508,9 @@ Json toolListEntry(const ToolSpec& spec) {
 // ---------------------------------------------------------------- the tools
 
 struct Tools::Impl {
+    // Guards the four members below; held for bookkeeping only. Ending a run joins its worker,
+    // which can take as long as the run does, so runs are ended outside the lock.
+    mutable std::mutex mutex;
     fs::path scratch;  // created on first use, removed at the end
     uint64_t runs = 0;
     std::map<std::string, std::unique_ptr<LiveRun>> paused;  // by run token
@@ -518,6 +524,7 @@ struct Tools::Impl {
 
     // A fresh scratch directory for one run; empty when none can be made.
     fs::path runDir() {
+        std::lock_guard<std::mutex> lock(mutex);
         std::error_code ec;
         if (scratch.empty()) {
             std::string pattern = (fs::temp_directory_path(ec) / "remit-mcp-XXXXXX").string();
@@ -602,9 +609,9 @@ struct Tools::Impl {
             return nullptr;
         }
         std::string error, hint;
-        std::optional<nlohmann::json> fixtureDoc = parseJsonArgument("fixtures", *a.get("fixtures"), error);
+        std::optional<nlohmann::json> fixtureDoc = parseJsonText("fixtures", *a.get("fixtures"), kMaxJsonDepth, error);
         std::optional<nlohmann::json> inputsDoc;
-        if (fixtureDoc) inputsDoc = parseJsonArgument("inputs", a.get("inputs").value_or("{}"), error);
+        if (fixtureDoc) inputsDoc = parseJsonText("inputs", a.get("inputs").value_or("{}"), kMaxJsonDepth, error);
         if (!fixtureDoc || !inputsDoc) {
             rejected = errorsResult({error});
             return nullptr;
@@ -692,9 +699,19 @@ struct Tools::Impl {
                 "Show the pending call to the user. Then call remit_resume with this run_token and "
                 "approve: true to perform it, or approve: false to refuse it.";
             std::string token = run->token;
-            while (this->paused.size() >= kMaxPausedRuns) dropOldest();
-            order.push_back(token);
-            this->paused.emplace(token, std::move(run));
+            std::vector<std::unique_ptr<LiveRun>> dropped;  // ended after the lock is released
+            {
+                std::lock_guard<std::mutex> lock(mutex);
+                while (this->paused.size() >= kMaxPausedRuns) {
+                    // The oldest paused run refuses its pending call and ends.
+                    auto oldest = this->paused.find(order.front());
+                    dropped.push_back(std::move(oldest->second));
+                    this->paused.erase(oldest);
+                    order.pop_front();
+                }
+                order.push_back(token);
+                this->paused.emplace(token, std::move(run));
+            }
             return {dump(out), false};
         }
         if (status == RunStatus::Completed) {
@@ -719,12 +736,6 @@ struct Tools::Impl {
         out["runtime_error"] = run->renderFailure(f);
         out["calls"] = run->calls();
         return {dump(out), false};
-    }
-
-    void dropOldest() {
-        if (order.empty()) return;
-        paused.erase(order.front());  // the run refuses its pending call and ends
-        order.pop_front();
     }
 
     static ToolOutcome hostError() {
@@ -774,8 +785,16 @@ struct Tools::Impl {
 
     ToolOutcome resume(const Args& a) {
         std::string token = *a.get("run_token");
-        auto it = paused.find(token);
-        if (it == paused.end()) {
+        std::unique_ptr<LiveRun> run;
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            if (auto it = paused.find(token); it != paused.end()) {
+                run = std::move(it->second);
+                paused.erase(it);
+                order.erase(std::find(order.begin(), order.end(), token));
+            }
+        }
+        if (!run) {
             Json out;
             out["status"] = "error";
             out["error"] = "unknown_run_token";
@@ -785,9 +804,6 @@ struct Tools::Impl {
                 kMaxPausedRuns);
             return {dump(out), true};
         }
-        std::unique_ptr<LiveRun> run = std::move(it->second);
-        paused.erase(it);
-        order.erase(std::find(order.begin(), order.end(), token));
         run->answer(a.booleans.at("approve"));
         return settle(std::move(run));
     }
@@ -796,7 +812,10 @@ struct Tools::Impl {
 Tools::Tools() : impl_(std::make_unique<Impl>()) {}
 Tools::~Tools() = default;
 
-size_t Tools::pausedRuns() const { return impl_->paused.size(); }
+size_t Tools::pausedRuns() const {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    return impl_->paused.size();
+}
 
 std::optional<ToolOutcome> Tools::call(std::string_view name, const Json& arguments, BadParams& bad) {
     const ToolSpec* spec = nullptr;

@@ -11,10 +11,13 @@
 // results never carry C++ exception text, host paths or addresses. Programs are named
 // `program.rmt` (old.rmt / new.rmt in a diff), the host `host.rmti`, the policy `policy.toml`.
 //
-// Threads: a Tools object is used by one thread (the server's reader). Each remit_run has a
-// worker thread that drives the broker; while the run waits for an approval the worker is blocked
-// inside the broker's approval callback, so the run stays paused in memory, exactly where it
-// stopped, until remit_resume answers it (or the server ends and refuses it).
+// Threads: tool calls may run concurrently (the HTTP transport serves each connection on its own
+// thread); the paused runs and the scratch directory are guarded by one mutex, held only for
+// bookkeeping, never while a program runs. Each remit_run has a worker thread that drives the
+// broker; while the run waits for an approval the worker is blocked inside the broker's approval
+// callback, so the run stays paused in memory, exactly where it stopped, until remit_resume
+// answers it (or the server ends and refuses it). A run token is taken out of the table by the
+// one remit_resume that answers it, so two resumes of the same token cannot both proceed.
 #pragma once
 
 #include <cstddef>
@@ -32,6 +35,9 @@ using Json = nlohmann::ordered_json;
 
 // The prototype's limit on each argument, in characters (code points).
 inline constexpr size_t kMaxArgumentChars = 200'000;
+// A message longer than this is refused unread, over stdio and HTTP alike: eight arguments of
+// kMaxArgumentChars fit even when every character is written as a \uXXXX escape.
+inline constexpr size_t kMaxMessageBytes = size_t(16) << 20;
 // Runs paused for an approval that the server keeps; starting one more refuses the oldest.
 inline constexpr size_t kMaxPausedRuns = 8;
 
@@ -101,6 +107,15 @@ public:
 private:
     std::unique_ptr<Impl> impl_;
 };
+
+// Parses JSON text that came from outside (a tool argument, a keys file). On failure returns
+// nullopt with `error` saying "invalid JSON in WHAT at line L, column C" or that it nests deeper
+// than `maxDepth` — never the parser's exception text.
+std::optional<nlohmann::json> parseJsonText(std::string_view what, const std::string& text, size_t maxDepth,
+                                            std::string& error);
+
+// `bytes` random bytes from OpenSSL's generator as lowercase hex: run tokens, session ids.
+std::string randomHex(size_t bytes);
 
 // Whether JSON text nests deeper than `maxDepth` (inside strings nothing counts): such text is
 // refused before it is parsed, so no recursive parser, validator or printer meets it.

@@ -18,7 +18,8 @@ constexpr const char* kUsageText =
     "  resume RUN [--file F] [--host H] [--policy P] [--allow-all] [--approve-all] [--fixtures F | --live]\n"
     "  replay RUN [--file F] [--host H]\n"
     "  test [PATH...] [--host H]\n"
-    "  mcp                                     Model Context Protocol server on stdin/stdout (docs/mcp.md)\n";
+    "  mcp [--http] [--host H] [--port N] [--keys K] [--usage U] [--free-monthly N]\n"
+    "                                          Model Context Protocol server, stdio or HTTP (docs/mcp.md)\n";
 
 }  // namespace
 

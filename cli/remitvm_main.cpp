@@ -27,8 +27,9 @@ constexpr const char* kUsageText =
     "      run the test blocks of .rmt files (directories are searched)\n"
     "  serve\n"
     "      checked runs over JSON lines on stdin/stdout (docs/serve.md)\n"
-    "  mcp\n"
-    "      Model Context Protocol server on stdin/stdout: check, format, diff and run programs (docs/mcp.md)\n";
+    "  mcp [--http [--host H] [--port N] [--keys keys.json] [--usage usage.sqlite] [--free-monthly N]]\n"
+    "      Model Context Protocol server on stdin/stdout, or over streamable HTTP with API keys and\n"
+    "      metering: check, format, diff and run programs (docs/mcp.md)\n";
 
 }  // namespace
 

@@ -1,0 +1,589 @@
+// The HTTP/1.1 server of cli/http_server.h. The parser follows RFC 9112 strictly where leniency
+// would let two parties disagree on where a request ends (line folding, whitespace before a
+// header's colon, conflicting Content-Length, Transfer-Encoding), and leniently where it cannot
+// (bare LF line ends, empty lines before a request).
+#include "cli/http_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+namespace remit::cli::http {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool isTokenChar(unsigned char c) { return std::isalnum(c) || std::strchr("!#$%&'*+-.^_`|~", c) != nullptr; }
+bool isToken(std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c != '\0' && isTokenChar(c); });
+}
+
+// Whether the comma-separated list `value` holds `token` (case-insensitive), as in Connection.
+bool listHas(std::string_view value, std::string_view token) {
+    while (!value.empty()) {
+        size_t comma = value.find(',');
+        if (lowerAscii(trimOws(value.substr(0, comma))) == token) return true;
+        if (comma == std::string_view::npos) break;
+        value.remove_prefix(comma + 1);
+    }
+    return false;
+}
+
+// Splits the head into lines without their line ends; the blank line ending it is not included.
+std::vector<std::string_view> headLines(std::string_view head) {
+    std::vector<std::string_view> lines;
+    while (!head.empty()) {
+        size_t nl = head.find('\n');
+        std::string_view line = head.substr(0, nl);
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        if (line.empty()) break;
+        lines.push_back(line);
+        if (nl == std::string_view::npos) break;
+        head.remove_prefix(nl + 1);
+    }
+    return lines;
+}
+
+}  // namespace
+
+std::string lowerAscii(std::string_view s) {
+    std::string out(s);
+    for (char& c : out)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return out;
+}
+
+std::string_view trimOws(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+}
+
+std::optional<std::string_view> Request::header(std::string_view name) const {
+    for (const auto& [key, value] : headers)
+        if (key == name) return std::string_view(value);
+    return std::nullopt;
+}
+
+Response Response::text(int status, std::string body, std::string contentType) {
+    Response r;
+    r.status = status;
+    r.headers.emplace_back("Content-Type", std::move(contentType));
+    r.body = std::move(body);
+    return r;
+}
+
+Response Response::error(int status, std::string_view message) {
+    return text(status,
+                nlohmann::json{{"error", message}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                "application/json");
+}
+
+std::string_view reasonPhrase(int status) {
+    static constexpr std::pair<int, std::string_view> kReasons[] = {
+        {100, "Continue"},
+        {200, "OK"},
+        {202, "Accepted"},
+        {204, "No Content"},
+        {400, "Bad Request"},
+        {401, "Unauthorized"},
+        {403, "Forbidden"},
+        {404, "Not Found"},
+        {405, "Method Not Allowed"},
+        {408, "Request Timeout"},
+        {411, "Length Required"},
+        {413, "Content Too Large"},
+        {415, "Unsupported Media Type"},
+        {429, "Too Many Requests"},
+        {431, "Request Header Fields Too Large"},
+        {500, "Internal Server Error"},
+        {501, "Not Implemented"},
+        {503, "Service Unavailable"},
+        {505, "HTTP Version Not Supported"},
+    };
+    for (const auto& [code, reason] : kReasons)
+        if (code == status) return reason;
+    return "Unknown";
+}
+
+std::string serializeResponse(const Response& response, bool keepAlive, bool headRequest) {
+    std::string out = fmt::format("HTTP/1.1 {} {}\r\n", response.status, reasonPhrase(response.status));
+    for (const auto& [name, value] : response.headers) {
+        // Header text is ours, never the client's; still, a line break would split the response.
+        if (name.find_first_of("\r\n") != std::string::npos || value.find_first_of("\r\n") != std::string::npos)
+            continue;
+        out += fmt::format("{}: {}\r\n", name, value);
+    }
+    // 1xx, 204 and 304 responses carry no body and no Content-Length (RFC 9110 8.6).
+    bool bodiless = response.status < 200 || response.status == 204 || response.status == 304;
+    if (!bodiless) out += fmt::format("Content-Length: {}\r\n", response.body.size());
+    out += keepAlive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+    if (!headRequest && !bodiless) out += response.body;
+    return out;
+}
+
+std::optional<size_t> findHeadEnd(std::string_view buffer, size_t& from) {
+    for (size_t i = from; i < buffer.size(); ++i) {
+        if (buffer[i] != '\n') continue;
+        if (i + 1 < buffer.size() && buffer[i + 1] == '\n') return i + 2;
+        if (i + 2 < buffer.size() && buffer[i + 1] == '\r' && buffer[i + 2] == '\n') return i + 3;
+    }
+    // The last two bytes may start a terminator that the next read completes.
+    from = buffer.size() > 2 ? buffer.size() - 2 : 0;
+    return std::nullopt;
+}
+
+int parseRequestHead(std::string_view head, const Limits& limits, Request& out, std::string& problem) {
+    if (head.size() > kMaxHeadBytes) {
+        problem = fmt::format("the request line and headers are longer than {} bytes", kMaxHeadBytes);
+        return 431;
+    }
+    std::vector<std::string_view> lines = headLines(head);
+    if (lines.empty()) {
+        problem = "no request line";
+        return 400;
+    }
+    // Request line: METHOD SP request-target SP HTTP-version, nothing else.
+    std::string_view line = lines[0];
+    size_t sp1 = line.find(' ');
+    size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+    if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos) {
+        problem = "malformed request line";
+        return 400;
+    }
+    std::string_view method = line.substr(0, sp1);
+    std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+    std::string_view version = line.substr(sp2 + 1);
+    if (!isToken(method) || method.size() > 32) {
+        problem = "malformed method";
+        return 400;
+    }
+    if (target.empty() || !std::all_of(target.begin(), target.end(), [](char c) { return c > 0x20 && c < 0x7f; })) {
+        problem = "malformed request target";
+        return 400;
+    }
+    if (version.size() != 8 || !version.starts_with("HTTP/") || !std::isdigit(static_cast<unsigned char>(version[5])) ||
+        version[6] != '.' || !std::isdigit(static_cast<unsigned char>(version[7]))) {
+        problem = "malformed HTTP version";
+        return 400;
+    }
+    if (version[5] != '1') {
+        problem = "only HTTP/1.0 and HTTP/1.1 are supported";
+        return 505;
+    }
+    out.method = std::string(method);
+    out.target = std::string(target);
+    out.minorVersion = version[7] - '0';
+    // origin-form (/path?query) is what clients send; absolute-form (http://host/path) must be
+    // accepted too (RFC 9112 3.2.2); asterisk-form only means something to OPTIONS.
+    std::string_view path = target;
+    if (lowerAscii(target.substr(0, 7)) == "http://" || lowerAscii(target.substr(0, 8)) == "https://") {
+        size_t slash = target.find('/', target.find("//") + 2);
+        path = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
+    } else if (target != "*" && target.front() != '/') {
+        problem = "malformed request target";
+        return 400;
+    }
+    out.path = std::string(path.substr(0, path.find('?')));
+
+    out.headers.clear();
+    for (size_t i = 1; i < lines.size(); ++i) {
+        std::string_view h = lines[i];
+        if (h.front() == ' ' || h.front() == '\t') {
+            problem = "obsolete header line folding";
+            return 400;
+        }
+        size_t colon = h.find(':');
+        if (colon == std::string_view::npos || !isToken(h.substr(0, colon))) {
+            problem = "malformed header line";
+            return 400;
+        }
+        std::string_view value = trimOws(h.substr(colon + 1));
+        // Control characters (HTAB aside), including a bare CR, are never valid in a field value.
+        if (std::any_of(value.begin(), value.end(), [](char c) {
+                auto u = static_cast<unsigned char>(c);
+                return (u < 0x20 && u != '\t') || u == 0x7f;
+            })) {
+            problem = "control character in a header value";
+            return 400;
+        }
+        if (out.headers.size() >= kMaxHeaders) {
+            problem = fmt::format("more than {} headers", kMaxHeaders);
+            return 431;
+        }
+        out.headers.emplace_back(lowerAscii(h.substr(0, colon)), std::string(value));
+    }
+
+    out.contentLength.reset();
+    size_t hosts = 0;
+    bool close = false, keepAlive = false;
+    out.expectContinue = false;
+    for (const auto& [name, value] : out.headers) {
+        if (name == "content-length") {
+            if (value.empty() || value.size() > 19 ||
+                !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+                problem = "malformed Content-Length";
+                return 400;
+            }
+            size_t n = std::stoull(value);
+            if (out.contentLength && *out.contentLength != n) {
+                problem = "conflicting Content-Length headers";
+                return 400;
+            }
+            out.contentLength = n;
+        } else if (name == "transfer-encoding") {
+            problem = "Transfer-Encoding (chunked bodies) is not supported; send the body with Content-Length";
+            return 411;
+        } else if (name == "host") {
+            ++hosts;
+        } else if (name == "connection") {
+            close = close || listHas(value, "close");
+            keepAlive = keepAlive || listHas(value, "keep-alive");
+        } else if (name == "expect") {
+            out.expectContinue = lowerAscii(value) == "100-continue";
+        }
+    }
+    // RFC 9112 3.2: an HTTP/1.1 request carries exactly one Host.
+    if (out.minorVersion >= 1 && hosts != 1) {
+        problem = hosts == 0 ? "missing Host header" : "more than one Host header";
+        return 400;
+    }
+    // A body's end is known only from its length: without one, a POST's body cannot be told from
+    // the next request.
+    if (!out.contentLength && (out.method == "POST" || out.method == "PUT" || out.method == "PATCH")) {
+        problem = "a request with a body needs Content-Length";
+        return 411;
+    }
+    if (out.contentLength && *out.contentLength > limits.maxBody) {
+        problem = fmt::format("the body is larger than {} bytes", limits.maxBody);
+        return 413;
+    }
+    out.keepAlive = out.minorVersion >= 1 ? !close : keepAlive && !close;
+    return 0;
+}
+
+// ---------------------------------------------------------------- connections
+
+struct Server::Connection {
+    std::mutex mutex;  // guards fd against the stopping thread
+    int fd = -1;       // -1 once closed
+    std::string peer;
+    std::thread thread;
+    std::atomic<bool> done{false};
+
+    // Shuts reading down so a blocked wait for the next request ends; a response being written
+    // still goes out.
+    void interrupt() {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (fd >= 0) ::shutdown(fd, SHUT_RD);
+    }
+    void close() {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (fd >= 0) ::close(fd);
+        fd = -1;
+    }
+};
+
+namespace {
+
+enum class ReadStatus { Data, End, Timeout };
+
+// Appends what arrives on `fd` before `deadline` to `buffer`.
+ReadStatus readSome(int fd, std::string& buffer, Clock::time_point deadline) {
+    for (;;) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        if (left <= 0) return ReadStatus::Timeout;
+        pollfd p{fd, POLLIN, 0};
+        int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 60'000)));
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready < 0) return ReadStatus::End;
+        if (ready == 0) continue;  // the loop re-checks the deadline
+        char chunk[16384];
+        ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (n <= 0) return ReadStatus::End;
+        buffer.append(chunk, static_cast<size_t>(n));
+        return ReadStatus::Data;
+    }
+}
+
+bool sendAll(int fd, std::string_view bytes) {
+    while (!bytes.empty()) {
+        ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;  // includes the send timeout: a client that does not read
+        bytes.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+}
+
+// Closing a socket with unread input makes the kernel answer with a reset, which can destroy the
+// response before the client reads it; so the write side is closed first and input is discarded
+// until the client closes, briefly.
+void lingeringClose(int fd) {
+    ::shutdown(fd, SHUT_WR);
+    std::string sink;
+    auto deadline = Clock::now() + std::chrono::seconds(2);
+    size_t drained = 0;
+    while (drained < (size_t(4) << 20) && readSome(fd, sink, deadline) == ReadStatus::Data) {
+        drained += sink.size();
+        sink.clear();
+    }
+}
+
+std::string peerAddress(const sockaddr_storage& addr) {
+    char text[INET6_ADDRSTRLEN] = {};
+    if (addr.ss_family == AF_INET) {
+        ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(addr).sin_addr, text, sizeof text);
+    } else if (addr.ss_family == AF_INET6) {
+        ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(addr).sin6_addr, text, sizeof text);
+    }
+    std::string out = text;
+    // An IPv4 client of a dual-stack socket is the same client as over IPv4.
+    if (out.starts_with("::ffff:") && out.find('.') != std::string::npos) out.erase(0, 7);
+    return out;
+}
+
+}  // namespace
+
+Server::Server(Limits limits) : limits_(limits) {
+    if (::pipe2(wakeFds_, O_CLOEXEC | O_NONBLOCK) != 0) wakeFds_[0] = wakeFds_[1] = -1;
+}
+
+Server::~Server() {
+    reap(true);
+    if (listenFd_ >= 0) ::close(listenFd_);
+    for (int fd : wakeFds_)
+        if (fd >= 0) ::close(fd);
+}
+
+bool Server::listen(const std::string& host, uint16_t port, std::string& error) {
+    if (wakeFds_[0] < 0) {
+        error = fmt::format("cannot create a pipe: {}", std::strerror(errno));
+        return false;
+    }
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    addrinfo* found = nullptr;
+    std::string service = std::to_string(port);
+    if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
+        error = fmt::format("cannot resolve host '{}': {}", host, ::gai_strerror(rc));
+        errno = 0;
+        return false;
+    }
+    int lastErrno = 0;
+    for (addrinfo* a = found; a && listenFd_ < 0; a = a->ai_next) {
+        int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) {
+            lastErrno = errno;
+            continue;
+        }
+        int one = 1;
+        ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 128) != 0) {
+            lastErrno = errno;
+            ::close(fd);
+            continue;
+        }
+        listenFd_ = fd;
+    }
+    ::freeaddrinfo(found);
+    if (listenFd_ < 0) {
+        error = fmt::format("cannot listen on {}:{}: {}", host, port, std::strerror(lastErrno));
+        errno = lastErrno;
+        return false;
+    }
+    sockaddr_storage bound{};
+    socklen_t length = sizeof bound;
+    ::getsockname(listenFd_, reinterpret_cast<sockaddr*>(&bound), &length);
+    port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(bound).sin6_port
+                                              : reinterpret_cast<sockaddr_in&>(bound).sin_port);
+    return true;
+}
+
+void Server::stop() noexcept {
+    char byte = 1;
+    ssize_t ignored = ::write(wakeFds_[1], &byte, 1);
+    (void)ignored;
+}
+
+void Server::reap(bool all) {
+    if (all)
+        for (auto& c : connections_) c->interrupt();
+    for (auto it = connections_.begin(); it != connections_.end();) {
+        Connection& c = **it;
+        if (!all && !c.done) {
+            ++it;
+            continue;
+        }
+        if (c.thread.joinable()) c.thread.join();
+        c.close();
+        it = connections_.erase(it);
+    }
+}
+
+void Server::run(Handler& handler) {
+    for (;;) {
+        pollfd fds[2] = {{listenFd_, POLLIN, 0}, {wakeFds_[0], POLLIN, 0}};
+        int ready = ::poll(fds, 2, -1);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready < 0 || fds[1].revents) break;
+        sockaddr_storage addr{};
+        socklen_t length = sizeof addr;
+        int fd = ::accept4(listenFd_, reinterpret_cast<sockaddr*>(&addr), &length, SOCK_CLOEXEC);
+        if (fd < 0) {
+            // Out of descriptors: back off instead of spinning on a connection we cannot take.
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            continue;
+        }
+        reap(false);
+        timeval timeout{static_cast<time_t>(limits_.readTimeoutMs / 1000),
+                        static_cast<suseconds_t>(limits_.readTimeoutMs % 1000 * 1000)};
+        ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+        if (connections_.size() >= limits_.maxConnections) {
+            // Answered without a thread; whatever the client already sent is read first so the
+            // close does not reset the connection under the response.
+            char chunk[4096];
+            while (::recv(fd, chunk, sizeof chunk, MSG_DONTWAIT) > 0) {
+            }
+            Response busy = Response::error(503, "too many connections; try again shortly");
+            busy.headers.emplace_back("Retry-After", "1");
+            std::string bytes = serializeResponse(busy, false, false);
+            ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+            ::shutdown(fd, SHUT_WR);
+            ::close(fd);
+            continue;
+        }
+        auto c = std::make_unique<Connection>();
+        c->fd = fd;
+        c->peer = peerAddress(addr);
+        Connection* raw = c.get();
+        // Connection threads (and the threads they start) block SIGINT and SIGTERM, so a stop
+        // signal runs its handler on this thread, never on one that outlives the server.
+        sigset_t stopSignals, previous;
+        sigemptyset(&stopSignals);
+        sigaddset(&stopSignals, SIGINT);
+        sigaddset(&stopSignals, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &stopSignals, &previous);
+        try {
+            c->thread = std::thread([this, raw, &handler] {
+                serve(*raw, handler);
+                raw->close();
+                raw->done = true;
+            });
+        } catch (...) {
+            c->close();  // no thread to be had: drop this connection, keep serving the others
+        }
+        pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+        if (!c->thread.joinable()) continue;
+        connections_.push_back(std::move(c));
+    }
+    reap(true);
+}
+
+void Server::serve(Connection& c, Handler& handler) {
+    const int fd = c.fd;
+    std::string buffer;
+    auto respond = [&](const Response& r, bool keepAlive, bool headRequest) {
+        if (!sendAll(fd, serializeResponse(r, keepAlive, headRequest))) return false;
+        if (!keepAlive) lingeringClose(fd);
+        return keepAlive;
+    };
+    auto failure = [&](int status, std::string_view message) {
+        respond(Response::error(status, message), false, false);
+    };
+
+    for (;;) {
+        auto deadline = Clock::now() + std::chrono::milliseconds(limits_.readTimeoutMs);
+        size_t from = 0;
+        std::optional<size_t> end;
+        for (;;) {
+            // Empty lines before a request are ignored (RFC 9112 2.2), e.g. a CRLF after a body.
+            size_t blank = 0;
+            while (blank < buffer.size() &&
+                   (buffer[blank] == '\n' ||
+                    (buffer[blank] == '\r' && blank + 1 < buffer.size() && buffer[blank + 1] == '\n')))
+                blank += buffer[blank] == '\r' ? 2 : 1;
+            if (blank > 0) {
+                buffer.erase(0, blank);
+                from = 0;
+            }
+            end = findHeadEnd(buffer, from);
+            if (end || buffer.size() > kMaxHeadBytes) break;
+            ReadStatus s = readSome(fd, buffer, deadline);
+            if (s == ReadStatus::End) return;
+            if (s == ReadStatus::Timeout) {
+                if (!buffer.empty()) failure(408, "the request did not arrive in time");
+                return;  // an idle keep-alive connection just ends
+            }
+        }
+        Request request;
+        std::string problem;
+        int status = end ? parseRequestHead(std::string_view(buffer).substr(0, *end), limits_, request, problem) : 431;
+        if (!end) problem = fmt::format("the request line and headers are longer than {} bytes", kMaxHeadBytes);
+        if (status != 0) {
+            failure(status, problem);
+            return;
+        }
+        buffer.erase(0, *end);
+        request.peer = c.peer;
+        bool headRequest = request.method == "HEAD";
+        size_t length = request.contentLength.value_or(0);
+
+        std::optional<Response> early;
+        try {
+            early = handler.screen(request);
+        } catch (...) {
+            early = Response::error(500, "internal error");
+        }
+        if (early) {
+            // The unread body would be taken for the next request: keep the connection only
+            // when the body has already arrived whole and can be skipped.
+            bool bodyHere = buffer.size() >= length;
+            if (bodyHere) buffer.erase(0, length);
+            if (!respond(*early, request.keepAlive && bodyHere && !early->close, headRequest)) return;
+            continue;
+        }
+
+        if (request.expectContinue && buffer.size() < length && !sendAll(fd, "HTTP/1.1 100 Continue\r\n\r\n")) return;
+        while (buffer.size() < length) {
+            ReadStatus s = readSome(fd, buffer, deadline);
+            if (s == ReadStatus::End) return;
+            if (s == ReadStatus::Timeout) {
+                failure(408, "the request body did not arrive in time");
+                return;
+            }
+        }
+        request.body = buffer.substr(0, length);
+        buffer.erase(0, length);
+        Response response;
+        try {
+            response = handler.handle(request);
+        } catch (...) {
+            response = Response::error(500, "internal error");
+        }
+        if (!respond(response, request.keepAlive && !response.close, headRequest)) return;
+    }
+}
+
+}  // namespace remit::cli::http

@@ -1,0 +1,132 @@
+// A small HTTP/1.1 server for `remitvm mcp --http` (cli/mcp_http.h): a request parser that is
+// pure (bytes in, request or status out, tested on hostile input in tests/unit/test_http.cpp) and
+// a connection loop over POSIX sockets, one thread per connection.
+//
+// Hostile input is expected, so everything is bounded: the request line and headers together
+// (kMaxHeadBytes, else 431), the header count, the body (Content-Length only, at most
+// Limits::maxBody, else 413; Transfer-Encoding is refused with 411), the time one request may take
+// to arrive (Limits::readTimeoutMs, else 408 and the connection closes, so a client that trickles
+// bytes cannot hold a thread), and the connections served at once (Limits::maxConnections, else
+// 503). A request whose framing cannot be trusted is answered and its connection closed.
+//
+// What the server answers is the Handler's business, in two steps: `screen` sees the request line
+// and headers before the body is read (so a request refused by authentication or routing never
+// makes the server buffer a body), `handle` the whole request.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace remit::cli::http {
+
+// Request line plus headers; a larger head is answered 431.
+inline constexpr size_t kMaxHeadBytes = size_t(64) << 10;
+inline constexpr size_t kMaxHeaders = 100;
+
+struct Limits {
+    size_t maxBody = size_t(16) << 20;
+    uint64_t readTimeoutMs = 30'000;  // for one whole request, from the first wait to its last byte
+    size_t maxConnections = 64;
+};
+
+struct Request {
+    std::string method;                                        // as sent: methods are case-sensitive
+    std::string target;                                        // as sent
+    std::string path;                                          // the target up to '?'
+    int minorVersion = 1;                                      // HTTP/1.<minorVersion>
+    std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased, values trimmed
+    std::optional<size_t> contentLength;
+    bool keepAlive = true;
+    bool expectContinue = false;
+    std::string body;
+    std::string peer;  // the client's address, without port
+
+    // The first header named `name` (lower case), or nullopt.
+    std::optional<std::string_view> header(std::string_view name) const;
+};
+
+struct Response {
+    int status = 200;
+    std::vector<std::pair<std::string, std::string>> headers;  // besides Content-Length and Connection
+    std::string body;
+    bool close = false;  // close the connection after this response
+
+    // A response with a body of `contentType`.
+    static Response text(int status, std::string body, std::string contentType = "text/plain; charset=utf-8");
+    // {"error": message}, as application/json.
+    static Response error(int status, std::string_view message);
+};
+
+// ASCII lower case, for header names and the case-insensitive parts of values.
+std::string lowerAscii(std::string_view s);
+// `s` without leading and trailing spaces and tabs (a field value's optional whitespace).
+std::string_view trimOws(std::string_view s);
+
+// The standard reason phrase of `status` ("OK", "Not Found", ...), or "Unknown".
+std::string_view reasonPhrase(int status);
+// The bytes of a response: status line, headers, Content-Length, Connection, body (none for HEAD).
+std::string serializeResponse(const Response& response, bool keepAlive, bool headRequest);
+
+// The end of the request head in `buffer` (the index just past the blank line ending it), or
+// nullopt when it has not arrived yet. `from` is where the previous call stopped looking (0 at
+// first), so feeding a head byte by byte stays linear.
+std::optional<size_t> findHeadEnd(std::string_view buffer, size_t& from);
+
+// Parses a request head (`head` ends with its blank line; CRLF or bare LF line ends). On success
+// fills `out` (everything but body and peer) and returns 0; otherwise returns the status to answer
+// (400, 411, 413, 431, 505) with `problem` saying why.
+int parseRequestHead(std::string_view head, const Limits& limits, Request& out, std::string& problem);
+
+class Handler {
+public:
+    virtual ~Handler() = default;
+    // Sees a request before its body is read: a response ends it there, nullopt lets it through.
+    virtual std::optional<Response> screen(const Request& head) = 0;
+    // Answers a whole request. An exception becomes a fixed 500.
+    virtual Response handle(const Request& request) = 0;
+};
+
+class Server {
+public:
+    explicit Server(Limits limits = {});
+    ~Server();  // stops and waits for every connection
+    Server(const Server&) = delete;
+    Server& operator=(const Server&) = delete;
+
+    // Binds and listens on host:port (port 0 picks a free one). On failure returns false with
+    // `error` saying what failed (no exception text) and errno the socket error (0 when `host`
+    // does not resolve).
+    bool listen(const std::string& host, uint16_t port, std::string& error);
+    // The port actually bound.
+    uint16_t port() const { return port_; }
+
+    // Accepts connections and serves them with `handler` until stop(); then lets every
+    // connection finish the request it is answering, and returns. SIGINT and SIGTERM are blocked
+    // on the connection threads, so their handlers run on the thread that called run().
+    void run(Handler& handler);
+    // Makes run() return. Async-signal-safe: it only writes to a pipe.
+    void stop() noexcept;
+
+private:
+    struct Connection;
+
+    Limits limits_;
+    int listenFd_ = -1;
+    int wakeFds_[2] = {-1, -1};  // stop() writes to [1]; run() polls [0]
+    uint16_t port_ = 0;
+    std::list<std::unique_ptr<Connection>> connections_;  // touched only by run()'s thread
+
+    void serve(Connection& c, Handler& handler);
+    void reap(bool all);
+};
+
+}  // namespace remit::cli::http

@@ -1,0 +1,420 @@
+// The HTTP transport of the MCP server (cli/mcp_http.h, docs/mcp.md "HTTP transport"). A request
+// passes, in order: the health routes (never gated, never metered), the Origin check (DNS
+// rebinding protection, which the MCP spec requires of local servers), the prototype's gate (key,
+// then metering), then the /mcp routes. Everything up to the routes runs before the body is read,
+// so a client without a key cannot make the server buffer a body.
+//
+// The gate is the prototype's middleware, to the letter, because hosted deployments and their
+// usage.sqlite files carry over: the client is the first X-Forwarded-For entry or the peer; the
+// key id `anon:<client>` and the limit --free-monthly unless a valid key names another; with keys
+// configured, no valid key and no free tier is 401; with a usage store, every POST counts for
+// (key id, UTC month) before it is answered, and a count over a non-zero limit is 429 — so the
+// rejected request is counted too.
+#include "cli/mcp_http.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_set>
+
+#include "cli/commands.h"
+#include "cli/http_server.h"
+#include "runtime/hash.h"
+
+namespace remit::cli::mcp {
+
+namespace {
+
+using http::Request;
+using http::Response;
+
+constexpr const char* kKeysFormat =
+    R"({"keys": [{"id": "acme", "sha256": "<SHA-256 hex of the token>", "monthly_limit": 10000}]})";
+// Sessions remembered at once; past this the oldest is forgotten (its client gets 404 and, as the
+// spec says, initializes again).
+constexpr size_t kMaxSessions = 4096;
+// An X-Forwarded-For entry longer than any address is cut: it becomes a key id and a usage row.
+constexpr size_t kMaxClientBytes = 64;
+constexpr size_t kMaxKeysDepth = 16;
+
+struct Key {
+    std::string id;
+    uint64_t monthlyLimit = 0;  // 0: unlimited
+};
+using Keys = std::map<std::string, Key>;  // by the SHA-256 hex of the token
+
+// Reads keys.json. On failure returns nullopt with `problem` naming the file and what is wrong.
+std::optional<Keys> loadKeys(const std::string& path, std::string& problem) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+        problem = fmt::format("cannot read keys file '{}': {}", path,
+                              std::filesystem::exists(path, ec) ? "it is not a regular file" : "no such file");
+        return std::nullopt;
+    }
+    std::ifstream in(path, std::ios::binary);
+    std::string text;
+    if (in) text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (!in) {
+        problem = fmt::format("cannot read keys file '{}': {}", path, std::strerror(errno));
+        return std::nullopt;
+    }
+    std::optional<nlohmann::json> doc =
+        parseJsonText(fmt::format("keys file '{}'", path), text, kMaxKeysDepth, problem);
+    if (!doc) return std::nullopt;
+    auto fail = [&](std::string what) {
+        problem = fmt::format("keys file '{}': {}", path, what);
+        return std::nullopt;
+    };
+    if (!doc->is_object() || !doc->contains("keys") || !(*doc)["keys"].is_array())
+        return fail("expected an object with a \"keys\" array");
+    Keys keys;
+    std::map<std::string, size_t> seen;
+    size_t i = 0;
+    for (const nlohmann::json& entry : (*doc)["keys"]) {
+        std::string at = fmt::format("keys[{}]", i);
+        if (!entry.is_object()) return fail(at + " is not an object");
+        auto id = entry.find("id");
+        if (id == entry.end() || !id->is_string() || id->get_ref<const std::string&>().empty())
+            return fail(at + ".id must be a non-empty string");
+        auto hash = entry.find("sha256");
+        std::string hex = hash != entry.end() && hash->is_string() ? http::lowerAscii(hash->get<std::string>()) : "";
+        if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+            return fail(at + ".sha256 must be 64 hex digits: the SHA-256 of the token, never the token itself");
+        uint64_t limit = 0;
+        if (auto l = entry.find("monthly_limit"); l != entry.end() && !l->is_null()) {
+            if (!l->is_number_unsigned())  // the parser makes every non-negative integer unsigned
+                return fail(at + ".monthly_limit must be a whole number of requests (0 or absent: unlimited)");
+            limit = l->get<uint64_t>();
+        }
+        if (auto before = seen.find(hex); before != seen.end())
+            return fail(fmt::format("{}.sha256 repeats keys[{}].sha256", at, before->second));
+        seen.emplace(hex, i);
+        keys.emplace(hex, Key{id->get<std::string>(), limit});
+        ++i;
+    }
+    return keys;
+}
+
+// The prototype's usage.sqlite: one row per (key id, month), counted by an upsert. One connection
+// serialised by a mutex; the busy timeout lets another process read the file meanwhile.
+class UsageStore {
+public:
+    ~UsageStore() {
+        if (upsert_) sqlite3_finalize(upsert_);
+        if (db_) sqlite3_close(db_);
+    }
+
+    bool open(const std::string& path, std::string& problem) {
+        int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+        if (rc == SQLITE_OK) rc = sqlite3_busy_timeout(db_, 5000);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_exec(db_,
+                              "create table if not exists usage (key_id text, month text, requests integer, "
+                              "primary key (key_id, month))",
+                              nullptr, nullptr, nullptr);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_prepare_v2(db_,
+                                    "insert into usage (key_id, month, requests) values (?1, ?2, 1) "
+                                    "on conflict(key_id, month) do update set requests = requests + 1 "
+                                    "returning requests",
+                                    -1, &upsert_, nullptr);
+        if (rc != SQLITE_OK) {
+            problem = fmt::format("cannot use usage file '{}': {}", path, db_ ? sqlite3_errmsg(db_) : "out of memory");
+            return false;
+        }
+        return true;
+    }
+
+    // Counts one request of `keyId` in `month` and returns the month's count so far, or nullopt
+    // with `problem` set when the store cannot be written.
+    std::optional<uint64_t> count(const std::string& keyId, const std::string& month, std::string& problem) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        sqlite3_bind_text(upsert_, 1, keyId.data(), static_cast<int>(keyId.size()), SQLITE_STATIC);
+        sqlite3_bind_text(upsert_, 2, month.data(), static_cast<int>(month.size()), SQLITE_STATIC);
+        std::optional<uint64_t> requests;
+        int rc = sqlite3_step(upsert_);
+        if (rc == SQLITE_ROW) {
+            requests = static_cast<uint64_t>(sqlite3_column_int64(upsert_, 0));
+            rc = sqlite3_step(upsert_);
+        }
+        if (rc != SQLITE_DONE) {
+            requests.reset();
+            problem = sqlite3_errmsg(db_);
+        }
+        sqlite3_reset(upsert_);
+        sqlite3_clear_bindings(upsert_);
+        return requests;
+    }
+
+private:
+    std::mutex mutex_;
+    sqlite3* db_ = nullptr;
+    sqlite3_stmt* upsert_ = nullptr;
+};
+
+// The current month in UTC, "YYYY-MM", the usage table's `month`.
+std::string utcMonth() {
+    std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    ::gmtime_r(&now, &tm);
+    return fmt::format("{:04}-{:02}", tm.tm_year + 1900, tm.tm_mon + 1);
+}
+
+// Whether an Origin header names this machine (http or https; localhost, 127.0.0.1 or [::1]; any
+// port): a page elsewhere must not reach a local server through a rebound DNS name.
+bool localOrigin(std::string_view origin) {
+    std::string o = http::lowerAscii(origin);
+    std::string_view rest = o;
+    if (rest.starts_with("http://"))
+        rest.remove_prefix(7);
+    else if (rest.starts_with("https://"))
+        rest.remove_prefix(8);
+    else
+        return false;
+    for (std::string_view host : {"localhost", "127.0.0.1", "[::1]"}) {
+        if (!rest.starts_with(host)) continue;
+        std::string_view port = rest.substr(host.size());
+        if (port.empty()) return true;
+        return port.size() > 1 && port.size() <= 6 && port[0] == ':' &&
+               port.find_first_not_of("0123456789", 1) == std::string_view::npos;
+    }
+    return false;
+}
+
+// The token a request carries: `Authorization: Bearer …`, else `x-api-key`.
+std::optional<std::string> tokenOf(const Request& r) {
+    if (std::optional<std::string_view> auth = r.header("authorization");
+        auth && auth->size() > 7 && http::lowerAscii(auth->substr(0, 7)) == "bearer ") {
+        std::string_view token = http::trimOws(auth->substr(7));
+        if (!token.empty()) return std::string(token);
+    }
+    if (std::optional<std::string_view> key = r.header("x-api-key"); key && !key->empty()) return std::string(*key);
+    return std::nullopt;
+}
+
+std::string clientOf(const Request& r) {
+    if (std::optional<std::string_view> forwarded = r.header("x-forwarded-for")) {
+        std::string_view first = http::trimOws(forwarded->substr(0, forwarded->find(',')));
+        if (!first.empty()) return std::string(first.substr(0, kMaxClientBytes));
+    }
+    return r.peer;
+}
+
+Response jsonResponse(int status, const Json& body) {
+    return Response::text(status, body.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
+}
+
+// A JSON-RPC error with no id, for the transport's refusals of a message as a whole.
+Response rpcError(int status, int code, std::string_view message) {
+    return jsonResponse(status,
+                        Json{{"jsonrpc", "2.0"}, {"id", nullptr}, {"error", {{"code", code}, {"message", message}}}});
+}
+
+Response methodNotAllowed(const char* allow) {
+    Response r = Response::error(405, fmt::format("method not allowed; this path accepts {}", allow));
+    r.headers.emplace_back("Allow", allow);
+    return r;
+}
+
+class McpHttp final : public http::Handler {
+public:
+    McpHttp(std::string_view tool, const HttpOptions& options, std::optional<Keys> keys,
+            std::unique_ptr<UsageStore> usage, Endpoint& endpoint)
+        : tool_(tool), options_(options), keys_(std::move(keys)), usage_(std::move(usage)), endpoint_(endpoint) {}
+
+    std::optional<Response> screen(const Request& r) override {
+        if (r.path == "/health" || r.path == "/healthz") {
+            if (r.method == "GET" || r.method == "HEAD") return Response::text(200, "ok");
+            return methodNotAllowed("GET, HEAD");
+        }
+        if (std::optional<std::string_view> origin = r.header("origin"); origin && !localOrigin(*origin))
+            return Response::error(403, "origin not allowed: only pages on localhost may call this server");
+        if (std::optional<Response> refused = gate(r)) return refused;
+        if (r.path != "/mcp" && r.path != "/mcp/") return Response::error(404, "not found; the MCP endpoint is /mcp");
+        if (r.method == "DELETE") return endSession(r);
+        if (r.method != "POST") return methodNotAllowed("POST, DELETE");  // no GET: this server opens no SSE stream
+        std::string_view contentType = r.header("content-type").value_or("");
+        std::string type = http::lowerAscii(http::trimOws(contentType.substr(0, contentType.find(';'))));
+        if (type != "application/json")
+            return rpcError(415, -32600, "Unsupported Media Type: send the message as Content-Type: application/json");
+        if (std::optional<std::string_view> version = r.header("mcp-protocol-version");
+            version && !endpoint_.speaks(*version))
+            return rpcError(400, -32600, "Bad Request: unsupported MCP-Protocol-Version");
+        if (std::optional<std::string_view> session = r.header("mcp-session-id"); session && !knownSession(*session))
+            return rpcError(404, -32600, "Session not found: initialize again");
+        return std::nullopt;
+    }
+
+    // Only a POST to /mcp gets here: one message or a batch.
+    Response handle(const Request& r) override {
+        Json error;
+        std::optional<Json> message = endpoint_.parse(r.body, error);
+        if (!message) return jsonResponse(400, error);
+        bool initialized = false;
+        auto answer = [&](const Json& m) {
+            Json reply = endpoint_.reply(m);
+            if (m.is_object() && m.value("method", Json()) == "initialize" && reply.is_object() &&
+                reply.contains("result"))
+                initialized = true;
+            return reply;
+        };
+        Json out;
+        if (message->is_array() && !message->empty()) {
+            out = Json::array();
+            for (const Json& m : *message)
+                if (Json reply = answer(m); !reply.is_null()) out.push_back(std::move(reply));
+            if (out.empty()) out = nullptr;
+        } else {
+            out = answer(*message);  // an empty batch is answered as an invalid message
+        }
+        if (out.is_null()) return Response{202, {}, {}, false};  // notifications and responses only
+        Response response = jsonResponse(200, out);
+        if (initialized) response.headers.emplace_back("Mcp-Session-Id", newSession());
+        return response;
+    }
+
+private:
+    std::string tool_;
+    HttpOptions options_;
+    std::optional<Keys> keys_;
+    std::unique_ptr<UsageStore> usage_;
+    Endpoint& endpoint_;
+
+    std::mutex sessionsMutex_;
+    std::unordered_set<std::string> sessions_;  // guarded
+    std::deque<std::string> sessionOrder_;      // guarded: oldest first
+
+    std::optional<Response> gate(const Request& r) {
+        std::string keyId = "anon:" + clientOf(r);
+        uint64_t limit = options_.freeMonthly;
+        if (keys_) {
+            std::optional<std::string> token = tokenOf(r);
+            auto key = token ? keys_->find(sha256Hex(*token)) : keys_->end();
+            if (key != keys_->end()) {
+                keyId = key->second.id;
+                limit = key->second.monthlyLimit;
+            } else if (options_.freeMonthly == 0) {
+                Response refused = Response::error(401, "missing or invalid API key");
+                refused.headers.emplace_back("WWW-Authenticate", "Bearer");
+                return refused;
+            }
+        }
+        if (!usage_ || r.method != "POST") return std::nullopt;
+        std::string problem;
+        std::optional<uint64_t> count = usage_->count(keyId, utcMonth(), problem);
+        if (!count) {
+            // Refusing is the safe side of a limit that cannot be checked.
+            fmt::print(stderr, "{} mcp: error: cannot record usage: {}\n", tool_, problem);
+            return Response::error(503, "usage metering is unavailable; try again later");
+        }
+        if (limit && *count > limit)
+            return Response::error(429, fmt::format("monthly limit of {} requests reached for {}", limit, keyId));
+        return std::nullopt;
+    }
+
+    std::string newSession() {
+        std::string id = randomHex(16);
+        std::lock_guard<std::mutex> lock(sessionsMutex_);
+        while (sessionOrder_.size() >= kMaxSessions) {
+            sessions_.erase(sessionOrder_.front());
+            sessionOrder_.pop_front();
+        }
+        sessions_.insert(id);
+        sessionOrder_.push_back(id);
+        return id;
+    }
+
+    bool knownSession(std::string_view id) {
+        std::lock_guard<std::mutex> lock(sessionsMutex_);
+        return sessions_.count(std::string(id)) > 0;
+    }
+
+    Response endSession(const Request& r) {
+        std::optional<std::string_view> id = r.header("mcp-session-id");
+        if (!id) return rpcError(400, -32600, "Bad Request: DELETE needs the Mcp-Session-Id header");
+        std::lock_guard<std::mutex> lock(sessionsMutex_);
+        if (sessions_.erase(std::string(*id)) == 0) return rpcError(404, -32600, "Session not found");
+        sessionOrder_.erase(std::find(sessionOrder_.begin(), sessionOrder_.end(), *id));
+        return Response{204, {}, {}, false};
+    }
+};
+
+std::atomic<http::Server*> gServer{nullptr};
+
+void stopOnSignal(int) {
+    if (http::Server* server = gServer.load()) server->stop();
+}
+
+}  // namespace
+
+int serveHttp(std::string_view tool, const HttpOptions& options, Endpoint& endpoint) {
+    static constexpr const char* kSee = "docs/mcp.md, \"HTTP transport\"";
+    std::optional<Keys> keys;
+    std::string problem;
+    if (!options.keysPath.empty()) {
+        keys = loadKeys(options.keysPath, problem);
+        if (!keys) {
+            fmt::print(stderr, "{}: error: {}\n  hint: the format is {} ({})\n", tool, problem, kKeysFormat, kSee);
+            return kUsage;
+        }
+    }
+    std::unique_ptr<UsageStore> usage;
+    if (!options.usagePath.empty()) {
+        usage = std::make_unique<UsageStore>();
+        if (!usage->open(options.usagePath, problem)) {
+            fmt::print(stderr, "{}: error: {}\n  hint: --usage names an SQLite file, created when missing ({})\n", tool,
+                       problem, kSee);
+            return kUsage;
+        }
+    }
+    bool limited = options.freeMonthly > 0;
+    if (keys)
+        for (const auto& [hash, key] : *keys) limited = limited || key.monthlyLimit > 0;
+    if (limited && !usage)
+        fmt::print(stderr, "{}: warning: monthly limits are not enforced without --usage FILE, which counts requests\n",
+                   tool);
+
+    http::Limits limits;
+    limits.maxBody = kMaxMessageBytes;
+    http::Server server(limits);
+    // Installed before listening, so a signal during start-up ends the server cleanly too.
+    gServer = &server;
+    struct sigaction action {};
+    action.sa_handler = stopOnSignal;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, nullptr);
+    ::sigaction(SIGTERM, &action, nullptr);
+    std::string error;
+    if (!server.listen(options.host, options.port, error)) {
+        bool inUse = errno == EADDRINUSE;
+        gServer = nullptr;
+        fmt::print(stderr, "{}: error: {}\n", tool, error);
+        if (inUse)
+            fmt::print(stderr,
+                       "  hint: another server holds port {}; pick another --port, or --port 0 for a free one\n",
+                       options.port);
+        return kFailure;
+    }
+    McpHttp handler(tool, options, std::move(keys), std::move(usage), endpoint);
+    bool v6 = options.host.find(':') != std::string::npos;
+    fmt::print(stderr, "{} mcp: listening on http://{}{}{}:{}/mcp\n", tool, v6 ? "[" : "", options.host, v6 ? "]" : "",
+               server.port());
+    std::fflush(stderr);
+    server.run(handler);
+    gServer = nullptr;
+    return kOk;
+}
+
+}  // namespace remit::cli::mcp

@@ -1,0 +1,319 @@
+#!/usr/bin/env python3
+"""`remitvm mcp --http` and `remit mcp --http` end to end (docs/mcp.md, "HTTP transport";
+shared/PROTOTYPE.md §5): the real server on a free port (`--port 0`, read from its start-up line),
+driven with the standard library. Health checks without a key; 401 without or with a wrong key;
+Bearer and x-api-key; a real initialize, tools/list and tools/call; the monthly limit (the 4th of 3
+is 429 and usage.sqlite holds (acme, month, 4), as in the prototype's test); anonymous metering by
+client IP; the streamable HTTP rules (202 for notifications, 405 for GET, sessions, Origin, content
+type); hostile input (an oversized body, garbage, random bytes) with the server still answering;
+unusable keys files; a port in use; SIGTERM ending the server with exit 0."""
+import datetime
+import hashlib
+import http.client
+import json
+import os
+import random
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import threading
+
+from harness import REMIT, REMITVM, Workspace, expect, main
+
+ACME = "acme-token-7f3a"
+BETA = "beta-token-91c2"
+KEYS = {"keys": [
+    {"id": "acme", "sha256": hashlib.sha256(ACME.encode()).hexdigest(), "monthly_limit": 3},
+    {"id": "beta", "sha256": hashlib.sha256(BETA.encode()).hexdigest()},
+]}
+
+HOST = """capability expenses.get(id: Str) -> Float
+  tags untrusted
+  idempotent
+
+capability payroll.pay(email: Str deny untrusted, amount: Float approve untrusted) -> Str
+
+input id tags untrusted
+"""
+NOTE = "program note\nuses expenses.get\n\nfn main(id: Str) -> Float {\n  return expenses.get(id)\n}\n"
+PAY = ("program pay\nuses expenses.get, payroll.pay\n\nfn main(id: Str) -> Str {\n"
+       "  return payroll.pay(email: \"kim@corp.example\", amount: expenses.get(id))\n}\n")
+FIXTURES = json.dumps({"capabilities": {"expenses.get": [{"output": 12.5, "repeat": True}],
+                                        "payroll.pay": [{"output": "r-1"}]}})
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+class Server:
+    """A running `mcp --http` server on a free port; SIGTERM on exit, which must end it with 0."""
+
+    def __init__(self, *args, tool=REMITVM):
+        self.proc = subprocess.Popen([tool, "mcp", "--http", "--port", "0", *map(str, args)],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        line = self.proc.stderr.readline().decode()
+        while line and "listening on" not in line:  # a warning may come first
+            line = self.proc.stderr.readline().decode()
+        found = re.search(r"mcp: listening on http://127\.0\.0\.1:(\d+)/mcp$", line.strip())
+        if not found:
+            self.proc.kill()
+            raise AssertionError("no start-up line naming the port: " + line + self.proc.stderr.read().decode())
+        self.port = int(found.group(1))
+
+    def request(self, method, path, body=None, headers=None):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
+            conn.request(method, path, body=data, headers=headers or {})
+            r = conn.getresponse()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+        finally:
+            conn.close()
+
+    def post(self, message, key=None, headers=None):
+        h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        if key:
+            h["Authorization"] = f"Bearer {key}"
+        h.update(headers or {})
+        return self.request("POST", "/mcp", message, h)
+
+    def alive(self):
+        status, _, body = self.request("GET", "/health")
+        return status == 200 and body == b"ok"
+
+    def raw(self, data, read=True):
+        """Sends bytes on a fresh connection; returns what comes back until the server closes."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
+            s.sendall(data)
+            if not read:
+                return b""
+            s.shutdown(socket.SHUT_WR)
+            out = b""
+            while chunk := s.recv(65536):
+                out += chunk
+            return out
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(timeout=15)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        if exc[0] is None:
+            expect(code == 0, "SIGTERM ends the server with exit 0", code)
+
+
+def keys_workspace():
+    w = Workspace({"keys.json": json.dumps(KEYS)})
+    return w, w.path / "keys.json", w.path / "usage.sqlite"
+
+
+def body_json(body):
+    return json.loads(body.decode())
+
+
+def tool_call(name, arguments, id=3):
+    return {"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+
+
+def month():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m")
+
+
+def test_health_needs_no_key():
+    w, keys, _ = keys_workspace()
+    with w, Server("--keys", keys) as s:
+        for path in ("/health", "/healthz"):
+            status, headers, body = s.request("GET", path)
+            expect(status == 200 and body == b"ok" and headers["content-type"].startswith("text/plain"), path, body)
+        expect(s.request("POST", "/health", b"{}")[0] == 405, "health is GET only")
+
+
+def test_keys_gate_and_a_real_session():
+    w, keys, _ = keys_workspace()
+    with w, Server("--keys", keys) as s:
+        status, _, body = s.post(INITIALIZE)
+        expect(status == 401 and body_json(body) == {"error": "missing or invalid API key"}, "no key", body)
+        expect(s.post(INITIALIZE, key="wrong")[0] == 401, "wrong key")
+        expect(s.post(INITIALIZE, headers={"x-api-key": "wrong"})[0] == 401, "wrong x-api-key")
+        expect(s.request("GET", "/mcp")[0] == 401, "every path but health is gated")
+
+        status, headers, body = s.post(INITIALIZE, key=BETA)
+        reply = body_json(body)
+        expect(status == 200 and headers["content-type"] == "application/json", "initialize", (status, body))
+        expect(reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "remit", "initialize result", reply)
+        session = headers.get("mcp-session-id", "")
+        expect(re.fullmatch(r"[0-9a-f]{32}", session), "a random session id", headers)
+
+        h = {"x-api-key": BETA, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-06-18"}
+        status, _, body = s.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=h)
+        names = [t["name"] for t in body_json(body)["result"]["tools"]]
+        expect(status == 200 and "remit_check" in names and len(names) == 8, "tools/list", body)
+        # A lower-case scheme and no session id are fine too.
+        status, _, body = s.post(tool_call("remit_check", {"program": NOTE, "host": HOST}),
+                                 headers={"Authorization": "bearer " + BETA})
+        result = json.loads(body_json(body)["result"]["content"][0]["text"])
+        expect(status == 200 and result["ok"] is True and "expenses.get" in result["summary"], "remit_check", result)
+
+        # A run paused on one connection is resumed on another.
+        status, _, body = s.post(tool_call("remit_run", {"program": PAY, "host": HOST, "fixtures": FIXTURES,
+                                                         "inputs": json.dumps({"id": "X"})}), key=BETA)
+        paused = json.loads(body_json(body)["result"]["content"][0]["text"])
+        expect(paused["status"] == "approval_required", "remit_run pauses", paused)
+        status, _, body = s.post(tool_call("remit_resume", {"run_token": paused["run_token"], "approve": True}), key=BETA)
+        done = json.loads(body_json(body)["result"]["content"][0]["text"])
+        expect(done["status"] == "completed" and done["result"] == "r-1", "remit_resume", done)
+
+
+def test_monthly_limit_and_usage_file():
+    w, keys, usage = keys_workspace()
+    with w:
+        with Server("--keys", keys, "--usage", usage) as s:
+            for i in range(3):
+                expect(s.post({"jsonrpc": "2.0", "id": i, "method": "ping"}, key=ACME)[0] == 200, f"request {i + 1}")
+            expect(s.alive() and s.request("GET", "/mcp", headers={"x-api-key": ACME})[0] == 405, "GETs are not metered")
+            status, _, body = s.post({"jsonrpc": "2.0", "id": 4, "method": "ping"}, key=ACME)
+            expect(status == 429 and body_json(body) == {"error": "monthly limit of 3 requests reached for acme"}, "429",
+                   body)
+            expect(s.post({"jsonrpc": "2.0", "id": 5, "method": "ping"}, key=BETA)[0] == 200, "other keys go on")
+            with sqlite3.connect(usage) as db:  # read while the server runs
+                rows = db.execute("select key_id, month, requests from usage order by key_id").fetchall()
+            expect(rows == [("acme", month(), 4), ("beta", month(), 1)], "the rejected request is counted too", rows)
+        with sqlite3.connect(usage) as db:
+            columns = [(c[1], c[2].lower(), c[5]) for c in db.execute("pragma table_info(usage)")]
+        expect(columns == [("key_id", "text", 1), ("month", "text", 2), ("requests", "integer", 0)], "the schema",
+               columns)
+        # The count survives a restart.
+        with Server("--keys", keys, "--usage", usage) as s:
+            expect(s.post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, key=ACME)[0] == 429, "still over the limit")
+
+
+def test_anonymous_use_metered_by_client_ip():
+    w, keys, usage = keys_workspace()
+    with w, Server("--keys", keys, "--usage", usage, "--free-monthly", 2) as s:
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        expect([s.post(ping)[0] for _ in range(3)] == [200, 200, 429], "two free requests")
+        status, _, body = s.post(ping, key="not-a-key")
+        expect(status == 429 and b"anon:127.0.0.1" in body, "a wrong key is anonymous", body)
+        forwarded = {"X-Forwarded-For": "203.0.113.7, 10.0.0.1"}
+        expect(s.post(ping, headers=forwarded)[0] == 200, "another client by X-Forwarded-For")
+        expect(s.post(ping, key=ACME)[0] == 200, "keys still work")
+        with sqlite3.connect(usage) as db:
+            rows = dict(db.execute("select key_id, requests from usage").fetchall())
+        expect(rows == {"anon:127.0.0.1": 4, "anon:203.0.113.7": 1, "acme": 1}, "per client", rows)
+    # No keys and no free tier: nothing to authenticate, nothing limited.
+    with Server() as s:
+        expect(s.post(INITIALIZE)[0] == 200, "open server")
+
+
+def test_streamable_http_rules():
+    with Server() as s:
+        status, _, body = s.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        expect(status == 202 and body == b"", "a notification is 202 with no body", (status, body))
+        status, _, body = s.post([{"jsonrpc": "2.0", "method": "notifications/initialized"},
+                                  {"jsonrpc": "2.0", "id": 7, "method": "ping"}, {"jsonrpc": "2.0", "id": 8, "method": "x"}])
+        replies = body_json(body)
+        expect(status == 200 and [r["id"] for r in replies] == [7, 8] and "error" in replies[1], "a batch", replies)
+        expect(s.post([{"jsonrpc": "2.0", "method": "notifications/initialized"}])[0] == 202, "a batch of notifications")
+        status, _, body = s.post([])
+        expect(status == 200 and body_json(body)["error"]["code"] == -32600, "an empty batch", body)
+        status, headers, _ = s.request("GET", "/mcp")
+        expect(status == 405 and headers.get("allow") == "POST, DELETE", "no SSE stream", headers)
+        status, _, body = s.request("POST", "/mcp", b"{not json", {"Content-Type": "application/json"})
+        expect(status == 400 and body_json(body)["error"]["code"] == -32700, "parse error", body)
+        expect(s.request("POST", "/mcp", b"{}", {"Content-Type": "text/plain"})[0] == 415, "content type")
+        expect(s.request("POST", "/mcp", b"{}")[0] == 415, "no content type")
+        expect(s.post(INITIALIZE, headers={"Mcp-Session-Id": "f" * 32})[0] == 404, "an unknown session")
+        expect(s.post(INITIALIZE, headers={"MCP-Protocol-Version": "1999-01-01"})[0] == 400, "an unknown version")
+        expect(s.post(INITIALIZE, headers={"Origin": "https://evil.example"})[0] == 403, "a foreign origin")
+        expect(s.post(INITIALIZE, headers={"Origin": "http://localhost.evil.example"})[0] == 403, "a look-alike")
+        expect(s.post(INITIALIZE, headers={"Origin": "http://localhost:6274"})[0] == 200, "a local origin")
+        status, _, body = s.request("GET", "/nope")
+        expect(status == 404 and "error" in body_json(body), "other paths", body)
+        expect(s.post(INITIALIZE)[0] == 200 and s.request("POST", "/mcp/", json.dumps(INITIALIZE).encode(),
+                                                          {"Content-Type": "application/json"})[0] == 200, "/mcp/")
+        session = s.post(INITIALIZE)[1]["mcp-session-id"]
+        expect(s.request("DELETE", "/mcp", headers={"Mcp-Session-Id": session})[0] == 204, "DELETE ends a session")
+        expect(s.post({"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers={"Mcp-Session-Id": session})[0] == 404,
+               "an ended session is unknown")
+
+
+def test_hostile_input():
+    with Server() as s:
+        # A body over 16 MiB is refused from its Content-Length, before it is sent.
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+        conn.putrequest("POST", "/mcp")
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Content-Length", str(17 << 20))
+        conn.endheaders()
+        r = conn.getresponse()
+        expect(r.status == 413, "oversized body", r.status)
+        conn.close()
+        expect(s.alive(), "alive after 413")
+        reply = s.raw(b"\x16\x03\x01\x02\x00 not http at all\r\n\r\n")
+        expect(reply.startswith(b"HTTP/1.1 400 "), "garbage request line", reply)
+        expect(s.raw(b"GET / HTTP/1.1\r\nHost: x\r\nX: " + b"a" * (70 << 10) + b"\r\n\r\n").startswith(b"HTTP/1.1 431 "),
+               "a huge header")
+        expect(s.raw(b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+               .startswith(b"HTTP/1.1 411 "), "chunked")
+        rng = random.Random(7)
+        for _ in range(40):
+            junk = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 400)))
+            s.raw(junk + b"\r\n\r\n")
+        s.raw(b"GET /health HTTP/1.1\r\nHost: x\r\n", read=False)  # a half request, then gone
+        expect(s.alive(), "alive after garbage")
+        # Several clients at once.
+        results = []
+
+        def check():
+            results.append(s.post(tool_call("remit_check", {"program": NOTE, "host": HOST}))[0])
+
+        threads = [threading.Thread(target=check) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        expect(results == [200] * 6, "concurrent tool calls", results)
+
+
+def run_server(*args, tool=REMITVM):
+    return subprocess.run([tool, "mcp", *map(str, args)], capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+
+
+def test_unusable_files_and_flags():
+    with Workspace({"bad.json": "{\"keys\": [", "hash.json": json.dumps({"keys": [{"id": "a", "sha256": ACME}]}),
+                    "shape.json": "[]", "usage.sqlite": "not a database, just text........................"}) as w:
+        for name, says in (("bad.json", "invalid JSON in keys file"), ("hash.json", "keys[0].sha256"),
+                           ("shape.json", "\"keys\" array"), ("missing.json", "no such file")):
+            r = run_server("--http", "--port", "0", "--keys", w.path / name)
+            err = r.stderr.decode()
+            expect(r.returncode == 2 and str(w.path / name) in err and says in err and "hint:" in err, name, err)
+        r = run_server("--http", "--port", "0", "--usage", w.path / "usage.sqlite")
+        expect(r.returncode == 2 and "usage.sqlite" in r.stderr.decode(), "a usage file that is not SQLite", r.stderr)
+    for args, says in ((["--http", "--port", "x"], b"--port"), (["--http", "--port", "70000"], b"--port"),
+                       (["--http", "--free-monthly", "-1"], b"--free-monthly"), (["--port", "8000"], b"--http")):
+        r = run_server(*args)
+        expect(r.returncode == 2 and says in r.stderr, args, r.stderr)
+
+
+def test_port_in_use():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        r = run_server("--http", "--port", taken.getsockname()[1])
+        expect(r.returncode == 1 and b"cannot listen" in r.stderr and b"--port 0" in r.stderr, "bind error", r.stderr)
+
+
+def test_remit_front_end():
+    w, keys, _ = keys_workspace()
+    with w, Server("--keys", keys, tool=REMIT) as s:
+        status, _, body = s.post(INITIALIZE, key=BETA)
+        expect(status == 200 and body_json(body)["result"]["serverInfo"]["name"] == "remit", "remit mcp --http", body)
+        expect(s.post(INITIALIZE)[0] == 401, "gated")
+
+
+if __name__ == "__main__":
+    main(globals())

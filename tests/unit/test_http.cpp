@@ -1,0 +1,303 @@
+// The HTTP/1.1 server of `mcp --http` (cli/http_server.h): the request parser on good, split,
+// oversized and garbage input, response framing, and the connection loop in process — keep-alive,
+// pipelining, a request refused before its body, the read timeout, the connection cap and stop().
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "cli/http_server.h"
+
+namespace {
+
+using namespace remit::cli::http;
+
+// Parses a complete head; returns the status (0 when it parsed).
+int parse(std::string_view head, Request& out, const Limits& limits = {}) {
+    std::string problem;
+    return parseRequestHead(head, limits, out, problem);
+}
+
+int parse(std::string_view head) {
+    Request r;
+    return parse(head, r);
+}
+
+}  // namespace
+
+TEST_CASE("http: a good request head") {
+    Request r;
+    REQUIRE(parse("POST /mcp?x=1 HTTP/1.1\r\nHost: a\r\nContent-Type:  application/json \r\n"
+                  "X-API-Key: k\r\nContent-Length: 12\r\n\r\n",
+                  r) == 0);
+    CHECK(r.method == "POST");
+    CHECK(r.target == "/mcp?x=1");
+    CHECK(r.path == "/mcp");
+    CHECK(r.minorVersion == 1);
+    CHECK(r.header("content-type") == "application/json");
+    CHECK(r.header("x-api-key") == "k");
+    CHECK(!r.header("X-API-Key"));  // lookups use lower-case names
+    CHECK(r.contentLength == 12u);
+    CHECK(r.keepAlive);
+    CHECK(!r.expectContinue);
+
+    // Bare LF line ends, absolute-form, HTTP/1.0 without Host, Connection and Expect.
+    REQUIRE(parse("GET http://example.org/health HTTP/1.0\nConnection: keep-alive\n\n", r) == 0);
+    CHECK(r.path == "/health");
+    CHECK(r.keepAlive);
+    REQUIRE(parse("GET / HTTP/1.0\r\n\r\n", r) == 0);
+    CHECK(!r.keepAlive);
+    REQUIRE(parse("GET / HTTP/1.1\r\nHost: a\r\nConnection: Keep-Alive, Close\r\nExpect: 100-Continue\r\n\r\n", r) ==
+            0);
+    CHECK(!r.keepAlive);
+    CHECK(r.expectContinue);
+    REQUIRE(parse("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\ncontent-length: 5\r\n\r\n", r) == 0);
+    CHECK(r.contentLength == 5u);
+}
+
+TEST_CASE("http: the end of a head arriving in pieces") {
+    const std::string head = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    const std::string stream = head + "BODY";
+    for (size_t split = 0; split <= stream.size(); ++split) {
+        // Fed byte by byte from `split` on, as a slow client sends it.
+        std::string buffer = stream.substr(0, split);
+        size_t from = 0;
+        std::optional<size_t> end = findHeadEnd(buffer, from);
+        for (size_t i = split; !end && i < stream.size(); ++i) {
+            buffer += stream[i];
+            end = findHeadEnd(buffer, from);
+        }
+        REQUIRE(end);
+        CHECK(*end == head.size());
+    }
+    size_t from = 0;
+    CHECK(findHeadEnd("GET / HTTP/1.1\nHost: a\n\nX", from) == size_t(24));
+    from = 0;
+    CHECK(!findHeadEnd("GET / HTTP/1.1\r\nHost: a\r\n", from));
+}
+
+TEST_CASE("http: oversized heads and bodies") {
+    std::string big = "GET / HTTP/1.1\r\nHost: a\r\nX: " + std::string(kMaxHeadBytes, 'a') + "\r\n\r\n";
+    CHECK(parse(big) == 431);
+    std::string many = "GET / HTTP/1.1\r\nHost: a\r\n";
+    for (size_t i = 0; i < kMaxHeaders; ++i) many += "X-" + std::to_string(i) + ": 1\r\n";
+    CHECK(parse(many + "\r\n") == 431);
+    Limits small;
+    small.maxBody = 10;
+    Request r;
+    CHECK(parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n\r\n", r, small) == 413);
+    CHECK(parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n", r, small) == 0);
+    CHECK(parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n") == 400);
+}
+
+TEST_CASE("http: malformed heads") {
+    CHECK(parse("\r\n") == 400);
+    CHECK(parse("GET\r\n\r\n") == 400);
+    CHECK(parse("GET /\r\n\r\n") == 400);
+    CHECK(parse("GET  / HTTP/1.1\r\nHost: a\r\n\r\n") == 400);
+    CHECK(parse("GET / HTTP/1.1 x\r\nHost: a\r\n\r\n") == 400);
+    CHECK(parse("GET / http/1.1\r\nHost: a\r\n\r\n") == 400);
+    CHECK(parse("GET / HTTP/2.0\r\nHost: a\r\n\r\n") == 505);
+    CHECK(parse("GET / HTTP/1.10\r\nHost: a\r\n\r\n") == 400);
+    CHECK(parse("G(T / HTTP/1.1\r\nHost: a\r\n\r\n") == 400);
+    CHECK(parse("GET nopath HTTP/1.1\r\nHost: a\r\n\r\n") == 400);
+    CHECK(parse(std::string("GET /\x01 HTTP/1.1\r\nHost: a\r\n\r\n")) == 400);
+    CHECK(parse("GET / HTTP/1.1\r\n\r\n") == 400);                        // no Host
+    CHECK(parse("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n") == 400);  // two
+    CHECK(parse("GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\n folded\r\n\r\n") == 400);
+    CHECK(parse("GET / HTTP/1.1\r\nHost: a\r\nX : 1\r\n\r\n") == 400);
+    CHECK(parse("GET / HTTP/1.1\r\nHost: a\r\nno colon\r\n\r\n") == 400);
+    CHECK(parse("GET / HTTP/1.1\r\nHost: a\r\n: empty name\r\n\r\n") == 400);
+    CHECK(parse(std::string("GET / HTTP/1.1\r\nHost: a\r\nX: a\0b\r\n\r\n", 35)) == 400);
+    CHECK(parse("GET / HTTP/1.1\r\nHost: a\r\nX: a\rb\r\n\r\n") == 400);
+    CHECK(parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n") == 400);
+    CHECK(parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n") == 400);
+    CHECK(parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1 2\r\n\r\n") == 400);
+    CHECK(parse("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n") == 411);
+    CHECK(parse("POST / HTTP/1.1\r\nHost: a\r\n\r\n") == 411);
+}
+
+TEST_CASE("http: random bytes never crash the parser") {
+    std::mt19937 random(20250618);
+    const std::string alphabet =
+        std::string("GETPOST /:HTP1.0\r\n\r\nHost: Content-Length 0123456789,;\t") + '\0' + "\x80\xff";
+    for (int round = 0; round < 3000; ++round) {
+        std::string bytes;
+        size_t length = random() % 300;
+        for (size_t i = 0; i < length; ++i)
+            bytes += random() % 4 == 0 ? static_cast<char>(random() & 0xff) : alphabet[random() % alphabet.size()];
+        size_t from = 0;
+        std::optional<size_t> end = findHeadEnd(bytes, from);
+        Request r;
+        std::string problem;
+        int status =
+            parseRequestHead(std::string_view(bytes).substr(0, end.value_or(bytes.size())), Limits{}, r, problem);
+        CHECK((status == 0 || status == 400 || status == 411 || status == 413 || status == 431 || status == 505));
+        if (status != 0) CHECK(!problem.empty());
+    }
+}
+
+TEST_CASE("http: response framing") {
+    Response ok = Response::text(200, "ok");
+    std::string bytes = serializeResponse(ok, true, false);
+    CHECK(bytes.starts_with("HTTP/1.1 200 OK\r\n"));
+    CHECK(bytes.find("Content-Length: 2\r\nConnection: keep-alive\r\n\r\nok") != std::string::npos);
+    CHECK(serializeResponse(ok, false, true).ends_with("Connection: close\r\n\r\n"));  // HEAD: no body
+    std::string empty = serializeResponse(Response{204, {}, {}, false}, true, false);
+    CHECK(empty.find("Content-Length") == std::string::npos);
+    Response injected = Response::text(200, "x");
+    injected.headers.emplace_back("X-Bad", "a\r\nSet-Cookie: b");
+    CHECK(serializeResponse(injected, true, false).find("Set-Cookie") == std::string::npos);
+    CHECK(Response::error(401, "missing \"key\"").body == R"({"error":"missing \"key\""})");
+}
+
+// ---------------------------------------------------------------- the connection loop
+
+namespace {
+
+// Echoes the method, path and body; refuses /refuse before the body is read.
+class EchoHandler : public Handler {
+public:
+    std::optional<Response> screen(const Request& head) override {
+        if (head.path == "/refuse") return Response::error(401, "refused");
+        return std::nullopt;
+    }
+    Response handle(const Request& r) override {
+        if (r.path == "/throw") throw std::runtime_error("secret /path");
+        return Response::text(200, r.method + " " + r.path + " " + r.body);
+    }
+};
+
+struct Running {
+    Server server;
+    EchoHandler handler;
+    std::thread thread;
+    explicit Running(Limits limits) : server(limits) {
+        std::string error;
+        REQUIRE(server.listen("127.0.0.1", 0, error));
+        thread = std::thread([this] { server.run(handler); });
+    }
+    ~Running() {
+        server.stop();
+        thread.join();
+    }
+    int connect() const {
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(server.port());
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+        timeval timeout{5, 0};
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+        return fd;
+    }
+};
+
+void sendText(int fd, std::string_view text) {
+    REQUIRE(::send(fd, text.data(), text.size(), MSG_NOSIGNAL) == ssize_t(text.size()));
+}
+
+// Reads until `count` responses have arrived whole (by Content-Length) or the peer closes.
+std::string receive(int fd, size_t count = 1) {
+    std::string out;
+    char chunk[4096];
+    for (;;) {
+        size_t complete = 0, at = 0;
+        for (;;) {
+            size_t end = out.find("\r\n\r\n", at);
+            if (end == std::string::npos) break;
+            size_t cl = out.find("Content-Length: ", at);
+            size_t length = cl < end ? std::stoul(out.substr(cl + 16)) : 0;
+            if (out.size() < end + 4 + length) break;
+            at = end + 4 + length;
+            ++complete;
+        }
+        if (complete >= count) return out;
+        ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+        if (n <= 0) return out;
+        out.append(chunk, static_cast<size_t>(n));
+    }
+}
+
+bool closedByPeer(int fd) {
+    char c;
+    return ::recv(fd, &c, 1, 0) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("http server: keep-alive, pipelining, refusals, errors") {
+    Running running(Limits{});
+    int fd = running.connect();
+    sendText(fd, "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
+    CHECK(receive(fd).ends_with("POST /a hello"));
+    // Two pipelined requests, the second split across writes, on the same connection.
+    sendText(fd, "GET /b HTTP/1.1\r\nHost: x\r\n\r\n\r\nPOST /c HTTP/1.1\r\nHost: x\r\nContent-Le");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    sendText(fd, "ngth: 2\r\n\r\nhi");
+    std::string two = receive(fd, 2);
+    CHECK(two.find("GET /b ") != std::string::npos);
+    CHECK(two.ends_with("POST /c hi"));
+    // Refused before the body, which has arrived whole: the connection stays usable.
+    sendText(fd, "POST /refuse HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc");
+    CHECK(receive(fd).find("HTTP/1.1 401 ") == 0);
+    sendText(fd, "GET /d HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(receive(fd).ends_with("GET /d "));
+    // A handler that throws: a fixed 500, nothing of the exception.
+    sendText(fd, "GET /throw HTTP/1.1\r\nHost: x\r\n\r\n");
+    std::string failed = receive(fd);
+    CHECK(failed.find("HTTP/1.1 500 ") == 0);
+    CHECK(failed.find("secret") == std::string::npos);
+    // Garbage: 400 and the connection closes; the server goes on.
+    sendText(fd, "\x16\x03\x01 garbage\r\n\r\n");
+    CHECK(receive(fd).find("HTTP/1.1 400 ") == 0);
+    CHECK(closedByPeer(fd));
+    ::close(fd);
+
+    fd = running.connect();
+    sendText(fd, "POST /e HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n");
+    CHECK(receive(fd).find("HTTP/1.1 100 Continue") == 0);
+    sendText(fd, "ok");
+    CHECK(receive(fd).find("POST /e ok") != std::string::npos);
+    // A body over the limit is refused from its Content-Length, unread.
+    sendText(fd, "POST /f HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n");
+    CHECK(receive(fd).find("HTTP/1.1 413 ") == 0);
+    ::close(fd);
+}
+
+TEST_CASE("http server: a request that does not arrive in time, and the connection cap") {
+    Limits limits;
+    limits.readTimeoutMs = 1000;  // long enough for the second connect to land while the first waits
+    limits.maxConnections = 1;
+    Running running(limits);
+    int slow = running.connect();
+    sendText(slow, "GET / HTTP/1.1\r\nHo");
+    int extra = running.connect();  // over the cap while `slow` is served
+    CHECK(receive(extra).find("HTTP/1.1 503 ") == 0);
+    ::close(extra);
+    CHECK(receive(slow).find("HTTP/1.1 408 ") == 0);
+    ::close(slow);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    int next = running.connect();  // the slot is free again
+    sendText(next, "GET /g HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    CHECK(receive(next).ends_with("GET /g "));
+    CHECK(closedByPeer(next));
+    ::close(next);
+}
+
+TEST_CASE("http server: stop() ends run() with an idle connection open") {
+    auto running = std::make_unique<Running>(Limits{});
+    int idle = running->connect();
+    sendText(idle, "GET /h HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(receive(idle).ends_with("GET /h "));
+    auto started = std::chrono::steady_clock::now();
+    running.reset();  // stop() and join: must not wait for the idle connection's 30 s timeout
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(5));
+    ::close(idle);
+}
