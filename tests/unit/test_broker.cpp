@@ -20,10 +20,12 @@
 #include "runtime/json_schema.h"
 #include "runtime/value_json.h"
 #include "vm/rbc.h"
+#include "host_fixture.h"
 
 namespace {
 
 using namespace remit;
+using remit::test::hostFrom;
 
 constexpr const char* kLaxHost =
     "capability crm.lookup(id: Str) -> Str\n  tags private\n  idempotent\n"
@@ -38,17 +40,6 @@ std::shared_ptr<const LoadedProgram> compile(const std::string& source, const ch
     INFO(messages);
     REQUIRE(out.program);
     return out.program;
-}
-
-HostModel hostFrom(const std::string& text) {
-    DiagnosticList diags;
-    SourceFile file("host.rmti", text);
-    auto ast = parseHost(file, diags);
-    REQUIRE(ast);
-    HostModel host;
-    resolveHost(*ast, "host.rmti", host, diags);
-    REQUIRE_FALSE(diags.hasErrors());
-    return host;
 }
 
 Policy policyFrom(const std::string& text) {

@@ -19,10 +19,12 @@
 #include "compiler/parser.h"
 #include "remit/remit.h"
 #include "runtime/diagnostics.h"
+#include "host_fixture.h"
 
 namespace {
 
 using namespace remit;
+using remit::test::hostFrom;
 
 Diagnostic diag(DiagCode code, std::string message, Span span = Span{1, 1, 1, 2}, std::string file = "p.rmt") {
     return makeDiagnostic(code, std::move(message), std::move(file), span);
@@ -233,17 +235,6 @@ TEST_CASE("details: an exceeded limit names the limit, its value and the worst c
 // ---------------------------------------------------------------- golden renderings of R codes
 
 namespace {
-
-HostModel hostFrom(const std::string& text) {
-    DiagnosticList diags;
-    SourceFile file("host.rmti", text);
-    auto ast = parseHost(file, diags);
-    REQUIRE(ast);
-    HostModel host;
-    resolveHost(*ast, "host.rmti", host, diags);
-    REQUIRE_FALSE(diags.hasErrors());
-    return host;
-}
 
 // Compiles `source` against `checkedHost`, runs main() through a broker that holds `runHost` (the
 // host as it is now) and the fixtures, and renders the failure as `remitvm run` prints it.
