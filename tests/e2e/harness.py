@@ -6,10 +6,12 @@ environment (REMITC, REMIT, REMITVM), which ctest sets.
 """
 import os
 import pathlib
+import queue
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import traceback
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -64,6 +66,41 @@ class Workspace:
 
     def __exit__(self, *exc):
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+class LineServer:
+    """A server process speaking one message per line on stdin/stdout (`remitvm serve`, `remitvm
+    mcp`). Its output is read on a thread, so a test can wait for a line with a timeout; leaving the
+    `with` block kills a server that is still running."""
+
+    def __init__(self, argv, cwd=None):
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     cwd=cwd)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.put(line.decode("utf-8"))
+        self.lines.put(None)
+
+    def send_line(self, text):
+        """Writes `text` (str or bytes) and a newline unless it already ends with one."""
+        data = text if isinstance(text, bytes) else text.encode("utf-8")
+        self.proc.stdin.write(data if data.endswith(b"\n") else data + b"\n")
+        self.proc.stdin.flush()
+
+    def next_line(self, timeout=30):
+        """The next output line, or None once the server closed its output."""
+        return self.lines.get(timeout=timeout)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def main(namespace):

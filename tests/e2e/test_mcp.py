@@ -8,14 +8,12 @@ input, malformed JSON, unknown methods, bad params, hostile messages, nothing le
 import json
 import os
 import pathlib
-import queue
 import re
 import subprocess
 import sys
 import tempfile
-import threading
 
-from harness import REMIT, REMITVM, REPO, expect, main
+from harness import REMIT, REMITVM, REPO, LineServer, expect, main
 
 DOC = REPO / "docs" / "mcp.md"
 
@@ -98,29 +96,18 @@ FIXTURES = json.dumps({"capabilities": {
 INPUTS = json.dumps({"id": "X"})
 
 
-class Client:
+class Client(LineServer):
     """A server process and the client side of its protocol."""
 
     def __init__(self, tool=REMITVM, cwd=None):
-        self.proc = subprocess.Popen([tool, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, cwd=cwd)
-        self.lines = queue.Queue()
+        super().__init__([tool, "mcp"], cwd=cwd)
         self.next_id = 0
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.lines.put(line.decode("utf-8"))
-        self.lines.put(None)
 
     def send_raw(self, data):
-        self.proc.stdin.write(data if isinstance(data, bytes) else data.encode("utf-8"))
-        if not (data.endswith(b"\n") if isinstance(data, bytes) else data.endswith("\n")):
-            self.proc.stdin.write(b"\n")
-        self.proc.stdin.flush()
+        self.send_line(data)
 
     def reply(self, timeout=30):
-        line = self.lines.get(timeout=timeout)
+        line = self.next_line(timeout)
         if line is None:
             raise AssertionError("the server ended early: " + self.proc.stderr.read().decode("utf-8", "replace"))
         return json.loads(line)
@@ -167,13 +154,6 @@ class Client:
         self.proc.stderr.close()
         return code
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
 
 
 def test_initialize_and_ping():

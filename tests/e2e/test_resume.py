@@ -66,6 +66,14 @@ def performed(ws):
     return [e["resource"] for e in effects(ws) if "resource" in e]
 
 
+def wait_until_performed(ws, resource, what):
+    """Waits (at most 20 s) until the adapter has performed a call to `resource`."""
+    deadline = time.time() + 20
+    while resource not in performed(ws) and time.time() < deadline:
+        time.sleep(0.05)
+    expect(resource in performed(ws), what, effects(ws))
+
+
 def run_id_of(result):
     m = re.search(r"^trace: \.remit/runs/(\S+)\.jsonl", result.err, re.M)
     expect(m is not None, "the trace line names the run", result)
@@ -290,10 +298,7 @@ def test_concurrent_resumes_cannot_both_dispatch():
         run(REMITVM, "approve", first, cwd=ws.path)
         slow = subprocess.Popen([REMITVM, "resume", first, "--adapter", adapter("--hold", "pay.refund:3")],
                                 cwd=ws.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.time() + 20
-        while "pay.refund" not in performed(ws) and time.time() < deadline:
-            time.sleep(0.05)
-        expect("pay.refund" in performed(ws), "the first resume is dispatching")
+        wait_until_performed(ws, "pay.refund", "the first resume is dispatching")
         r = run(REMITVM, "resume", first, "--adapter", adapter(), cwd=ws.path)
         expect(r.code == 1 and "another remitvm is running or resuming this run" in r.err, "the second is refused", r)
         out, err = slow.communicate(timeout=60)
@@ -325,9 +330,7 @@ def test_a_running_run_holds_its_lock():
         slow = subprocess.Popen([REMITVM, "run", "prog.rmt", "-i", "order=A-3", "--approve-all", "--adapter",
                                  adapter("--hold", "mail.send:2")],
                                 cwd=ws.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.time() + 20
-        while "mail.send" not in performed(ws) and time.time() < deadline:
-            time.sleep(0.05)
+        wait_until_performed(ws, "mail.send", "the run is dispatching")
         traces = list((ws.path / ".remit/runs").glob("*.jsonl"))
         expect(len(traces) == 1, "the running run has its trace", traces)
         r = run(REMITVM, "resume", traces[0].stem, "--approve-all", "--adapter", adapter(), cwd=ws.path)

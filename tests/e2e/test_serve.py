@@ -10,13 +10,11 @@ docs/serve.md replayed line by line.
 session (run it after an intended change of the protocol, and review the diff)."""
 import json
 import pathlib
-import queue
 import subprocess
 import sys
-import threading
 import time
 
-from harness import REMITVM, REPO, expect, main
+from harness import REMITVM, REPO, LineServer, expect, main
 
 DOC = REPO / "docs" / "serve.md"
 
@@ -52,56 +50,36 @@ fn main() -> Int {
 """
 
 
-class Server:
+class Server(LineServer):
     """A `remitvm serve` process; replies are read on a thread so a test can wait with a timeout."""
 
     def __init__(self):
-        self.proc = subprocess.Popen([REMITVM, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
-        self.replies = queue.Queue()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.replies.put(line.decode("utf-8"))
-        self.replies.put(None)
-
-    def send_line(self, text):
-        self.proc.stdin.write(text.encode("utf-8") + b"\n")
-        self.proc.stdin.flush()
+        super().__init__([REMITVM, "serve"])
 
     def send(self, obj):
         self.send_line(json.dumps(obj))
 
     def reply(self, timeout=30):
-        line = self.replies.get(timeout=timeout)
+        line = self.next_line(timeout)
         expect(line is not None, "the server closed its output")
         expect(line.endswith("\n"), f"a reply is one whole line: {line!r}")
         return json.loads(line)
 
     def no_more(self, wait=0.2):
         time.sleep(wait)
-        expect(self.replies.empty(), f"unexpected reply: {self.replies.queue[0] if self.replies.qsize() else ''}")
+        expect(self.lines.empty(), f"unexpected reply: {self.lines.queue[0] if self.lines.qsize() else ''}")
 
     def close(self):
         self.proc.stdin.close()
         code = self.proc.wait(timeout=30)
         rest = []
         while True:
-            line = self.replies.get(timeout=30)
+            line = self.lines.get(timeout=30)
             if line is None:
                 break
             rest.append(json.loads(line))
         return code, rest
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
 
 
 def run_request(session, source, grants=(), inputs=None, limits=None, expected_type=None, id=None):
