@@ -454,7 +454,7 @@ private:
     }
     void binary(const BinaryExpr& e, uint16_t dest);
     // A condition that is a comparison, when nothing but the branch reads its Bool (no PCENTER or
-    // ADDTAGS needs its tags): a fused compare-and-branch (IFLT, IFLE, IFEQ, IFNE) and the JMP it
+    // ADDLABELS needs its tags): a fused compare-and-branch (IFLT, IFLE, IFEQ, IFNE) and the JMP it
     // takes when the comparison fails — or, with `negate`, when it holds. Returns that JMP, to be
     // patched, or nullopt (nothing emitted) when `cond` is not a comparison.
     std::optional<size_t> branchUnless(const Expr& cond, bool negate = false);
@@ -716,10 +716,18 @@ void Generator::expr(const Expr& e, uint16_t dest) {
 
 void Generator::binary(const BinaryExpr& e, uint16_t dest) {
     if (e.op == BinaryOp::And || e.op == BinaryOp::Or) {
-        // The result is the left value when it decides (keeping its tags), else the right one.
+        // Spec §7: when the left side decides, the result is it, with its labels; otherwise the
+        // result is the right side's value carrying the labels of both sides — the right side is
+        // only looked at because of the left one's value, so dropping the left's tags here would
+        // let `trusted_test and untrusted_test` hide the untrusted half from the broker.
         expr(*e.left, dest);
         size_t skip = emitJump(e.op == BinaryOp::And ? Op::JMPIFNOT : Op::JMPIF, dest);
-        expr(*e.right, dest);
+        uint32_t mark = nextReg_;
+        uint16_t right = allocReg();
+        expr(*e.right, right);
+        emitABC(Op::ADDLABELS, right, dest);
+        emitABC(Op::MOVE, dest, right);
+        freeTo(mark);
         patchJump(skip, here());
         return;
     }
@@ -792,7 +800,7 @@ void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
         }
     }
     // The condition's Bool is needed after the branch only for its tags: by PCENTER, or by the
-    // value's ADDTAGS. Otherwise a comparison compiles to a fused compare-and-branch.
+    // value's ADDLABELS. Otherwise a comparison compiles to a fused compare-and-branch.
     std::optional<size_t> fused = wantValue || tracksPc ? std::nullopt : branchUnless(*e.cond);
     uint16_t cond = kNoReg;
     uint16_t savedPc = kNoReg;
@@ -823,7 +831,7 @@ void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
     }
     if (hasElse) patchJump(toEnd, here());
     pcLeave(savedPc);
-    if (wantValue) emitABC(Op::ADDTAGS, dest, cond);
+    if (wantValue) emitABC(Op::ADDLABELS, dest, cond);
     else if (dest != kNoReg) emitABC(Op::LOADUNIT, dest);
 }
 
@@ -831,7 +839,7 @@ void Generator::matchExpr(const MatchExpr& e, uint16_t dest) {
     bool wantValue = dest != kNoReg && !isKind(typeOf(e), ValueType::Unit);
     uint16_t armDest = wantValue ? dest : kNoReg;
     // A variable's own register when no arm reassigns it (its tags are read after the arms, by
-    // ADDTAGS); otherwise a copy, as for any other expression.
+    // ADDLABELS); otherwise a copy, as for any other expression.
     uint16_t subject = kNoReg;
     if (e.subject->kind == ExprKind::Name) {
         const std::string& name = e.subject->as<NameExpr>().name;
@@ -866,7 +874,7 @@ void Generator::matchExpr(const MatchExpr& e, uint16_t dest) {
     if (!hasDefault && wantValue) emitABC(Op::LOADUNIT, dest);
     for (size_t j : toEnd) patchJump(j, here());
     pcLeave(savedPc);
-    if (wantValue) emitABC(Op::ADDTAGS, dest, subject);
+    if (wantValue) emitABC(Op::ADDLABELS, dest, subject);
     else if (dest != kNoReg) emitABC(Op::LOADUNIT, dest);
 }
 
@@ -958,7 +966,7 @@ void Generator::forExpr(const ForExpr& e, uint16_t dest) {
     peakReg_ = std::max(outerPeak, bodyPeak);
 
     pcLeave(savedPc);
-    if (collect && !isRange) emitABC(Op::ADDTAGS, dest, window);  // the result carries the list's own tags
+    if (collect && !isRange) emitABC(Op::ADDLABELS, dest, window);  // the result carries the list's own tags
     if (!isRange) emitABC(Op::CLEAR, window, 1);
 }
 

@@ -746,10 +746,17 @@ dispatch:
         pcT = R[INS.a].tags();
         DISPATCH();
     }
-    CASE(ADDTAGS) {
+    CASE(ADDLABELS) {
+        Value& into = R[INS.a];
+        const Value& from = R[INS.b];
         TagSetId t;
-        UNITE_TAGS(t, R[INS.a].tags(), R[INS.b].tags());
-        R[INS.a].setTags(t);
+        UNITE_TAGS(t, into.tags(), from.tags());
+        into.setTags(t);
+        if (from.prov() != kNoProv && from.prov() != into.prov()) {
+            std::optional<ProvId> p = heap.uniteProv(into.prov(), from.prov());
+            if (!p) FAIL_HEAP();
+            into.setProv(*p);
+        }
         DISPATCH();
     }
     CASE(TAINTPC) {

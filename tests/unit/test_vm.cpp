@@ -276,7 +276,7 @@ TEST_CASE("vm: fused branches are emitted only where the condition's Bool is not
         "  if size == 11 {\n"  // writes n: not fused
         "    n = n + 100\n"
         "  }\n"
-        "  let label = if size != 3 { 1 } else { 2 }\n"  // a value: ADDTAGS needs the Bool
+        "  let label = if size != 3 { 1 } else { 2 }\n"  // a value: ADDLABELS needs the Bool
         "  let upto = for j in range(3) {\n"
         "    if j > size {\n"  // no value, no write, only a break: fused and negated (IFLE j, size)
         "      break\n"
