@@ -128,13 +128,19 @@ void printDiagnostics(const DiagnosticList& diags, const CheckOutcome* outcome, 
     fmt::print(stderr, "{}", renderDiagnostics(diags.items(), sources, options));
 }
 
-std::shared_ptr<const LoadedProgram> compileChecked(const CheckOutcome& outcome, int& exit) {
+std::shared_ptr<const LoadedProgram> buildChecked(const CheckOutcome& outcome, DiagnosticList& diags) {
     std::string error;
     auto program = buildProgram(*outcome.program, *outcome.checked, outcome.file, error);
-    if (!program) {
-        DiagnosticList diags;
+    if (!program)
         diags.add(makeDiagnostic(DiagCode::E0003, error, outcome.file, outcome.program->span,
                                  "split the function or the program into smaller parts"));
+    return program;
+}
+
+std::shared_ptr<const LoadedProgram> compileChecked(const CheckOutcome& outcome, int& exit) {
+    DiagnosticList diags;
+    auto program = buildChecked(outcome, diags);
+    if (!program) {
         printDiagnostics(diags, &outcome);
         exit = kFailure;
     }

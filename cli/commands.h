@@ -43,8 +43,9 @@ std::string tracePathFor(std::string_view tool, const Args& args, const std::str
 // Prints diagnostics on stderr with renderDiagnostics, each with its source excerpt when
 // `outcome` holds the file; `options` may cap how many are printed in full.
 void printDiagnostics(const DiagnosticList& diags, const CheckOutcome* outcome, const RenderOptions& options = {});
-// Compiles a checked program to bytecode; a bytecode limit (E0003) is printed like any diagnostic
-// and `exit` set to 1.
+// Compiles a checked program to bytecode; a bytecode limit (E0003) is added to `diags`.
+std::shared_ptr<const LoadedProgram> buildChecked(const CheckOutcome& outcome, DiagnosticList& diags);
+// The same, printing the E0003 like any diagnostic and setting `exit` to 1.
 std::shared_ptr<const LoadedProgram> compileChecked(const CheckOutcome& outcome, int& exit);
 
 // Reads stdin to its end one line at a time (without the newline; the last line may lack one) and

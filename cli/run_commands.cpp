@@ -436,8 +436,9 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
         }
         setup.policy = allowAll ? Policy::allowAllPolicy() : *outcome.policy;
         setup.host = outcome.checked->host;
-        source.program = compileChecked(outcome, exit);
-        if (!source.program) return exit;
+        DiagnosticList buildDiags;
+        source.program = buildChecked(outcome, buildDiags);
+        if (!source.program) return rejected(buildDiags);  // --json prints JSON for this too
     } else {
         source.program = loadBytecodeFile(tool, source.file, exit);
         if (!source.program) return exit;

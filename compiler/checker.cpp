@@ -364,6 +364,26 @@ private:
         return t;
     }
     void noteType(const Expr& e, TypeRef t) { noteNodeType(e.id, t); }
+
+    // An `if` or `match` whose type is Unit although a branch computes a value (no `else`, or
+    // branches of different types). Its value may only be discarded: reportValuelessUses rejects
+    // every use (E0103), so the value such a branch computes can never be observed — a Unit is
+    // always the Unit value, whatever branch ran.
+    struct Valueless {
+        std::string why, hint;
+    };
+    std::unordered_map<NodeId, Valueless> valueless_;
+    static bool isUnitLike(TypeRef t) { return t->kind == remit::TypeKind::Unit || t->kind == remit::TypeKind::Never; }
+    void noteValueless(const Expr& e, std::string why, std::string hint) {
+        valueless_.emplace(e.id, Valueless{std::move(why), std::move(hint)});
+    }
+    void reportValuelessUses();
+    void valueUses(const Block& b, bool used);
+    void valueUses(const Expr& e, bool used);
+    TypeRef nodeTypeOf(NodeId id) const {
+        auto index = static_cast<size_t>(id);
+        return index < result_.exprTypes.size() ? result_.exprTypes[index] : nullptr;
+    }
     void noteNodeType(NodeId id, TypeRef t) {
         auto index = static_cast<size_t>(id);
         if (index >= result_.exprTypes.size()) result_.exprTypes.resize(index + 1);
@@ -708,6 +728,10 @@ Info Checker::statements(const std::vector<StmtPtr>& stmts, size_t from, const C
         Info info = statement(s, ctx);
         addInto(eff, info.eff);
         if (last && s.kind == StmtKind::Expr) return Info{info.type, std::move(info.taint), std::move(eff)};
+        // A block that ends by leaving (return, break) never produces a value: Never joins with
+        // the other branch, so `if c { x } else { return y }` has x's type.
+        if (last && (s.kind == StmtKind::Return || s.kind == StmtKind::Break))
+            return Info{arena_.never(), {}, std::move(eff)};
     }
     return Info{arena_.unit(), {}, std::move(eff)};
 }
@@ -922,10 +946,22 @@ Info Checker::exprInner(const Expr& e, const Ctx& ctx) {
         case ExprKind::If: {
             const auto& i = e.as<IfExpr>();
             IfParts parts = ifParts(i, ctx);
-            if (!i.elseBlock && !i.elseIf)
+            if (!i.elseBlock && !i.elseIf) {
+                if (!isUnitLike(parts.thenInfo.type))
+                    noteValueless(e, fmt::format("it has no 'else' branch (its 'then' branch has type {})",
+                                                 showType(parts.thenInfo.type)),
+                                  "add an else branch of the same type, or use the 'if' as a statement");
                 return Info{arena_.unit(), {}, sum(parts.cond.eff, parts.thenInfo.eff)};
+            }
             TypeRef t = joinTypes(arena_, parts.thenInfo.type, parts.elseInfo.type);
-            if (!t) t = arena_.unit();  // the branches disagree: usable only as a statement
+            if (!t) {
+                // The branches disagree: usable only as a statement.
+                t = arena_.unit();
+                noteValueless(e,
+                              fmt::format("its branches have different types ({} and {})",
+                                          showType(parts.thenInfo.type), showType(parts.elseInfo.type)),
+                              "give both branches the same type, or use the 'if' as a statement");
+            }
             Taint taint = unite(unite(parts.thenInfo.taint, parts.elseInfo.taint), parts.cond.taint);
             return Info{t, std::move(taint), sum(parts.cond.eff, maxOf(parts.thenInfo.eff, parts.elseInfo.eff))};
         }
@@ -1077,8 +1113,9 @@ Info Checker::forExpr(const ForExpr& e, const Ctx& ctx) {
     Info body = block(*e.body, Ctx{&inner, pc, ctx.loopDepth + 1, ctx.record});
     addInto(perIteration, body.eff);
     Effects eff = sum(it.eff, scaled(perIteration, times));
-    TypeRef bodyType = body.type->kind == remit::TypeKind::Never ? arena_.unit() : body.type;
-    return Info{arena_.list(bodyType, static_cast<int64_t>(times)), unite(body.taint, it.taint), std::move(eff)};
+    // A body of type Never never produces an element (it always returns or breaks, or the loop
+    // runs over `[]`, whose variable is Never): the list is List[Never], which fits any list type.
+    return Info{arena_.list(body.type, static_cast<int64_t>(times)), unite(body.taint, it.taint), std::move(eff)};
 }
 
 Info Checker::matchExpr(const MatchExpr& e, const Ctx& ctx) {
@@ -1110,6 +1147,9 @@ Info Checker::matchExpr(const MatchExpr& e, const Ctx& ctx) {
         armsEff = maxOf(armsEff, b.eff);
         unionInto(taint, b.taint);
         TypeRef j = joinTypes(arena_, t, b.type);
+        if (!j && !valueless_.count(e.id))
+            noteValueless(e, fmt::format("its arms have different types ({} and {})", showType(t), showType(b.type)),
+                          "give every arm the same type, or use the 'match' as a statement");
         t = j ? j : arena_.unit();
     }
     if (!hasDefault) {
@@ -1722,6 +1762,111 @@ void Checker::buildManifest(const Effects& eff) {
         for (const Param& p : it->second->params) m.inputs.emplace_back(p.name, host_.inputTags(p.name));
 }
 
+// Where the value of an expression is used: everywhere except a statement whose value is
+// discarded — a block's statements but the last, and the last one when the block's own value is
+// discarded (a function body without `-> R`, a test, the branches of a discarded if or match, the
+// body of a discarded for).
+void Checker::reportValuelessUses() {
+    if (valueless_.empty() && !std::any_of(prog_.decls.begin(), prog_.decls.end(), [](const DeclPtr& d) {
+            return d->kind == DeclKind::Fn && d->as<FnDecl>().ret;
+        }))
+        return;
+    for (const DeclPtr& d : prog_.decls) {
+        if (d->kind == DeclKind::Test) valueUses(*d->as<TestDecl>().body, false);
+        if (d->kind != DeclKind::Fn) continue;
+        const FnDecl& f = d->as<FnDecl>();
+        valueUses(*f.body, false);
+        // A function declared `-> Unit` that runs off its end returns Unit, never the value of its
+        // last expression: one that computes a value there is written as if it returned it.
+        if (!f.ret || f.body->stmts.empty()) continue;
+        const Stmt& last = *f.body->stmts.back();
+        if (last.kind != StmtKind::Expr) continue;
+        TypeRef declared = nodeTypeOf(f.ret->id), value = nodeTypeOf(last.value->id);
+        if (declared && value && declared->kind == remit::TypeKind::Unit && !isUnitLike(value) &&
+            !valueless_.count(last.value->id))
+            report(DiagCode::E0103,
+                   fmt::format("'{}' returns Unit, but its body ends with a value of type {} that is never returned",
+                               f.name, showType(value)),
+                   last.value->span,
+                   fmt::format("declare '-> {}' and return the value with 'return', or end the body with a statement",
+                               showType(value)),
+                   {},
+                   mismatch("Unit", value));
+    }
+}
+
+void Checker::valueUses(const Block& b, bool used) {
+    for (size_t i = 0; i < b.stmts.size(); ++i) {
+        const Stmt& s = *b.stmts[i];
+        if (!s.value) continue;
+        valueUses(*s.value, s.kind != StmtKind::Expr || (used && i + 1 == b.stmts.size()));
+    }
+}
+
+void Checker::valueUses(const Expr& e, bool used) {
+    if (used)
+        if (auto it = valueless_.find(e.id); it != valueless_.end()) {
+            report(DiagCode::E0103,
+                   fmt::format("this '{}' has no value: {}", e.kind == ExprKind::If ? "if" : "match", it->second.why),
+                   e.span, it->second.hint);
+            used = false;  // one report per construct, not one more for each enclosing use
+        }
+    switch (e.kind) {
+        case ExprKind::Int:
+        case ExprKind::Float:
+        case ExprKind::Bool:
+        case ExprKind::Str:
+        case ExprKind::Name: return;
+        case ExprKind::Interp:
+            for (const InterpPart& p : e.as<InterpExpr>().parts)
+                if (p.expr) valueUses(*p.expr, true);
+            return;
+        case ExprKind::Field: valueUses(*e.as<FieldExpr>().object, true); return;
+        case ExprKind::Index:
+            valueUses(*e.as<IndexExpr>().object, true);
+            valueUses(*e.as<IndexExpr>().index, true);
+            return;
+        case ExprKind::List:
+            for (const ExprPtr& x : e.as<ListExpr>().items) valueUses(*x, true);
+            return;
+        case ExprKind::Record:
+            for (const RecordField& f : e.as<RecordExpr>().fields) valueUses(*f.value, true);
+            return;
+        case ExprKind::Unary: valueUses(*e.as<UnaryExpr>().operand, true); return;
+        case ExprKind::Binary:
+            valueUses(*e.as<BinaryExpr>().left, true);
+            valueUses(*e.as<BinaryExpr>().right, true);
+            return;
+        case ExprKind::Call: {
+            const auto& c = e.as<CallExpr>();
+            for (const CallArg& a : c.args) valueUses(*a.value, true);
+            if (c.fallback) valueUses(*c.fallback, used);  // the fallback is the call's value
+            return;
+        }
+        case ExprKind::If: {
+            const auto& i = e.as<IfExpr>();
+            valueUses(*i.cond, true);
+            valueUses(*i.thenBlock, used);
+            if (i.elseIf) valueUses(*i.elseIf, used);
+            if (i.elseBlock) valueUses(*i.elseBlock, used);
+            return;
+        }
+        case ExprKind::For: {
+            const auto& f = e.as<ForExpr>();
+            valueUses(*f.iter, true);
+            if (f.filter) valueUses(*f.filter, true);
+            valueUses(*f.body, used);  // the loop's value is the list of its body's values
+            return;
+        }
+        case ExprKind::Match: {
+            const auto& m = e.as<MatchExpr>();
+            valueUses(*m.subject, true);
+            for (const MatchArm& a : m.arms) valueUses(*a.body, used);
+            return;
+        }
+    }
+}
+
 void Checker::run() {
     checkUses();
     declareTypes();
@@ -1769,6 +1914,7 @@ void Checker::run() {
     }
     inTest_ = false;
     if (stoppedBetweenPhases()) return;
+    reportValuelessUses();
 
     for (const UseEntry& u : prog_.uses) {
         if ((host_.capability(u.name) || host_.model(u.name)) && !usedResources_.count(u.name)) {

@@ -573,9 +573,12 @@ void Generator::statement(const Stmt& s) {
             return;  // the register stays allocated for the rest of the block
         }
         case StmtKind::Assign: {
-            const Local* local = findLocal(s.name);
-            if (!local) throw LimitExceeded{fmt::format("internal: unknown variable '{}'", s.name)};
-            assign(s, *local);
+            const Local* found = findLocal(s.name);
+            if (!found) throw LimitExceeded{fmt::format("internal: unknown variable '{}'", s.name)};
+            // A copy: compiling the value may declare locals (a loop variable), which can move
+            // locals_ and leave a pointer into it dangling.
+            Local local = *found;
+            assign(s, local);
             break;
         }
         case StmtKind::Return:
