@@ -609,12 +609,15 @@ dispatch:
         if (index < 0 || static_cast<uint64_t>(index) >= list.items.size())
             FAIL_WITH(malformed("a loop index outside its list"));
         const Value& item = list.items[static_cast<size_t>(index)];
-        if (w[0].tags() == kNoTags) {
+        if (w[0].tags() == kNoTags && w[0].prov() == kNoProv) {
             R[INS.a] = item;
         } else {
+            // The loop variable is read out of the list: it carries the list's labels too.
             TagSetId t;
             UNITE_TAGS(t, item.tags(), w[0].tags());
-            R[INS.a] = item.withLabels(t, item.prov());
+            std::optional<ProvId> p = heap.uniteProv(item.prov(), w[0].prov());
+            if (!p) FAIL_HEAP();
+            R[INS.a] = item.withLabels(t, *p);
         }
         DISPATCH();
     }
