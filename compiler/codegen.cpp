@@ -787,24 +787,25 @@ std::optional<size_t> Generator::branchUnless(const Expr& cond, bool negate) {
 }
 
 void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
-    // An if whose type is Unit (no else, or branches of different types) has the value Unit.
-    bool wantValue = dest != kNoReg && !isKind(typeOf(e), ValueType::Unit);
+    // An if whose type is Unit (no else, or branches of different types) has the value Unit,
+    // labelled with the condition like any if's value (docs/language.md "Labels, exactly").
+    bool needValue = dest != kNoReg;
+    bool wantValue = needValue && !isKind(typeOf(e), ValueType::Unit);
     uint16_t branchDest = wantValue ? dest : kNoReg;
     bool tracksPc = readsPc(*e.thenBlock) || (e.elseBlock && readsPc(*e.elseBlock)) || (e.elseIf && readsPc(*e.elseIf));
     // `if a < b { break }`: the fused branch's own JMP is the break (to the loop's exit), taken
     // when the comparison holds — one instruction per iteration instead of a branch and a JMP.
     const Block& then = *e.thenBlock;
-    if (!wantValue && !tracksPc && !e.elseIf && !e.elseBlock && !loops_.empty() && then.stmts.size() == 1 &&
+    if (!needValue && !tracksPc && !e.elseIf && !e.elseBlock && !loops_.empty() && then.stmts.size() == 1 &&
         then.stmts[0]->kind == StmtKind::Break) {
         if (std::optional<size_t> exit = branchUnless(*e.cond, /*negate=*/true)) {
             loops_.back().breaks.push_back(*exit);
-            if (dest != kNoReg) emitABC(Op::LOADUNIT, dest);
             return;
         }
     }
     // The condition's Bool is needed after the branch only for its tags: by PCENTER, or by the
     // value's ADDLABELS. Otherwise a comparison compiles to a fused compare-and-branch.
-    std::optional<size_t> fused = wantValue || tracksPc ? std::nullopt : branchUnless(*e.cond);
+    std::optional<size_t> fused = needValue || tracksPc ? std::nullopt : branchUnless(*e.cond);
     uint16_t cond = kNoReg;
     uint16_t savedPc = kNoReg;
     size_t toElse;
@@ -812,7 +813,7 @@ void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
         toElse = *fused;
     } else {
         // The condition is copied when its tags are needed after the branches, which may reassign it.
-        if (wantValue) {
+        if (needValue) {
             cond = allocReg();
             expr(*e.cond, cond);
         } else {
@@ -834,12 +835,14 @@ void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
     }
     if (hasElse) patchJump(toEnd, here());
     pcLeave(savedPc);
-    if (wantValue) emitABC(Op::ADDLABELS, dest, cond);
-    else if (dest != kNoReg) emitABC(Op::LOADUNIT, dest);
+    if (!needValue) return;
+    if (!wantValue) emitABC(Op::LOADUNIT, dest);
+    emitABC(Op::ADDLABELS, dest, cond);
 }
 
 void Generator::matchExpr(const MatchExpr& e, uint16_t dest) {
-    bool wantValue = dest != kNoReg && !isKind(typeOf(e), ValueType::Unit);
+    bool needValue = dest != kNoReg;
+    bool wantValue = needValue && !isKind(typeOf(e), ValueType::Unit);  // as for if
     uint16_t armDest = wantValue ? dest : kNoReg;
     // A variable's own register when no arm reassigns it (its tags are read after the arms, by
     // ADDLABELS); otherwise a copy, as for any other expression.
@@ -877,8 +880,9 @@ void Generator::matchExpr(const MatchExpr& e, uint16_t dest) {
     if (!hasDefault && wantValue) emitABC(Op::LOADUNIT, dest);
     for (size_t j : toEnd) patchJump(j, here());
     pcLeave(savedPc);
-    if (wantValue) emitABC(Op::ADDLABELS, dest, subject);
-    else if (dest != kNoReg) emitABC(Op::LOADUNIT, dest);
+    if (!needValue) return;
+    if (!wantValue) emitABC(Op::LOADUNIT, dest);
+    emitABC(Op::ADDLABELS, dest, subject);
 }
 
 void Generator::forExpr(const ForExpr& e, uint16_t dest) {
