@@ -119,6 +119,9 @@ struct VarInfo {
     TypeRef type;
     Taint taint;
     bool isMutable;
+    // A `var`'s declaration: the identity under which a loop carries its taint from one iteration
+    // (and one analysis pass) to the next. Null for everything immutable.
+    const void* decl = nullptr;
 };
 
 // Lexical scopes: a chain of small tables, innermost first.
@@ -142,6 +145,13 @@ public:
         for (const Scope* s = this; s; s = s->parent_)
             for (const auto& [n, v] : s->vars_) out.push_back(n);
         return out;
+    }
+    // Calls f(VarInfo&) for every visible `var` (shadowed ones too: they are still assignable
+    // before the shadowing declaration in a later iteration).
+    template <class F> void forEachVar(F&& f) {
+        for (Scope* s = this; s; s = s->parent_)
+            for (auto& [n, v] : s->vars_)
+                if (v.decl) f(v);
     }
 
 private:
@@ -315,6 +325,26 @@ private:
     std::map<const CallExpr*, SiteRecord> sites_;
     std::map<std::pair<std::string, std::string>, FlowRecord> flows_;
     bool recursive_ = false;
+
+    // Loop-carried taint. A loop body is walked once per pass, but at run time a `var` assigned
+    // late in the body is read early in the next iteration: `for ... { a = b; b = secret }` leaves
+    // `a` secret after two iterations. So analyseFn walks a function until, for every loop, the
+    // taint each outer `var` has at the end of the body (recorded here, keyed by the loop and the
+    // var's declaration) is already what the body started with. The passes before the last are
+    // dry: they report nothing and record nothing for the manifest.
+    struct LoopCarry {
+        std::unordered_map<const void*, Taint> vars;
+    };
+    struct FnPasses {
+        std::unordered_map<NodeId, LoopCarry> loops;
+        bool changed = false;  // a pass grew some carried taint: another pass is needed
+    };
+    FnPasses* passes_ = nullptr;  // of the function being walked
+    bool dry_ = false;
+    static constexpr int kMaxPasses = 64;
+    void carryIntoLoop(const ForExpr& e, Scope& outer);
+    void carryOutOfLoop(const ForExpr& e, Scope& outer);
+    static bool hasLoopCarriedVars(const Block& body);
     bool inTest_ = false;
     // CheckerOptions::interrupted: polled every kPollInterval expressions; once it said stop, the
     // walk returns Never for every expression and reports nothing more.
@@ -323,8 +353,8 @@ private:
     bool stopped_ = false;
 
     struct FnFrame {
-        const FnDecl* fn;
-        TypeRef ret;
+        const FnDecl* fn = nullptr;
+        TypeRef ret = nullptr;
         std::vector<Taint> returns;
     };
     std::vector<FnFrame> fnStack_;
@@ -342,7 +372,7 @@ private:
 
     void report(DiagCode code, std::string message, const Span& span, std::string hint = {},
                 std::vector<std::string> notes = {}, nlohmann::ordered_json details = nullptr) {
-        if (stopped_) return;
+        if (stopped_ || dry_) return;
         Diagnostic d =
             makeDiagnostic(code, std::move(message), opts_.programFile, span, std::move(hint), std::move(notes));
         d.details = std::move(details);
@@ -642,26 +672,56 @@ bool Checker::isEffectfulCall(const CallExpr& call) const {
 // ---------------------------------------------------------------- functions
 
 FnSummary Checker::analyseFn(const FnDecl& fn, const std::vector<Info>& args, const Taint& pc, bool record) {
-    std::string key = fn.name + "|" + (record ? "r|" : "t|") + freeze(pc);
+    record = record && !dry_;
+    std::string key = fn.name + "|" + (dry_ ? "d|" : record ? "r|" : "t|") + freeze(pc);
     for (const Info& a : args) key += "|" + freeze(a.taint);
     if (auto it = fnCache_.find(key); it != fnCache_.end()) return it->second;
     TypeRef ret = fn.ret ? resolve(*fn.ret) : arena_.unit();
     fnCache_[key] = FnSummary{ret, {}, {}};  // a guard while the body is analysed (recursion is E0402)
     if (record) analysedFns_.insert(fn.name);
 
-    Scope scope(nullptr);
-    for (size_t i = 0; i < fn.params.size(); ++i) {
-        TypeRef t = resolve(*fn.params[i].type);
-        Taint taint = i < args.size() ? args[i].taint : Taint{};
-        scope.define(fn.params[i].name, VarInfo{t, std::move(taint), false});
-    }
-    fnStack_.push_back(FnFrame{&fn, ret, {}});
+    FnPasses passes;
+    FnPasses* outerPasses = std::exchange(passes_, &passes);
+    bool outerDry = dry_;
     bool savedInTest = inTest_;
     inTest_ = false;
-    Info body = block(*fn.body, Ctx{&scope, pc, 0, record});
+    // One walk of the body with fresh scopes; the loop-carried taint in `passes` persists.
+    auto walk = [&](bool finalPass, FnFrame& frame) {
+        dry_ = outerDry || !finalPass;
+        passes.changed = false;
+        Scope scope(nullptr);
+        for (size_t i = 0; i < fn.params.size(); ++i) {
+            TypeRef t = resolve(*fn.params[i].type);
+            Taint taint = i < args.size() ? args[i].taint : Taint{};
+            scope.define(fn.params[i].name, VarInfo{t, std::move(taint), false});
+        }
+        fnStack_.push_back(FnFrame{&fn, ret, {}});
+        Info info = block(*fn.body, Ctx{&scope, pc, 0, record && finalPass});
+        frame = std::move(fnStack_.back());
+        fnStack_.pop_back();
+        return info;
+    };
+    FnFrame frame;
+    Info body;
+    int pass = 0;
+    for (bool converged = !hasLoopCarriedVars(*fn.body); !converged && pass < kMaxPasses; ++pass) {
+        body = walk(false, frame);
+        converged = !passes.changed;
+    }
+    if (pass == kMaxPasses) {
+        dry_ = outerDry;
+        report(DiagCode::E0003,
+               fmt::format("the flow analysis of '{}' did not settle after {} passes over its loops", fn.name,
+                           kMaxPasses),
+               fn.nameSpan, "split the loops that pass values between many variables into smaller functions", {},
+               {{"limit", "flow_passes"}, {"value", kMaxPasses}});
+    }
+    // The last walk reports and records (unless an enclosing walk is dry, in which case the
+    // converged dry walk is the result).
+    if (!outerDry || pass == 0) body = walk(true, frame);
+    dry_ = outerDry;
+    passes_ = outerPasses;
     inTest_ = savedInTest;
-    FnFrame frame = std::move(fnStack_.back());
-    fnStack_.pop_back();
 
     Taint taint = body.taint;
     for (const Taint& r : frame.returns) unionInto(taint, r);
@@ -763,7 +823,7 @@ Info Checker::statement(const Stmt& s, const Ctx& ctx) {
                 report(DiagCode::E0112, fmt::format("'{}' is already defined in this block", s.name), s.nameSpan,
                        "choose a different name, or declare it with var and assign to it");
             Taint taint = s.isVar ? unite(v.taint, ctx.pc) : v.taint;
-            ctx.scope->define(s.name, VarInfo{t, std::move(taint), s.isVar});
+            ctx.scope->define(s.name, VarInfo{t, std::move(taint), s.isVar, s.isVar ? &s : nullptr});
             return Info{arena_.unit(), {}, std::move(v.eff)};
         }
         case StmtKind::Assign: {
@@ -1098,6 +1158,7 @@ Info Checker::forExpr(const ForExpr& e, const Ctx& ctx) {
                    {fmt::format("'{}' has type {}", shortSource(*e.iter), showType(it.type))});
     }
     uint64_t times = static_cast<uint64_t>(std::max<int64_t>(0, *n));
+    carryIntoLoop(e, *ctx.scope);
     Scope inner(ctx.scope);
     inner.define(e.var, VarInfo{elem, it.taint, false});
     Taint pc = unite(ctx.pc, it.taint);
@@ -1111,11 +1172,102 @@ Info Checker::forExpr(const ForExpr& e, const Ctx& ctx) {
         unionInto(pc, w.taint);
     }
     Info body = block(*e.body, Ctx{&inner, pc, ctx.loopDepth + 1, ctx.record});
+    carryOutOfLoop(e, *ctx.scope);
     addInto(perIteration, body.eff);
     Effects eff = sum(it.eff, scaled(perIteration, times));
     // A body of type Never never produces an element (it always returns or breaks, or the loop
     // runs over `[]`, whose variable is Never): the list is List[Never], which fits any list type.
     return Info{arena_.list(body.type, static_cast<int64_t>(times)), unite(body.taint, it.taint), std::move(eff)};
+}
+
+// Before a loop's filter and body: what the outer vars carried out of an iteration in the last pass.
+void Checker::carryIntoLoop(const ForExpr& e, Scope& outer) {
+    if (!passes_) return;
+    auto it = passes_->loops.find(e.id);
+    if (it == passes_->loops.end()) return;
+    outer.forEachVar([&](VarInfo& v) {
+        if (auto c = it->second.vars.find(v.decl); c != it->second.vars.end()) unionInto(v.taint, c->second);
+    });
+}
+
+// After the body: record what the outer vars carry into the next iteration; a growth means the
+// body must be walked again.
+void Checker::carryOutOfLoop(const ForExpr& e, Scope& outer) {
+    if (!passes_) return;
+    LoopCarry& carry = passes_->loops[e.id];
+    outer.forEachVar([&](VarInfo& v) {
+        Taint& carried = carry.vars[v.decl];
+        for (const auto& [tag, origins] : v.taint) {
+            std::set<std::string>& known = carried[tag];
+            size_t before = known.size();
+            known.insert(origins.begin(), origins.end());
+            if (known.size() != before) passes_->changed = true;
+        }
+    });
+}
+
+// Does some loop in `b` assign a variable (so its taint may travel from one iteration to the next)?
+bool Checker::hasLoopCarriedVars(const Block& b) {
+    bool found = false;
+    std::function<void(const Block&, bool)> inBlock;
+    std::function<void(const Expr&, bool)> inExpr = [&](const Expr& e, bool inLoop) {
+        if (found) return;
+        switch (e.kind) {
+            case ExprKind::Interp:
+                for (const InterpPart& p : e.as<InterpExpr>().parts)
+                    if (p.expr) inExpr(*p.expr, inLoop);
+                return;
+            case ExprKind::Field: inExpr(*e.as<FieldExpr>().object, inLoop); return;
+            case ExprKind::Index:
+                inExpr(*e.as<IndexExpr>().object, inLoop);
+                inExpr(*e.as<IndexExpr>().index, inLoop);
+                return;
+            case ExprKind::List:
+                for (const ExprPtr& x : e.as<ListExpr>().items) inExpr(*x, inLoop);
+                return;
+            case ExprKind::Record:
+                for (const RecordField& f : e.as<RecordExpr>().fields) inExpr(*f.value, inLoop);
+                return;
+            case ExprKind::Unary: inExpr(*e.as<UnaryExpr>().operand, inLoop); return;
+            case ExprKind::Binary:
+                inExpr(*e.as<BinaryExpr>().left, inLoop);
+                inExpr(*e.as<BinaryExpr>().right, inLoop);
+                return;
+            case ExprKind::Call:
+                for (const CallArg& a : e.as<CallExpr>().args) inExpr(*a.value, inLoop);
+                if (e.as<CallExpr>().fallback) inExpr(*e.as<CallExpr>().fallback, inLoop);
+                return;
+            case ExprKind::If: {
+                const auto& i = e.as<IfExpr>();
+                inExpr(*i.cond, inLoop);
+                inBlock(*i.thenBlock, inLoop);
+                if (i.elseIf) inExpr(*i.elseIf, inLoop);
+                if (i.elseBlock) inBlock(*i.elseBlock, inLoop);
+                return;
+            }
+            case ExprKind::For: {
+                const auto& f = e.as<ForExpr>();
+                inExpr(*f.iter, inLoop);
+                if (f.filter) inExpr(*f.filter, true);
+                inBlock(*f.body, true);
+                return;
+            }
+            case ExprKind::Match:
+                inExpr(*e.as<MatchExpr>().subject, inLoop);
+                for (const MatchArm& a : e.as<MatchExpr>().arms) inBlock(*a.body, inLoop);
+                return;
+            default: return;
+        }
+    };
+    inBlock = [&](const Block& block, bool inLoop) {
+        for (const StmtPtr& st : block.stmts) {
+            if (found) return;
+            if (inLoop && st->kind == StmtKind::Assign) found = true;
+            if (st->value) inExpr(*st->value, inLoop);
+        }
+    };
+    inBlock(b, false);
+    return found;
 }
 
 Info Checker::matchExpr(const MatchExpr& e, const Ctx& ctx) {
