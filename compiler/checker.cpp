@@ -796,13 +796,15 @@ Info Checker::statements(const std::vector<StmtPtr>& stmts, size_t from, const C
                 IfParts parts = ifParts(e, ctx);
                 raisePc(parts.cond.taint);  // strict: the rest runs only because the guard held
                 noteType(e, arena_.unit());
-                Effects rest;
-                if (!(thenReturns && elseReturns)) rest = statements(stmts, i + 1, ctx).eff;
+                // The block's value is the rest's (unreachable, Never, when both branches return).
+                Info restInfo{arena_.never(), {}, {}};
+                if (!(thenReturns && elseReturns)) restInfo = statements(stmts, i + 1, ctx);
+                const Effects& rest = restInfo.eff;
                 Effects branch;
                 if (thenReturns && !elseReturns) branch = maxOf(parts.thenInfo.eff, sum(parts.elseInfo.eff, rest));
                 else if (elseReturns && !thenReturns) branch = maxOf(sum(parts.thenInfo.eff, rest), parts.elseInfo.eff);
                 else branch = maxOf(parts.thenInfo.eff, parts.elseInfo.eff);
-                return Info{arena_.unit(), {}, sum(sum(eff, parts.cond.eff), branch)};
+                return Info{restInfo.type, std::move(restInfo.taint), sum(sum(eff, parts.cond.eff), branch)};
             }
         }
         Info info = statement(s, ctx);
@@ -1033,7 +1035,8 @@ Info Checker::exprInner(const Expr& e, const Ctx& ctx) {
                     noteValueless(e, fmt::format("it has no 'else' branch (its 'then' branch has type {})",
                                                  showType(parts.thenInfo.type)),
                                   "add an else branch of the same type, or use the 'if' as a statement");
-                return Info{arena_.unit(), {}, sum(parts.cond.eff, parts.thenInfo.eff)};
+                // Its Unit value still carries the condition (docs/language.md "Labels, exactly").
+                return Info{arena_.unit(), parts.cond.taint, sum(parts.cond.eff, parts.thenInfo.eff)};
             }
             TypeRef t = joinTypes(arena_, parts.thenInfo.type, parts.elseInfo.type);
             if (!t) {
