@@ -1507,9 +1507,14 @@ Info Checker::capabilityCall(const CallExpr& e, const Capability& cap, const Ctx
         auto& reasons = site->info.reasons;
         if (std::find(reasons.begin(), reasons.end(), reason) == reasons.end()) reasons.push_back(reason);
     };
+    const Grant* grant = opts_.policy ? opts_.policy->grantFor(name) : nullptr;
     if (cap.approvalAlways && site) {
         site->info.approval = Approval::Always;
         addReason("host requires approval for every call");
+    }
+    if (grant && grant->approvalAlways && site) {
+        site->info.approval = Approval::Always;
+        addReason("policy requires approval for every call");
     }
     const Taint pc = pcAt(ctx);
     Taint all = pc;
@@ -1555,7 +1560,14 @@ Info Checker::capabilityCall(const CallExpr& e, const Capability& cap, const Ctx
                 denied = deniedByControl;
             }
             bool needsApproval = false;
-            for (const std::string& t : p.approve) {
+            // The host's approve tags, then those the policy adds for this parameter.
+            std::vector<std::string> approveTags = p.approve;
+            if (grant)
+                if (auto extra = grant->approve.find(p.name); extra != grant->approve.end())
+                    for (const std::string& t : extra->second)
+                        if (std::find(approveTags.begin(), approveTags.end(), t) == approveTags.end())
+                            approveTags.push_back(t);
+            for (const std::string& t : approveTags) {
                 bool viaData = data.count(t) > 0;
                 bool viaControl = pc.count(t) > 0;
                 if (!viaData && !viaControl) continue;
