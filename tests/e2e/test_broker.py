@@ -14,7 +14,7 @@ import json
 import os
 import re
 
-from harness import REMIT, REMITVM, Workspace, expect, main, run
+from harness import REMIT, REMITVM, Workspace, canonical, expect, main, read_trace, run
 
 HOST = """input note tags private
 
@@ -31,10 +31,6 @@ capability pay.send(amount: Float approve private, memo: Str)
 
 model llm cost 0.01
 """
-
-
-def canonical(x):
-    return json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def digest_of(program_hash, site, resource, args):
@@ -58,11 +54,7 @@ def workspace(program, fixtures=None, policy=None):
 def trace_of(ws, result):
     m = re.search(r"^trace: (\S+)  \(spent \$([0-9.]+), (\d+) call\(s\), mode (.+)\)$", result.err.splitlines()[-1])
     expect(m is not None, "the last stderr line names the trace", result)
-    path = ws.path / m.group(1)
-    events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    for line in path.read_text(encoding="utf-8").splitlines():
-        expect(line == canonical(json.loads(line)), f"trace lines are canonical JSON: {line}")
-    return events, m
+    return read_trace(ws.path / m.group(1)), m
 
 
 def calls(events):
