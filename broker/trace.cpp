@@ -112,7 +112,7 @@ bool isLowerHex(const std::string& s, size_t n) {
            std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-TraceFile readTrace(const std::string& path, TraceCheck check) {
+TraceFile readTrace(const std::string& path, TraceCheck check, size_t maxRecords) {
     TraceFile out;
     std::ifstream in(path, std::ios::binary);
     if (!in) {
@@ -128,7 +128,7 @@ TraceFile readTrace(const std::string& path, TraceCheck check) {
     std::string line, chain;
     bool chained = true;  // false: a trace written before chains, read with AllowUnchained
     size_t lineNo = 0;
-    while (std::getline(in, line)) {
+    while (out.events.size() < maxRecords && std::getline(in, line)) {
         ++lineNo;
         bool complete = !in.eof();  // the line ended with a newline
         nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
@@ -154,6 +154,7 @@ TraceFile readTrace(const std::string& path, TraceCheck check) {
         if (canonicalJson(event) != line) return damaged(lineNo, "damaged record: it is not in the canonical form remitvm writes");
         auto c = event.find("chain");
         if (lineNo == 1 && c == event.end()) {
+            out.unchained = true;
             if (check == TraceCheck::Verify)
                 return damaged(lineNo, "the trace has no record checksums (\"chain\"), so it cannot be verified; it "
                                        "was written by an older remitvm or edited");

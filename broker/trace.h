@@ -76,12 +76,15 @@ struct TraceFile {
     std::vector<size_t> lines;
     std::string error;
     std::string warning;
+    bool unchained = false;  // written before record checksums (refused, or shown unverified)
 };
 enum class TraceCheck {
     Verify,          // resume, replay, approve: a trace without chains is refused
     AllowUnchained,  // `remitvm trace`: one written before chains is shown, with a warning
 };
-TraceFile readTrace(const std::string& path, TraceCheck check = TraceCheck::Verify);
+// `maxRecords` stops after that many records (the first record alone names a run and its parent).
+TraceFile readTrace(const std::string& path, TraceCheck check = TraceCheck::Verify,
+                    size_t maxRecords = static_cast<size_t>(-1));
 
 // Ids read from files name paths (`runs/<id>.jsonl`, `runs/<root>.lock`), so they are checked
 // against their exact formats before use. A run id: YYYYMMDD-HHMMSS-xxxxxx (6 lowercase hex).

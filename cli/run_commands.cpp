@@ -739,7 +739,10 @@ bool readRecordedRun(std::string_view tool, const Args& args, const std::string&
     TraceFile trace = readTrace(path);
     if (!trace.error.empty()) {
         fmt::print(stderr, "{}: error: {}\n", tool, trace.error);
-        fmt::print(stderr, "  hint: a trace is written only by remitvm; restore the original file\n");
+        if (trace.unchained)
+            fmt::print(stderr, "  hint: run the program again; `{} trace {}` still shows the old run\n", tool, run);
+        else
+            fmt::print(stderr, "  hint: a trace is written only by remitvm; restore the original file\n");
         return false;
     }
     if (!trace.warning.empty()) fmt::print(stderr, "{}: warning: {}\n", tool, trace.warning);
@@ -753,19 +756,27 @@ bool readRecordedRun(std::string_view tool, const Args& args, const std::string&
 }
 
 // The newest run that continues `runId` (resumes of resumes), so that resuming an old run id again
-// answers every call any of its resumes made from a trace. `runId` itself when none does. Only
-// traces whose name is their run id and whose ids are well formed count (their first line is read
-// unverified here; the trace chosen is verified when it is read).
-std::string newestResumeOf(const std::filesystem::path& runsDir, const std::string& runId) {
+// answers every call any of its resumes made from a trace: `runId` itself when none does. Only the
+// first record of each trace is read (verified); only traces named by their own well-formed run id
+// count. A trace whose first line is missing or cut short is a run that never started and is
+// skipped; one whose first line is damaged could be a resume of this run, so it stops the resume
+// (exit 2): continuing from an older record could send again what that run recorded as done.
+std::optional<std::string> newestResumeOf(std::string_view tool, const std::filesystem::path& runsDir,
+                                          const std::string& runId) {
     std::map<std::string, std::string> newestChild;  // resumed_from -> newest run id (ids sort by time)
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(runsDir, ec)) {
         if (entry.path().extension() != ".jsonl") continue;
-        std::ifstream in(entry.path());
-        std::string first;
-        if (!std::getline(in, first)) continue;
-        nlohmann::json start = nlohmann::json::parse(first, nullptr, false);
-        if (!start.is_object()) continue;
+        TraceFile first = readTrace(entry.path().string(), TraceCheck::AllowUnchained, 1);
+        if (!first.error.empty()) {
+            fmt::print(stderr, "{}: error: cannot tell which run {} continues: {}\n", tool, entry.path().string(),
+                       first.error);
+            fmt::print(stderr, "  hint: restore the file, or move it out of {} to resume other runs\n",
+                       runsDir.string());
+            return std::nullopt;
+        }
+        if (first.events.empty()) continue;
+        const nlohmann::json& start = first.events[0];
         std::string parent = stringField(start, "resumed_from"), id = stringField(start, "run_id");
         if (!isRunId(parent) || id != entry.path().stem().string() || !isRunId(id)) continue;
         std::string& child = newestChild[parent];
@@ -839,7 +850,9 @@ int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
         return kFailure;
     }
     std::string recordedRun = plan.start["run_id"].get<std::string>();
-    std::string newest = newestResumeOf(runsDir, recordedRun);
+    std::optional<std::string> found = newestResumeOf(tool, runsDir, recordedRun);
+    if (!found) return kUsage;
+    std::string newest = *found;
     if (newest != recordedRun)
         fmt::print(stderr, "note: run {} was resumed as {}; continuing from {}\n", recordedRun, newest, newest);
     if (newest != recordedRun || plan.replayUnfinished) {

@@ -13,8 +13,7 @@ import signal
 import subprocess
 import sys
 
-from harness import (REMITVM, Workspace, canonical, expect, idempotency_key, main, read_trace, run,
-                     write_trace)
+from harness import REMITVM, Result, Workspace, expect, idempotency_key, main, read_trace, run, write_trace
 
 ADAPTERS = pathlib.Path(__file__).resolve().parent / "adapters"
 ADAPTER = f"{sys.executable} {ADAPTERS / 'dedup_adapter.py'}"
@@ -83,7 +82,6 @@ def env_for(ws, kill=None):
 def remitvm(ws, *args, kill=None, preexec=None, timeout=60):
     proc = subprocess.run([REMITVM, *map(str, args)], cwd=ws.path, capture_output=True, timeout=timeout,
                           env=env_for(ws, kill), preexec_fn=preexec)
-    from harness import Result
     return Result(proc)
 
 
@@ -187,6 +185,32 @@ def test_damaged_or_forged_records_are_refused_by_their_line():
         trace.write_text(original)
         r = remitvm(ws, "resume", trace.stem)
         expect(r.code == 0, "the undamaged trace resumes", r)
+        # The first record of a resume is damaged: it might continue this run, so resuming the run
+        # from its older record (and sending again what the resume did) is refused too.
+        [resumed] = [t for t in traces(ws) if t != trace]
+        text = resumed.read_text()
+        resumed.write_text(text.replace('"event":"run_start"', '"event":"run_stArt"', 1))
+        sent = len(service_log(ws, "replies.jsonl")) + len(service_log(ws, "repeats.jsonl"))
+        r = remitvm(ws, "resume", trace.stem)
+        expect(r.code == 2 and f"cannot tell which run .remit/runs/{resumed.name} continues" in r.err and
+               f"{resumed.name}:1: damaged record" in r.err, "a damaged first record stops the resume", r)
+        expect(len(service_log(ws, "replies.jsonl")) + len(service_log(ws, "repeats.jsonl")) == sent, "nothing sent")
+
+
+def test_a_trace_without_checksums_is_shown_but_not_acted_on():
+    with workspace(PAGES) as ws:
+        r = remitvm(ws, "run", "prog.rmt", "--adapter", ADAPTER, kill="2:after")
+        [trace] = traces(ws)
+        # As a remitvm before record checksums wrote it: the same records, no chain.
+        trace.write_text("".join(json.dumps(e, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+                                 for e in read_trace(trace)))
+        for command in ("resume", "replay"):
+            r = remitvm(ws, command, trace.stem)
+            expect(r.code == 2 and f"{trace.stem}.jsonl:1: the trace has no record checksums" in r.err and
+                   "hint: run the program again" in r.err, f"{command} refuses it", r)
+        r = remitvm(ws, "trace", trace.stem)
+        expect(r.code == 0 and "in flight: web.fetch" in r.out and "shown unverified" in r.err, "trace shows it", r)
+        expect(len(service_log(ws, "replies.jsonl")) == 2 and not service_log(ws, "repeats.jsonl"), "nothing sent")
 
 
 def test_ids_from_a_trace_never_name_paths_outside_the_state_directory():
