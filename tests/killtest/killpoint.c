@@ -36,9 +36,10 @@ static int (*realRename)(const char*, const char*);
 static void setup(void) {
     if (active >= 0) return;
     active = 0;
-    realWrite = (ssize_t(*)(int, const void*, size_t))dlsym(RTLD_NEXT, "write");
-    realFsync = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
-    realRename = (int (*)(const char*, const char*))dlsym(RTLD_NEXT, "rename");
+    /* The POSIX idiom for a function pointer from dlsym (ISO C has no such conversion). */
+    *(void**)&realWrite = dlsym(RTLD_NEXT, "write");
+    *(void**)&realFsync = dlsym(RTLD_NEXT, "fsync");
+    *(void**)&realRename = dlsym(RTLD_NEXT, "rename");
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) return;
