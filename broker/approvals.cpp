@@ -14,6 +14,7 @@
 
 #include "runtime/canonical_json.h"
 #include "runtime/hash.h"
+#include "runtime/json_text.h"
 
 namespace remit {
 
@@ -25,6 +26,9 @@ std::string approvalDigest(const std::string& programHash, const std::string& si
 }
 
 namespace {
+
+// The largest approval store read: thousands of pending calls with their arguments fit easily.
+constexpr size_t kMaxStoreBytes = size_t(64) << 20;
 
 double unixNow() {
     using namespace std::chrono;
@@ -55,12 +59,18 @@ private:
 }  // namespace
 
 bool ApprovalStore::load(std::string& error) {
-    std::ifstream in(path_, std::ios::binary);
-    if (!in) return true;  // no store yet
-    std::stringstream text;
-    text << in.rdbuf();
-    nlohmann::json parsed = nlohmann::json::parse(text.str(), nullptr, false);
-    if (parsed.is_discarded() || !parsed.is_object()) {
+    // A regular file of bounded size and nesting (runtime/json_text.h), so a FIFO, a device or a
+    // store nested 200,000 deep is an error, never a hang or a crash.
+    bool missing = false;
+    std::string problem;
+    std::optional<nlohmann::json> doc = readJsonFile(path_, kMaxStoreBytes, "an approval store", problem, &missing);
+    if (!doc && missing) return true;  // no store yet
+    if (!doc) {
+        error = fmt::format("{} is not a valid approval store: {}", path_, problem);
+        return false;
+    }
+    nlohmann::json& parsed = *doc;
+    if (!parsed.is_object()) {
         error = fmt::format("{} is not a valid approval store (expected a JSON object)", path_);
         return false;
     }

@@ -14,8 +14,18 @@
 #include <sstream>
 
 #include "runtime/canonical_json.h"
+#include "runtime/files.h"
+#include "runtime/json_text.h"
 
 namespace remit {
+
+namespace {
+
+// The largest trace read back: every call's arguments and result, for runs far longer than any
+// bounded program makes.
+constexpr size_t kMaxTraceBytes = size_t(1) << 30;
+
+}  // namespace
 
 TraceWriter::~TraceWriter() {
     if (file_) std::fclose(file_);
@@ -54,16 +64,29 @@ void TraceWriter::sync() {
 
 TraceFile readTrace(const std::string& path) {
     TraceFile out;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        out.error = fmt::format("cannot read {}", path);
+    // A regular file of bounded size (runtime/files.h): a FIFO or a device is an error, not a hang.
+    std::string text;
+    if (std::optional<FileProblem> problem = readRegularFile(path, kMaxTraceBytes, text)) {
+        out.error = problem->message;
         return out;
     }
+    if (text.size() > kMaxTraceBytes) {
+        out.error = tooLargeMessage(path, kMaxTraceBytes, "a trace");
+        return out;
+    }
+    std::istringstream in(std::move(text));
     std::string line;
     size_t lineNo = 0;
     while (std::getline(in, line)) {
         ++lineNo;
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        // Nesting is bounded before the line is parsed (runtime/json_text.h): the events are copied
+        // and compared recursively later.
+        if (jsonNestsDeeperThan(line, kMaxJsonNesting)) {
+            out.error = fmt::format("{}:{}: the event is nested deeper than {} levels", path, lineNo, kMaxJsonNesting);
+            out.events.clear();
+            return out;
+        }
         nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
         if (event.is_discarded() && in.eof()) {  // the last line, without its newline
             out.warning = fmt::format("{}:{}: the last line is cut short (the run stopped while writing it); it is "

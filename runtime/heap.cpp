@@ -17,6 +17,9 @@ size_t strBufferBytes(size_t capacity) { return capacity <= std::string().capaci
 
 size_t listBufferBytes(size_t capacity) { return capacity * sizeof(Value); }
 
+// count * size, or SIZE_MAX when that does not fit: what an impossible request needed, for messages.
+size_t saturatingBytes(size_t count, size_t size) { return count > SIZE_MAX / size ? SIZE_MAX : count * size; }
+
 // Capacity after growth: at least double, so n appends cost O(n) in total.
 size_t grownCapacity(size_t current, size_t needed) { return std::max({needed, current * 2, size_t(4)}); }
 
@@ -52,6 +55,16 @@ void Heap::credit(size_t bytes) {
 
 void Heap::fail(RuntimeError error) {
     if (!error_) error_ = std::move(error);
+}
+
+void Heap::failAllocation(size_t bytes) {
+    // Not the run's budget: the process could not get the memory at all. Saying "max_memory"
+    // here would send the user to raise a limit the run was within.
+    fail(RuntimeError{DiagCode::R0701,
+                      fmt::format("out of memory: the system could not allocate {} bytes (the run held {} bytes, "
+                                  "within its max_memory of {} bytes)",
+                                  bytes, live_, budget_),
+                      nlohmann::ordered_json{{"limit", "system_memory"}, {"value", bytes}}});
 }
 
 void Heap::failMemory(size_t needed) {
@@ -98,7 +111,7 @@ Object* Heap::allocate(ValueKind kind, size_t charged) {
         return object;
     } catch (const std::bad_alloc&) {
         credit(charged);
-        failMemory(charged);
+        failAllocation(charged);
         return nullptr;
     }
 }
@@ -145,7 +158,7 @@ std::optional<Value> Heap::makeStr(std::string_view bytes, TagSetId tags, ProvId
     try {
         object->bytes.assign(bytes);
     } catch (const std::bad_alloc&) {
-        failMemory(bytes.size());
+        failAllocation(bytes.size());
         return std::nullopt;
     }
     return out;
@@ -153,7 +166,7 @@ std::optional<Value> Heap::makeStr(std::string_view bytes, TagSetId tags, ProvId
 
 std::optional<Value> Heap::newList(size_t capacity, TagSetId tags, ProvId prov) {
     if (capacity > kMaxMemoryBudget / sizeof(Value)) {
-        failMemory(kMaxMemoryBudget);
+        failMemory(saturatingBytes(capacity, sizeof(Value)));
         return std::nullopt;
     }
     auto* object = allocate<ListObject>(ValueKind::List, sizeof(ListObject) + listBufferBytes(capacity));
@@ -162,7 +175,7 @@ std::optional<Value> Heap::newList(size_t capacity, TagSetId tags, ProvId prov) 
     try {
         object->items.reserve(capacity);
     } catch (const std::bad_alloc&) {
-        failMemory(listBufferBytes(capacity));
+        failAllocation(listBufferBytes(capacity));
         return std::nullopt;
     }
     return out;
@@ -233,7 +246,7 @@ std::optional<Value> Heap::makeRecord(const RecordShape* shape, std::span<const 
         object->values.reserve(values.size());
         object->values.assign(values.begin(), values.end());
     } catch (const std::bad_alloc&) {
-        failMemory(listBufferBytes(values.size()));
+        failAllocation(listBufferBytes(values.size()));
         return std::nullopt;
     }
     object->shape = shape;
@@ -271,7 +284,7 @@ bool Heap::growBuffer(Object& object, Buffer& buffer, size_t needed, size_t maxE
         buffer.swap(fresh);
     } catch (const std::bad_alloc&) {
         credit(extra);
-        failMemory(extra);
+        failAllocation(extra);
         return false;
     }
     object.chargedBytes += extra;
@@ -279,7 +292,8 @@ bool Heap::growBuffer(Object& object, Buffer& buffer, size_t needed, size_t maxE
 }
 
 bool Heap::growList(ListObject& list, size_t needed) {
-    return growBuffer(list, list.items, needed, kMaxMemoryBudget / sizeof(Value), kMaxMemoryBudget, listBufferBytes);
+    return growBuffer(list, list.items, needed, kMaxMemoryBudget / sizeof(Value), saturatingBytes(needed, sizeof(Value)),
+                      listBufferBytes);
 }
 
 bool Heap::growStr(StrObject& str, size_t needed) {
@@ -339,7 +353,7 @@ bool Heap::concatInPlace(Value& target, const Value& otherRef) {
                 object->bytes.append(head);
                 object->bytes.append(tail);
             } catch (const std::bad_alloc&) {
-                failMemory(head.size() + tail.size());
+                failAllocation(head.size() + tail.size());
                 return false;
             }
             target = std::move(fresh);
@@ -392,7 +406,7 @@ bool Heap::appendTextInPlace(Value& str, std::string_view text) {
             object->bytes.append(head);
             object->bytes.append(text);
         } catch (const std::bad_alloc&) {
-            failMemory(head.size() + text.size());
+            failAllocation(head.size() + text.size());
             return false;
         }
         str = std::move(fresh);

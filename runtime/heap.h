@@ -133,6 +133,9 @@ public:
     void fail(RuntimeError error);
     // fail() with R0701 for the memory budget: `needed` more bytes did not fit.
     void failMemory(size_t needed);
+    // fail() with R0701 when the system refused an allocation of `bytes` that the budget allowed
+    // (details name "system_memory", not "max_memory").
+    void failAllocation(size_t bytes);
 
 private:
     friend void destroyHeapObject(HeapObject* object);

@@ -14,6 +14,7 @@
 #include <toml++/toml.h>
 
 #include "runtime/hash.h"
+#include "runtime/heap.h"
 
 namespace remit {
 
@@ -220,6 +221,14 @@ private:
                 error(spanOf(v.source()),
                       fmt::format("{} in [limits] must be a positive integer, got {}", name, describe(v)),
                       fmt::format("e.g. {}; leave it out for the default", example));
+                continue;
+            }
+            if (name == "max_memory" && static_cast<uint64_t>(integer->get()) > kMaxMemoryBudget) {
+                // The heap cannot account more; clamping quietly would report the wrong limit.
+                error(spanOf(v.source()),
+                      fmt::format("max_memory in [limits] is {} bytes, more than the {} bytes (32 GiB) a run can have",
+                                  integer->get(), kMaxMemoryBudget),
+                      "lower it to at most 34359738368");
                 continue;
             }
             *target = integer->get();

@@ -274,6 +274,26 @@ TEST_CASE("policy: wrong value types are E0504 at the value") {
     d = onlyError("[limits]\nmax_memory = \"256MB\"\n");
     CHECK(d.message == "max_memory in [limits] must be a positive integer, got \"256MB\"");
     checkSpan(d.span, 2, 14, 2, 21);
+
+    // More than the heap can account: refused, not clamped (a clamp made R0701 quote a limit the
+    // user never set).
+    d = onlyError("[limits]\nmax_memory = 40_000_000_000\n");
+    CHECK(d.message == "max_memory in [limits] is 40000000000 bytes, more than the 34359738368 bytes (32 GiB) a run can have");
+    checkSpan(d.span, 2, 14, 2, 28);
+}
+
+TEST_CASE("policy: numbers that overflow to infinity are E0504 where they are written") {
+    // A policy number is never taken as infinity (or, worse, as 0): toml++ refuses an exponent
+    // that overflows and a literal of more than 126 characters, and an explicit `inf` is refused
+    // by each key's own check above.
+    Diagnostic d = onlyError("[budget]\nmax_usd = 1e309\n");
+    CHECK(d.message == "policy is not valid TOML: error while parsing floating-point: '1e309' could not be interpreted as a value");
+    CHECK(d.span.line == 2);
+    d = onlyError("[budget]\nmax_usd = " + std::string(400, '9') + ".0\n");
+    CHECK(d.message.find("numeric value too long") != std::string::npos);
+    checkSpan(d.span, 2, 11, 2, 12);
+    d = onlyError("[grant.llm]\narg_max = { n = -inf }\n");
+    CHECK(d.message == "arg_max.n in [grant.llm] must be a finite number, got -inf");
 }
 
 TEST_CASE("policy: approval must be \"always\"") {

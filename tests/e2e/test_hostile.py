@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Hostile files and values end to end: every tool reads only regular files of bounded size
+(a FIFO, a device or a directory is named for what it is, never waited on or read without end),
+and says precisely what is wrong with a file it refuses."""
+import ctypes
+import json
+import os
+import pathlib
+import struct
+
+from harness import REMIT, REMITC, REMITVM, Workspace, expect, main, run
+
+HOST = """input secret tags private
+
+capability notes.save(text: Str) -> Str
+  cost 0.01
+  approval always
+"""
+
+PURE = """program pure
+fn main(n: Int) -> Int {
+  return n + 1
+}
+"""
+
+SAVER = """program saver
+uses notes.save
+budget usd 0.1
+fn main(text: Str) -> Str {
+  return notes.save(text)
+}
+"""
+
+POLICY = '[grant."notes.save"]\nmax_calls = 1\n'
+
+# A tool that blocks (a FIFO opened for reading) is stopped by this timeout and fails the test.
+QUICK = 20
+
+
+def reseal(data):
+    """The .rbc with its checksum recomputed (XXH3_64bits of every byte after the checksum field,
+    docs/bytecode.md), through the libxxhash the build links."""
+    xxh = ctypes.CDLL("libxxhash.so.0")
+    xxh.XXH3_64bits.restype = ctypes.c_uint64
+    xxh.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    body = bytes(data[24:])
+    return bytes(data[:16]) + struct.pack("<Q", xxh.XXH3_64bits(body, len(body))) + body
+
+
+def fifo(ws, name):
+    path = ws.path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    return path
+
+
+def test_a_fifo_is_refused_wherever_a_file_is_read():
+    with Workspace({"host.rmti": HOST, "prog.rmt": PURE, "saver.rmt": SAVER, "policy.toml": POLICY,
+                    "fixtures/run.json": "{}"}) as ws:
+        fifo(ws, "pipe.rmt")
+        r = run(REMITC, "check", "pipe.rmt", cwd=ws.path, timeout=QUICK)
+        expect(r.code == 2 and "pipe.rmt is a FIFO (named pipe), not a regular file" in r.err, "program", r)
+        fifo(ws, "inputs.json")
+        r = run(REMITVM, "run", "prog.rmt", "--allow-all", "--inputs", "inputs.json", cwd=ws.path, timeout=QUICK)
+        expect(r.code == 2 and "inputs.json is a FIFO (named pipe), not a regular file" in r.err, "inputs", r)
+        fifo(ws, "pipe.json")
+        r = run(REMITVM, "run", "saver.rmt", "-i", "text=x", "--fixtures", "pipe.json", cwd=ws.path, timeout=QUICK)
+        expect(r.code == 2 and "pipe.json is a FIFO (named pipe), not a regular file" in r.err, "fixtures", r)
+        fifo(ws, ".remit/approvals.json")
+        r = run(REMITVM, "run", "saver.rmt", "-i", "text=x", cwd=ws.path, timeout=QUICK)
+        expect(r.code == 2 and "approvals.json is a FIFO (named pipe), not a regular file" in r.err,
+               "the approval store", r)
+        r = run(REMITVM, "approve", "0" * 64, cwd=ws.path, timeout=QUICK)
+        expect(r.code == 2 and "is a FIFO (named pipe), not a regular file" in r.err, "approve", r)
+        fifo(ws, "policy2.toml")
+        r = run(REMITC, "check", "saver.rmt", "--policy", "policy2.toml", cwd=ws.path, timeout=QUICK)
+        expect(r.code == 2 and "policy2.toml is a FIFO (named pipe), not a regular file" in r.err, "policy", r)
+
+
+def test_a_device_is_refused_not_read():
+    with Workspace({"host.rmti": HOST, "saver.rmt": SAVER, "policy.toml": POLICY}) as ws:
+        os.symlink("/dev/zero", ws.path / "zero.json")
+        r = run(REMITVM, "run", "saver.rmt", "-i", "text=x", "--fixtures", "zero.json", cwd=ws.path, timeout=QUICK)
+        expect(r.code == 2 and "zero.json is a character device, not a regular file" in r.err,
+               "a symlink to /dev/zero as fixtures", r)
+        r = run(REMITVM, "run", "saver.rmt", "--allow-all", "--inputs", "zero.json", cwd=ws.path, timeout=QUICK)
+        expect(r.code == 2 and "zero.json is a character device" in r.err, "as inputs", r)
+
+
+def test_host_discovery_stops_at_a_host_rmti_that_is_not_a_file():
+    # Without the fix the directory was skipped and the parent's host interface used silently.
+    with Workspace({"host.rmti": HOST, "app/prog.rmt": PURE}) as ws:
+        (ws.path / "app/host.rmti").mkdir()
+        r = run(REMITC, "check", "app/prog.rmt", cwd=ws.path, timeout=QUICK)
+        expect(r.code == 2 and "app/host.rmti is a directory, not a file" in r.err, "a directory", r)
+        (ws.path / "app/host.rmti").rmdir()
+        fifo(ws, "app/host.rmti")
+        r = run(REMITC, "check", "app/prog.rmt", cwd=ws.path, timeout=QUICK)
+        expect(r.code == 2 and "app/host.rmti is a FIFO (named pipe)" in r.err, "a FIFO", r)
+
+
+def test_an_adapter_that_is_a_directory_is_refused_at_start():
+    with Workspace({"host.rmti": HOST, "saver.rmt": SAVER, "policy.toml": POLICY}) as ws:
+        (ws.path / "adapters").mkdir()
+        r = run(REMITVM, "run", "saver.rmt", "-i", "text=x", "--adapter", "./adapters", cwd=ws.path, timeout=QUICK)
+        expect(r.code == 2 and "adapter program './adapters' is a directory, not a program" in r.err, "directory", r)
+
+
+def test_inputs_file_problems_are_named_precisely():
+    with Workspace({"host.rmti": HOST, "prog.rmt": PURE}) as ws:
+        ws.write("bad.json", '{"n": 1,,}')
+        r = run(REMITVM, "run", "prog.rmt", "--allow-all", "--inputs", "bad.json", cwd=ws.path)
+        expect(r.code == 2 and "invalid JSON in bad.json at line 1, column 9" in r.err, "not JSON", r)
+        ws.write("list.json", "[1, 2]")
+        r = run(REMITVM, "run", "prog.rmt", "--allow-all", "--inputs", "list.json", cwd=ws.path)
+        expect(r.code == 2 and "list.json must hold a JSON object of inputs (name: value), not an array" in r.err,
+               "not an object", r)
+        with open(ws.path / "big.json", "wb") as f:
+            f.truncate((64 << 20) + 1)  # sparse: nothing is written
+        r = run(REMITVM, "run", "prog.rmt", "--allow-all", "--inputs", "big.json", cwd=ws.path)
+        expect(r.code == 2 and "big.json is larger than 64 MiB, the limit for an inputs file" in r.err, "too big", r)
+        r = run(REMITVM, "run", "prog.rmt", "--allow-all", "--inputs", "missing.json", cwd=ws.path)
+        expect(r.code == 2 and "no such file: missing.json" in r.err, "missing", r)
+        r = run(REMITVM, "run", "prog.rmt", "--allow-all", "-i", "n=[[", cwd=ws.path)
+        expect(r.code == 2 and "invalid JSON in input 'n'" in r.err and "(type Int is given as JSON)" in r.err,
+               "a bad -i value", r)
+
+
+
+def test_memory_errors_quote_the_real_numbers():
+    prog = """program huge
+fn main() -> Int {
+  let xs = range(1000000000000)
+  return len(xs)
+}
+"""
+    with Workspace({"host.rmti": HOST, "prog.rmt": prog}) as ws:
+        r = run(REMITVM, "run", "prog.rmt", "--allow-all", "--json", cwd=ws.path)
+        err = json.loads(r.out)["error"]
+        # 10^12 items of 16 bytes, not the heap's internal cap of 32 GiB.
+        expect(r.code == 1 and "16000000000000 more were needed" in err["message"] and
+               err["details"] == {"limit": "max_memory", "value": 268435456}, "the bytes range() needed", r)
+        r = run(REMITVM, "run", "prog.rmt", "--allow-all", "--max-memory", str(40 << 30), cwd=ws.path)
+        expect(r.code == 2 and "--max-memory 42949672960 is more than the 34359738368 bytes (32 GiB)" in r.err,
+               "a budget the heap cannot honour is refused, not clamped", r)
+
+
+
+def test_a_host_hash_mismatch_shows_prefixes_that_differ():
+    with Workspace({"host.rmti": HOST, "prog.rmt": PURE}) as ws:
+        expect(run(REMITC, "build", "prog.rmt", cwd=ws.path).code == 0, "build")
+        data = bytearray((ws.path / "prog.rbc").read_bytes())
+        real = data[88:152].decode()
+        # The same first 12 digits, a different 13th: the message used to print two equal prefixes.
+        forged = real[:12] + ("0" if real[12] != "0" else "1") + real[13:]
+        data[88:152] = forged.encode()
+        ws.write("prog.rbc", reseal(data))
+        r = run(REMITVM, "run", "prog.rbc", "--allow-all", "-i", "n=1", cwd=ws.path)
+        expect(r.code == 1 and f"(host hash {forged[:13]} in the artifact, {real[:13]} here)" in r.err,
+               "13 digits, enough to tell them apart", r)
+
+
+if __name__ == "__main__":
+    main(globals())
