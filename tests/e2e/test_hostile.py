@@ -160,5 +160,56 @@ def test_a_host_hash_mismatch_shows_prefixes_that_differ():
                "13 digits, enough to tell them apart", r)
 
 
+
+DEEP = "[" * 200000 + "]" * 200000  # valid JSON, 200,000 levels deep
+
+
+def test_deep_json_is_refused_before_it_is_parsed():
+    with Workspace({"host.rmti": HOST, "saver.rmt": SAVER, "prog.rmt": PURE, "policy.toml": POLICY}) as ws:
+        ws.write("deep.json", '{"capabilities": {"notes.save": [{"output": ' + DEEP + '}]}}')
+        r = run(REMITVM, "run", "saver.rmt", "-i", "text=x", "--fixtures", "deep.json", cwd=ws.path)
+        expect(r.code == 2 and "invalid JSON in deep.json: nested deeper than 256 levels" in r.err, "fixtures", r)
+        ws.write("inputs.json", '{"n": ' + DEEP + '}')
+        r = run(REMITVM, "run", "prog.rmt", "--inputs", "inputs.json", cwd=ws.path)
+        expect(r.code == 2 and "nested deeper than 256 levels" in r.err, "inputs", r)
+        ws.write(".remit/approvals.json", '{"approved": {"x": ' + DEEP + '}}')
+        ws.write("fixtures/run.json", '{"capabilities": {"notes.save": [{"output": "ok"}]}}')
+        r = run(REMITVM, "run", "saver.rmt", "-i", "text=x", cwd=ws.path)
+        expect(r.code == 2 and "approvals.json is not a valid approval store: invalid JSON" in r.err and
+               "nested deeper than 256 levels" in r.err, "the approval store, for run", r)
+        r = run(REMITVM, "approve", "0" * 64, cwd=ws.path)
+        expect(r.code == 2 and "nested deeper than 256 levels" in r.err, "and for approve", r)
+        # A trace whose event is nested too deep: replay refuses it with the line.
+        (ws.path / ".remit/approvals.json").unlink()
+        r = run(REMITVM, "run", "saver.rmt", "-i", "text=x", "--approve-all", cwd=ws.path)
+        expect(r.code == 0, "a run that writes a trace", r)
+        trace = next((ws.path / ".remit/runs").glob("*.jsonl"))
+        lines = trace.read_text().splitlines()
+        lines.insert(1, '{"event": "note", "x": ' + DEEP + '}')
+        trace.write_text("\n".join(lines) + "\n")
+        r = run(REMITVM, "replay", trace.stem, cwd=ws.path)
+        expect(r.code == 2 and f"{trace.name}:2: the event is nested deeper than 256 levels" in r.err, "replay", r)
+
+
+def test_a_policy_key_of_150000_parts_is_an_error_not_a_crash():
+    key = ".".join(["a"] * 150000)
+    with Workspace({"host.rmti": HOST, "prog.rmt": PURE, "policy.toml": f"[grant.llm]\n{key} = 1\n"}) as ws:
+        for tool, args in ((REMITC, ["check", "prog.rmt"]), (REMITVM, ["run", "prog.rmt", "-i", "n=1"])):
+            r = run(tool, *args, cwd=ws.path)
+            expect(r.code == 1 and "policy.toml:2:60: error[E0504]: policy nests keys, tables or arrays more than "
+                   "32 levels deep" in r.err, "E0504 at the 33rd level", r)
+    # Sent as one remit_check request, it used to kill the server for every client (99,000 parts fit
+    # the 200,000-character argument limit).
+    from test_mcp import Client
+    key = ".".join(["a"] * 99000)
+    with Client() as c:
+        c.initialize()
+        out = c.tool("remit_check", {"program": PURE, "host": HOST, "policy": f"[grant.llm]\n{key} = 1\n"})
+        expect(out["ok"] is False and any("E0504" in e for e in out["errors"]), "an E0504 reply", out)
+        again = c.tool("remit_check", {"program": PURE, "host": HOST})
+        expect(again["ok"] is True, "the server still answers", again)
+        expect(c.close() == 0, "and ends cleanly")
+
+
 if __name__ == "__main__":
     main(globals())

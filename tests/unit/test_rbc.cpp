@@ -692,6 +692,10 @@ std::vector<Rule> verifierRules() {
         {"manifest not JSON", [](Module& m) { m.manifestJson = "{\"a\":"; }, "manifest: not a JSON object"},
         {"manifest not an object", [](Module& m) { m.manifestJson = "[1]"; }, "manifest: not a JSON object"},
         {"manifest empty", [](Module& m) { m.manifestJson.clear(); }, "manifest: not a JSON object"},
+        // Valid JSON, but `remitc manifest` would overflow the stack printing it.
+        {"manifest nesting",
+         [](Module& m) { m.manifestJson = "{\"a\":" + std::string(200'000, '[') + std::string(200'000, ']') + "}"; },
+         "manifest: nested deeper than 256 levels"},
         {"float constant", [](Module& m) { m.constants[1].f = std::numeric_limits<double>::infinity(); },
          "constant 1: Float inf is not finite"},
         {"constant kind", [](Module& m) { m.constants[1].kind = static_cast<Constant::Kind>(9); },
