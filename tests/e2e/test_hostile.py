@@ -211,5 +211,69 @@ def test_a_policy_key_of_150000_parts_is_an_error_not_a_crash():
         expect(c.close() == 0, "and ends cleanly")
 
 
+
+DUMPER = """program dumper
+uses notes.save
+budget usd 0.1
+fn main(text: Str) -> Str {
+  let first = notes.save(text)
+  return "dumped {first}"
+}
+"""
+
+
+def trace_start(ws, result):
+    path = ws.path / result.err.splitlines()[-1].split()[1]
+    return json.loads(path.read_text().splitlines()[0])
+
+
+def test_a_copied_program_hash_is_refused_and_cannot_borrow_approvals():
+    files = {"host.rmti": HOST, "a/saver.rmt": SAVER, "b/dumper.rmt": DUMPER, "a/policy.toml": POLICY,
+             "b/policy.toml": POLICY, "a/fixtures/run.json": '{"capabilities": {"notes.save": [{"output": "ok"}]}}',
+             "b/fixtures/run.json": '{"capabilities": {"notes.save": [{"output": "ok"}]}}'}
+    with Workspace(files) as ws:
+        built = {}
+        for prog in ("a/saver", "b/dumper"):
+            r = run(REMITC, "build", prog + ".rmt", cwd=ws.path)
+            expect(r.code == 0, "build", r)
+            built[prog] = r.out.split("program hash ")[1].strip()
+        a_hash = built["a/saver"]
+        # A's call pauses; approve it.
+        r = run(REMITVM, "run", "a/saver.rbc", "-i", "text=secret", cwd=ws.path)
+        expect(r.code == 3, "A pauses for approval", r)
+        start = trace_start(ws, r)
+        expect(start["program_hash"] == a_hash, "the trace records the hash build printed", start)
+        digest = r.err.split("remitvm approve ")[1].split()[0]
+        expect(run(REMITVM, "approve", digest, cwd=ws.path).code == 0, "approve A's call")
+        # B with A's hash in its header (and the checksum fixed): refused before anything runs.
+        data = bytearray((ws.path / "b/dumper.rbc").read_bytes())
+        data[24:88] = a_hash.encode()
+        ws.write("b/forged.rbc", reseal(data))
+        r = run(REMITVM, "run", "b/forged.rbc", "-i", "text=secret", cwd=ws.path)
+        expect(r.code == 2 and f"program hash: the header says {a_hash} but the module's content hashes to "
+               f"{built['b/dumper']}" in r.err, "the forged artifact is refused", r)
+        store = json.loads(ws.read(".remit/approvals.json"))
+        expect(digest in store["approved"] and not store.get("consumed"), "A's approval is untouched", store)
+        # B itself, honest, asks for its own approval: the same call under another program.
+        r = run(REMITVM, "run", "b/dumper.rbc", "-i", "text=secret", cwd=ws.path)
+        expect(r.code == 3 and digest not in r.err, "B's call needs B's approval", r)
+        # A from source is the same program as A's .rbc: it consumes the approval.
+        r = run(REMITVM, "run", "a/saver.rmt", "-i", "text=secret", cwd=ws.path)
+        expect(r.code == 0 and trace_start(ws, r)["program_hash"] == a_hash, "source and .rbc share the hash", r)
+
+
+def test_formatting_keeps_the_run_hash():
+    with Workspace({"host.rmti": HOST, "saver.rmt": SAVER}) as ws:
+        first = run(REMITC, "build", "saver.rmt", cwd=ws.path)
+        ws.write("saver.rmt", "# a comment\n\n" + SAVER.replace("  return", "\n\n  # spaced out\n  return"))
+        second = run(REMITC, "build", "saver.rmt", cwd=ws.path)
+        expect(first.code == 0 and second.code == 0 and
+               first.out.split("program hash ")[1] == second.out.split("program hash ")[1],
+               "comments and layout do not change the hash", (first, second))
+        ws.write("saver.rmt", SAVER.replace("budget usd 0.1", "budget usd 0.2"))
+        third = run(REMITC, "build", "saver.rmt", cwd=ws.path)
+        expect(third.out.split("program hash ")[1] != first.out.split("program hash ")[1], "meaning does", third)
+
+
 if __name__ == "__main__":
     main(globals())

@@ -3,8 +3,8 @@
 // survive any bytes without crashing, hanging, leaking or allocating without bound.
 //
 // The input is a .rbc file. It is loaded as it is, which almost always stops at the checksum; so
-// it is also loaded with its checksum recomputed, which lets the fuzzer explore the section table,
-// the parser and the verifier. When that copy loads, the harness checks two promises and traps
+// it is also loaded with its checksum and program hash recomputed, which lets the fuzzer explore
+// the section table, the parser and the verifier. When that copy loads, the harness checks two promises and traps
 // if one breaks:
 //   - a load gives exactly one of a module and a one-line error;
 //   - the encoding is canonical: writeRbc of the loaded module gives back exactly the bytes loaded.
@@ -37,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     RbcLoadResult asIs = loadRbc(bytes);
     if ((asIs.module == nullptr) == asIs.error.empty()) broken("not exactly one of module and error", bytes);
 
-    resealRbc(bytes);
+    resealRbcWithProgramHash(bytes);
     RbcLoadResult result = loadRbc(bytes);
     if (!result.module) {
         if (result.error.empty() || result.error.find('\n') != std::string::npos)
