@@ -7,6 +7,8 @@ import json
 import os
 import pathlib
 import struct
+import subprocess
+import time
 
 from harness import REMIT, REMITC, REMITVM, Workspace, expect, main, run
 
@@ -273,6 +275,125 @@ def test_formatting_keeps_the_run_hash():
         ws.write("saver.rmt", SAVER.replace("budget usd 0.1", "budget usd 0.2"))
         third = run(REMITC, "build", "saver.rmt", cwd=ws.path)
         expect(third.out.split("program hash ")[1] != first.out.split("program hash ")[1], "meaning does", third)
+
+
+
+def peak_rss(args, cwd):
+    """Peak RSS in bytes of one remitvm run, measured with os.wait4."""
+    proc = subprocess.Popen([REMITVM, *map(str, args)], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = proc.stdout.read()
+    proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, json.loads(out), usage.ru_maxrss * 1024
+
+
+GROW_STR = """program grow
+fn main() -> Int {
+  var s = "x"
+  for i in range(1000000000) {
+    s = s + "abcdefghijklmnopqrstuvwxyz0123456789"
+  }
+  return len(s)
+}
+"""
+
+GROW_MIX = """program mix
+fn main() -> Int {
+  var s = ""
+  var xs = []
+  for i in range(1000000000) {
+    s = s + "{i},"
+    xs = xs + [i]
+  }
+  return len(s) + len(xs)
+}
+"""
+
+MiB = 1 << 20
+# A sanitizer build has its own allocator and shadow memory: its RSS says nothing about ours.
+SANITIZED = os.environ.get("REMIT_SANITIZED") == "1"
+
+
+def test_growth_near_the_memory_limit_is_linear_and_within_the_limit():
+    # Once doubling no longer fitted, every append copied the whole string (it did not stop in
+    # 120 s), and the old buffer was not counted while the new one was filled (RSS reached 4x
+    # max_memory). Now: R0701 for memory in well under a second, and the process's peak RSS
+    # (its baseline of a few MiB included) stays within max_memory + 16 MiB (docs/language.md, 46).
+    limit = 64 * MiB
+    with Workspace({"host.rmti": HOST, "grow.rmt": GROW_STR, "mix.rmt": GROW_MIX}) as ws:
+        for prog in ("grow.rmt", "mix.rmt"):
+            started = time.monotonic()
+            code, env, rss = peak_rss(["run", prog, "--allow-all", "--json", "--max-memory", limit,
+                                       "--max-steps", 10**12, "--max-wall-ms", 600000], ws.path)
+            elapsed = time.monotonic() - started
+            expect(code == 1 and env["error"]["details"] == {"limit": "max_memory", "value": limit},
+                   f"{prog}: the memory limit stops it", env)
+            expect(elapsed < (60 if SANITIZED else 10), f"{prog}: stopped after {elapsed:.1f} s", env)
+            expect(SANITIZED or rss <= limit + 16 * MiB,
+                   f"{prog}: peak RSS {rss / MiB:.1f} MiB for a {limit // MiB} MiB limit", env)
+
+
+def test_wall_time_bounds_work_inside_builtins():
+    # A loop whose body is one big replace: each iteration was charged a few steps, and the clock
+    # was read every 1024 of them, so a 500 ms limit fired after tens of seconds.
+    loop = """program loop
+fn main(s: Str) -> Int {
+  var n = 0
+  for i in range(1000000000) {
+    n = n + len(replace(s, "a", "b"))
+  }
+  return n
+}
+"""
+    once = """program once
+fn main(s: Str) -> Int {
+  return len(replace(s, "a", "aa"))
+}
+"""
+    with Workspace({"host.rmti": HOST, "loop.rmt": loop, "once.rmt": once}) as ws:
+        ws.write("big.json", json.dumps({"s": "a" * (16 * MiB)}))
+        r = run(REMITVM, "run", "loop.rmt", "--allow-all", "--json", "--inputs", "big.json", "--max-wall-ms", 500,
+                "--max-steps", 10**12, cwd=ws.path, timeout=30)
+        env = json.loads(r.out)
+        expect(r.code == 1 and env["error"]["details"] == {"limit": "wall_ms", "value": 500}, "the wall limit", r)
+        # One replace of 16 MiB is no longer one uninterruptible step: a 5 ms limit stops it inside.
+        r = run(REMITVM, "run", "once.rmt", "--allow-all", "--json", "--inputs", "big.json", "--max-wall-ms", 5,
+                "--max-memory", 512 * MiB, cwd=ws.path)
+        env = json.loads(r.out)
+        expect(r.code == 1 and env["error"]["details"]["limit"] == "wall_ms" and env["error"]["line"] == 3,
+               "stopped inside the replace", r)
+        r = run(REMITVM, "run", "once.rmt", "--allow-all", "--inputs", "big.json", "--max-memory", 512 * MiB,
+                "--max-steps", 10**6, "--json", cwd=ws.path)
+        env = json.loads(r.out)
+        expect(r.code == 1 and env["error"]["details"]["limit"] == "steps", "its work is charged as steps", r)
+
+
+def test_searches_and_unique_are_not_quadratic():
+    quad = """program quad
+fn main(s: Str, p: Str) -> Bool {
+  return contains(s, p) or p in s or len(split(s, p)) > 1 or replace(s, p, "") != s
+}
+"""
+    uniq = """program uniq
+fn main() -> Int {
+  let base = range(16)
+  let xs = for i in range(50000) {
+    base + [i]
+  }
+  return len(unique(xs))
+}
+"""
+    with Workspace({"host.rmti": HOST, "quad.rmt": quad, "uniq.rmt": uniq}) as ws:
+        # The worst case of a naive search: about 4 M x 64 K byte comparisons (minutes) before.
+        ws.write("quad.json", json.dumps({"s": "a" * (4 * MiB), "p": "a" * (64 << 10) + "b"}))
+        r = run(REMITVM, "run", "quad.rmt", "--allow-all", "--inputs", "quad.json", cwd=ws.path, timeout=20)
+        expect(r.code == 0 and r.out.strip() == "false", "linear searches", r)
+        # 50,000 lists whose first 16 items agree hash alike and were compared pairwise without
+        # limit (a billion comparisons); each comparison is now work, and the step limit stops it.
+        r = run(REMITVM, "run", "uniq.rmt", "--allow-all", "--json", "--max-steps", 10**7, cwd=ws.path, timeout=20)
+        env = json.loads(r.out)
+        expect(r.code == 1 and env["error"]["details"]["limit"] == "steps", "stopped by the step limit", r)
 
 
 if __name__ == "__main__":
