@@ -22,7 +22,9 @@
 
 #include <fmt/format.h>
 
+#include "remit/remit.h"
 #include "runtime/builtins.h"
+#include "tests/fuzz/run_module.h"
 #include "vm/disasm.h"
 #include "vm/rbc.h"
 #include "vm/verifier.h"
@@ -1182,4 +1184,24 @@ TEST_CASE("rbc: the program hash is the content's, and the header must agree") {
         change.second(changed);
         CHECK(programHashOf(changed) != programHashOf(sample));
     }
+}
+
+// ================================================================ running what loads
+
+TEST_CASE("vm: every entry of a loaded module runs under refusal, as the rbc fuzzer runs it") {
+    // tests/fuzz/run_module.h is the harness's runner: the samples (the fuzzer's seeds) run main
+    // and their test functions with every host call denied, then failing (retries, fallbacks).
+    for (const Module& m : {sampleModule(), minimalModule(), loopModule(), chainModule()}) {
+        CAPTURE(m.programName);
+        RbcLoadResult r = loadRbc(writeRbc(m));
+        REQUIRE(r.module);
+        auto program = std::make_shared<const LoadedProgram>(std::move(r.module));
+        size_t entries = (program->module().entry != kNoType ? 1 : 0) + program->module().tests.size();
+        CHECK(fuzz::runEveryEntry(program) == 2 * entries);
+    }
+    // The sample's main stops at its capability call: denied, the run fails with the denial.
+    RbcLoadResult r = loadRbc(writeRbc(sampleModule()));
+    REQUIRE(r.module);
+    auto program = std::make_shared<const LoadedProgram>(std::move(r.module));
+    CHECK(fuzz::runOne(program, program->entry(), fuzz::Refusal::Denied) == RunStatus::Failed);
 }
