@@ -8,13 +8,11 @@
 #include <stdlib.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <deque>
 #include <filesystem>
 #include <mutex>
 #include <span>
 #include <stdexcept>
-#include <thread>
 
 #include "broker/approvals.h"
 #include "broker/broker.h"
@@ -153,94 +151,47 @@ struct LiveRun {
     std::unique_ptr<Run> run;
     std::unique_ptr<Broker> broker;
     std::vector<Value> args;  // main's inputs, moved into the run when it starts
-    std::thread worker;
 
-    std::mutex mutex;
-    std::condition_variable changed;
-    uint64_t settled = 0;                      // guarded: the number of pauses and ends so far
-    bool paused = false;                       // guarded: waiting in the approval callback
-    bool done = false;                         // guarded: the broker returned (or threw)
-    bool crashed = false;                      // guarded: it threw
-    bool denied = false;                       // guarded: the last approval was refused
-    bool stopping = false;                     // guarded: every approval from now on is refused
-    std::optional<bool> decision;              // guarded: the answer to the pending approval
-    std::optional<PendingApproval> pending;    // guarded
-    RunStatus status = RunStatus::NotStarted;  // guarded
+    // The run goes as far as it can on the caller's thread and stops at a call that needs
+    // approval: the pending request is kept with the run and its broker, and remit_resume answers
+    // it. No thread waits anywhere.
+    std::optional<PendingApproval> pending;    // set while paused for approval
+    bool crashed = false;                      // an exception escaped: reported as host_error
+    bool denied = false;                       // the last approval was refused
+    RunStatus status = RunStatus::NotStarted;
 
     ~LiveRun() {
-        stop();
         std::error_code ec;
         if (!dir.empty()) fs::remove_all(dir, ec);
     }
 
-    // Called on the worker by the broker when a call needs approval.
-    bool ask(const PendingApproval& p) {
-        std::unique_lock<std::mutex> lock(mutex);
-        pending = p;
-        if (stopping) {
-            denied = true;
-            return false;
-        }
-        paused = true;
-        decision.reset();
-        ++settled;
-        changed.notify_all();
-        changed.wait(lock, [&] { return decision.has_value(); });
-        paused = false;
-        denied = !*decision;
-        return *decision;
-    }
+    bool paused() const { return pending.has_value(); }
 
-    void work() {
-        RunStatus s = RunStatus::Failed;
-        bool threw = false;
-        try {
-            s = broker->drive(run->start(program->entry(), std::move(args)));
-        } catch (...) {
-            threw = true;  // reported as host_error; nothing of the exception is kept
-        }
-        std::lock_guard<std::mutex> lock(mutex);
-        status = s;
-        crashed = threw;
-        done = true;
-        paused = false;
-        ++settled;
-        changed.notify_all();
-    }
-
-    // Starts the worker and waits until the run pauses or ends.
+    // Starts the run and runs it until it pauses or ends.
     void start() {
-        worker = std::thread([this] { work(); });
-        waitPast(0);
+        guarded([&] {
+            run->start(program->entry(), std::move(args));
+            status = driveWith(*run, *broker, adapter.get(), {}, &pending);
+        });
     }
 
-    // Answers the pending approval and waits until the run pauses again or ends.
+    // Answers the pending approval and runs on until the run pauses again or ends.
     void answer(bool approve) {
-        uint64_t before;
-        {
-            std::lock_guard<std::mutex> lock(mutex);
-            before = settled;
-            decision = approve;
-        }
-        changed.notify_all();
-        waitPast(before);
+        denied = !approve;
+        pending.reset();
+        guarded([&] {
+            status = carryOut(*broker, adapter.get(), approve ? broker->approved("interactive") : broker->decline());
+            status = driveWith(*run, *broker, adapter.get(), {}, &pending);
+        });
     }
 
-    void waitPast(uint64_t before) {
-        std::unique_lock<std::mutex> lock(mutex);
-        changed.wait(lock, [&] { return settled > before; });
-    }
-
-    // Ends the run: the pending approval and any later one are refused, and the worker joined.
-    void stop() {
-        if (!worker.joinable()) return;
-        {
-            std::lock_guard<std::mutex> lock(mutex);
-            stopping = true;
-            if (paused && !decision) decision = false;
+    template <class F> void guarded(F&& f) {
+        try {
+            f();
+        } catch (...) {
+            crashed = true;  // reported as host_error; nothing of the exception is kept
+            pending.reset();
         }
-        changed.notify_all();
-        worker.join();
     }
 
     // The calls made so far, as the prototype lists them: {resource, args, status, approval_needed?}.
@@ -631,7 +582,7 @@ struct Tools::Impl {
         options.programHash = module.programHash;
         options.host = &run->host;
         options.policy = &run->policy;
-        options.adapter = run->adapter.get();
+        options.adapterKind = run->adapter->kind();
         options.trace = &run->trace;
         options.programBudget = module.budgetUsd;
         options.strictFlows = c.checked->manifest.strictFlows;
@@ -640,8 +591,6 @@ struct Tools::Impl {
         } else {
             run->approvals = std::make_unique<ApprovalStore>((run->dir / "approvals.json").string());
             options.approvals = run->approvals.get();
-            LiveRun* self = run.get();
-            options.askOperator = [self](const PendingApproval& p) { return self->ask(p); };
         }
         run->broker = std::make_unique<Broker>(options, *run->run);
         return run;
@@ -649,17 +598,9 @@ struct Tools::Impl {
 
     // Turns a remit_run that paused or ended into its result; a paused run is kept.
     ToolOutcome settle(std::unique_ptr<LiveRun> run) {
-        bool paused, crashed, denied;
-        RunStatus status;
-        std::optional<PendingApproval> pending;
-        {
-            std::lock_guard<std::mutex> lock(run->mutex);
-            paused = run->paused;
-            crashed = run->crashed;
-            denied = run->denied;
-            status = run->status;
-            pending = run->pending;
-        }
+        bool paused = run->paused(), crashed = run->crashed, denied = run->denied;
+        RunStatus status = run->status;
+        const std::optional<PendingApproval>& pending = paused ? run->pending : run->broker->pending();
         if (crashed || (!paused && !run->broker->ioError().empty())) return hostError();
         Json out;
         if (paused && pending) {
@@ -719,13 +660,8 @@ struct Tools::Impl {
         std::unique_ptr<LiveRun> run = prepareRun(a, true, rejected);
         if (!run) return rejected.is_null() ? hostError() : ToolOutcome{dump(rejected), false};
         run->start();
-        bool crashed;
-        RunStatus status;
-        {
-            std::lock_guard<std::mutex> lock(run->mutex);
-            crashed = run->crashed || !run->done;
-            status = run->status;
-        }
+        bool crashed = run->crashed || run->paused();  // auto-approved: a run never waits here
+        RunStatus status = run->status;
         if (crashed || !run->broker->ioError().empty()) return hostError();
         Json out;
         if (status == RunStatus::Completed) {

@@ -698,16 +698,22 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     options.programHash = module.programHash;
     options.host = &setup.host;
     options.policy = &*setup.policy;
-    options.adapter = adapter.get();
+    options.adapterKind = adapter->kind();
     options.trace = &trace;
     options.approvals = approveAll ? nullptr : &approvals;
     options.approveAll = approveAll;
     options.programBudget = module.budgetUsd;
     options.replay = continuation ? continuation->plan : nullptr;
     options.strictFlows = setup.strictFlows;
-    if (args.has("--interactive") && !approveAll && ::isatty(STDIN_FILENO)) options.askOperator = askAtTerminal;
+    // --interactive: a person at the terminal may approve a call the store has no approval for.
+    Approver approver;
+    if (args.has("--interactive") && !approveAll && ::isatty(STDIN_FILENO))
+        approver = [](const PendingApproval& p) -> std::optional<std::string> {
+            return askAtTerminal(p) ? std::optional<std::string>("interactive") : std::nullopt;
+        };
     Broker broker(options, run);
-    RunStatus status = broker.drive(run.start(program.entry(), std::move(inputs)));
+    run.start(program.entry(), std::move(inputs));
+    RunStatus status = driveWith(run, broker, adapter.get(), approver);
 
     // Stopped by the broker (nothing was dispatched after the failure), or the trace failed on the
     // way: no run_end, so a resume continues the run exactly where it stopped.
@@ -1010,7 +1016,8 @@ int replayCommand(std::string_view tool, const std::vector<std::string>& argv) {
     options.replay = &plan;  // no adapter, no trace, no approvals: nothing can go out
     options.strictFlows = setup.strictFlows;
     Broker broker(options, run);
-    RunStatus status = broker.drive(run.start(source.program->entry(), std::move(inputs)));
+    run.start(source.program->entry(), std::move(inputs));
+    RunStatus status = driveWith(run, broker, nullptr);
 
     const nlohmann::ordered_json& end = plan.end;
     std::string endStatus = end.is_object() ? stringField(end, "status") : "";
