@@ -4,7 +4,7 @@
 #include "cli/mcp_tools.h"
 
 #include <fmt/format.h>
-#include <openssl/rand.h>
+#include "runtime/hash.h"
 #include <stdlib.h>
 
 #include <algorithm>
@@ -292,14 +292,6 @@ struct Args {
 
 // ---------------------------------------------------------------- JSON text and tokens
 
-std::string randomHex(size_t bytes) {
-    std::vector<unsigned char> random(bytes);
-    // Failure means the system has no entropy to give; a guessable token would be worse than none.
-    if (RAND_bytes(random.data(), static_cast<int>(bytes)) != 1) throw std::runtime_error("no random bytes");
-    std::string out;
-    for (unsigned char b : random) out += fmt::format("{:02x}", b);
-    return out;
-}
 
 // ---------------------------------------------------------------- embedded text
 
