@@ -67,18 +67,35 @@ double unixNow() {
 
 std::optional<DenyViolation> deniedArgument(const Heap& heap, const Capability& cap,
                                             const std::vector<std::string>& argNames,
-                                            const std::vector<TagSetId>& argTags) {
+                                            const std::vector<TagSetId>& argTags, TagSetId strictPc) {
     for (const CapabilityParam& p : cap.params)
         for (size_t i = 0; i < argNames.size() && i < argTags.size(); ++i) {
             if (argNames[i] != p.name) continue;
             DenyViolation v{p.name, {}};
             for (const std::string& tag : p.deny)
                 if (heap.tagTable().contains(argTags[i], tag)) v.tags.push_back(tag);
+            if (v.tags.empty()) {
+                for (const std::string& tag : p.deny)
+                    if (heap.tagTable().contains(strictPc, tag)) v.tags.push_back(tag);
+                v.viaControl = true;
+            }
             if (v.tags.empty()) break;
             std::sort(v.tags.begin(), v.tags.end());
             return v;
         }
     return std::nullopt;
+}
+
+std::string DenyViolation::message(const std::string& resource) const {
+    return fmt::format("{} tagged {} reached '{}' parameter '{}', which denies it{}",
+                       viaControl ? "control flow" : "data", fmt::join(tags, ", "), resource, param,
+                       viaControl ? " (strict flows)" : "");
+}
+
+nlohmann::ordered_json DenyViolation::details(const std::string& resource) const {
+    nlohmann::ordered_json d{{"resource", resource}, {"param", param}, {"tags", tags}};
+    if (viaControl) d["via"] = "control";
+    return d;
 }
 
 Broker::Broker(BrokerOptions options, Run& run) : options_(std::move(options)), run_(run) {
@@ -172,13 +189,13 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
     }
     // 3. Deny tags (capabilities only: models have no deny tags).
     if (cap)
-        if (std::optional<DenyViolation> denied = deniedArgument(heap, *cap, site.argNames, argTags)) {
-            emit({{"event", "violation"}, {"run_id", options_.runId}, {"resource", resource}, {"site", site.id},
-                  {"param", denied->param}, {"tags", OJ(denied->tags)}});
-            return fail(err(DiagCode::R0301,
-                            fmt::format("data tagged {} reached '{}' parameter '{}', which denies it",
-                                        fmt::join(denied->tags, ", "), resource, denied->param),
-                            OJ{{"resource", resource}, {"param", denied->param}, {"tags", denied->tags}}));
+        if (std::optional<DenyViolation> denied = deniedArgument(heap, *cap, site.argNames, argTags,
+                                                                 options_.strictFlows ? call.pcTags : kNoTags)) {
+            OJ event{{"event", "violation"}, {"run_id", options_.runId}, {"resource", resource}, {"site", site.id},
+                     {"param", denied->param}, {"tags", OJ(denied->tags)}};
+            if (denied->viaControl) event["via"] = "control";
+            emit(event);
+            return fail(err(DiagCode::R0301, denied->message(resource), denied->details(resource)));
         }
 
     // 4. Argument constraints of the policy: arg_prefix, arg_one_of, then ours, arg_max.

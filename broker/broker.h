@@ -63,19 +63,27 @@ struct BrokerOptions {
     const ReplayPlan* replay = nullptr;   // resume and replay: the recorded calls
     // --interactive: asked when the store has no approval for a call; true approves it.
     std::function<bool(const PendingApproval&)> askOperator;
+    // Strict flows: `deny` parameters refuse the pc's tags too (R0301 via control flow).
+    bool strictFlows = false;
 };
 
 // A capability parameter that received data its `deny` list refuses: the parameter and the
-// refused tags, sorted. The deep tags of each argument count, not the pc (PROTOTYPE.md §4.8).
+// refused tags, sorted. The deep tags of each argument count; the pc counts only in strict-flows
+// mode (docs/language.md "Strict flows"), and then `viaControl` says the tags came that way.
 struct DenyViolation {
     std::string param;
     std::vector<std::string> tags;
+    bool viaControl = false;
+    // The R0301 message and details, in the broker's words.
+    std::string message(const std::string& resource) const;
+    nlohmann::ordered_json details(const std::string& resource) const;
 };
 // The first such parameter of `cap` among the call's arguments (`argTags[i]` belongs to
-// `argNames[i]`), or nothing. Shared by the broker and the serve sessions.
+// `argNames[i]`), or nothing; `strictPc` is the pc in strict mode, else kNoTags. Shared by the
+// broker and the serve sessions.
 std::optional<DenyViolation> deniedArgument(const Heap& heap, const Capability& cap,
                                             const std::vector<std::string>& argNames,
-                                            const std::vector<TagSetId>& argTags);
+                                            const std::vector<TagSetId>& argTags, TagSetId strictPc = kNoTags);
 
 // The call a replay without live calls stopped at (the record was used up).
 struct UnrecordedCall {

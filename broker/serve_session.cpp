@@ -221,7 +221,7 @@ bool parseGrants(const Json& j, std::vector<GrantSpec>& out, std::string& proble
 bool parseRun(const Json& j, RunRequest& r, std::string& problem) {
     Fields f{j, problem, ""};
     if (!f.onlyKeys({"type", "id", "session", "source", "host", "grants", "inputs", "limits", "expected_type",
-                     "max_diagnostics"}) ||
+                     "max_diagnostics", "strict_flows"}) ||
         !f.string("source", r.source, true) || !f.string("host", r.host, true) ||
         !f.positive("max_diagnostics", r.maxDiagnostics, kMaxMaxDiagnostics))
         return false;
@@ -236,6 +236,10 @@ bool parseRun(const Json& j, RunRequest& r, std::string& problem) {
         if (!f.string("expected_type", t, true, kMaxExpectedTypeBytes)) return false;
         if (t.find_first_of("\r\n") != std::string::npos) return f.fail("'expected_type' must be one line");
         r.expectedType = std::move(t);
+    }
+    if (const Json* strict = f.get("strict_flows")) {
+        if (!strict->is_boolean()) return f.fail("'strict_flows' must be true or false");
+        r.strictFlows = strict->get<bool>();
     }
     return true;
 }
@@ -494,6 +498,7 @@ Json Session::Impl::start() {
     // Check, stopping at the deadline or an abort.
     CheckerOptions options{kProgramFile, kHostFile};
     options.interrupted = [this, deadline] { return interrupted(deadline); };
+    options.strictFlows = request.strictFlows;
     CheckResult check = checkProgram(*ast, std::move(model), list, options);
     if (check.interrupted || interrupted(deadline)) {
         if (auto s = stopped("check")) return *s;
@@ -675,11 +680,9 @@ std::optional<RuntimeError> Session::Impl::preflight(const HostCall& call, Json&
     }
     // Deny tags, as the broker applies them.
     if (cap)
-        if (std::optional<DenyViolation> denied = deniedArgument(heap, *cap, site.argNames, argTags))
-            return err(DiagCode::R0301,
-                       fmt::format("data tagged {} reached '{}' parameter '{}', which denies it",
-                                   fmt::join(denied->tags, ", "), resource, denied->param),
-                       Json{{"resource", resource}, {"param", denied->param}, {"tags", denied->tags}});
+        if (std::optional<DenyViolation> denied =
+                deniedArgument(heap, *cap, site.argNames, argTags, request.strictFlows ? call.pcTags : kNoTags))
+            return err(DiagCode::R0301, denied->message(resource), denied->details(resource));
     // Call limits: the grant's max_calls, then the run's host_calls.
     int64_t& count = perResource[resource];
     if (grant->second->maxCalls && count >= *grant->second->maxCalls)

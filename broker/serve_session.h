@@ -62,6 +62,7 @@ struct RunRequest {
     Limits limits;
     std::optional<std::string> expectedType;
     uint64_t maxDiagnostics = kDefaultMaxDiagnostics;  // for `rendered`; the `diagnostics` list is always whole
+    bool strictFlows = false;  // check, compile and enforce in strict-flows mode (docs/language.md)
 };
 
 enum class ResumeKind : uint8_t { Perform, Deny, Fail };

@@ -189,7 +189,8 @@ int runTool(std::string_view tool, std::string_view usage,
 
 int checkCommand(std::string_view tool, const std::vector<std::string>& argv) {
     Args args;
-    if (!parseArgs(tool, argv, {"--json"}, {"--host", "--policy", "--max-diagnostics"}, args)) return kUsage;
+    if (!parseArgs(tool, argv, {"--json", "--strict-flows"}, {"--host", "--policy", "--max-diagnostics"}, args))
+        return kUsage;
     if (args.positional.empty()) {
         fmt::print(stderr, "{}: error: check needs at least one FILE or directory\n", tool);
         return kUsage;
@@ -197,6 +198,7 @@ int checkCommand(std::string_view tool, const std::vector<std::string>& argv) {
     CheckOptions options;
     if (const std::string* host = args.value("--host")) options.hostPath = *host;
     if (const std::string* policy = args.value("--policy")) options.policyPath = *policy;
+    options.strictFlows = args.has("--strict-flows");
     bool json = args.has("--json");
     RenderOptions render;
     if (const std::string* max = args.value("--max-diagnostics")) {
@@ -272,7 +274,7 @@ static std::optional<CheckOutcome> checkedOrReport(std::string_view tool, const 
 
 int manifestCommand(std::string_view tool, const std::vector<std::string>& argv) {
     Args args;
-    if (!parseArgs(tool, argv, {}, {"--host", "--policy"}, args)) return kUsage;
+    if (!parseArgs(tool, argv, {"--strict-flows"}, {"--host", "--policy"}, args)) return kUsage;
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: manifest needs exactly one PROGRAM\n", tool);
         return kUsage;
@@ -282,6 +284,7 @@ int manifestCommand(std::string_view tool, const std::vector<std::string>& argv)
     CheckOptions options;
     if (const std::string* host = args.value("--host")) options.hostPath = *host;
     if (const std::string* policy = args.value("--policy")) options.policyPath = *policy;
+    options.strictFlows = args.has("--strict-flows");
     int exit = kOk;
     auto outcome = checkedOrReport(tool, file, options, exit);
     if (!outcome) return exit;

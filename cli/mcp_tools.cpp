@@ -90,7 +90,7 @@ struct TextCheck {
 };
 
 void checkText(TextCheck& out, const std::string& programName, const std::string& programText,
-               const std::string& hostText, const std::optional<std::string>& policyText) {
+               const std::string& hostText, const std::optional<std::string>& policyText, bool strictFlows = false) {
     const SourceFile& program = *(out.sources[programName] = std::make_unique<SourceFile>(programName, programText));
     out.program = parseProgram(program, out.diags);
     if (out.diags.hasErrors() || !out.program) return;
@@ -101,11 +101,18 @@ void checkText(TextCheck& out, const std::string& programName, const std::string
     resolveHost(*out.host, kHostFile, model, out.diags);
     if (out.diags.hasErrors()) return;
     std::vector<std::string> hostResources = model.resourceNames();
-    out.checked = checkProgram(*out.program, std::move(model), out.diags, CheckerOptions{programName, kHostFile});
-    if (!policyText) return;
+    // The policy first: its [flows] strict decides how the program is checked. Its problems are
+    // reported after the program's.
+    DiagnosticList policyDiags;
+    if (policyText) {
+        out.sources[kPolicyFile] = std::make_unique<SourceFile>(kPolicyFile, *policyText);
+        out.policy = parsePolicy(kPolicyFile, *policyText, policyDiags);
+    }
+    CheckerOptions options{programName, kHostFile};
+    options.strictFlows = strictFlows || (out.policy && out.policy->strictFlows);
+    out.checked = checkProgram(*out.program, std::move(model), out.diags, options);
     bool programOk = !out.diags.hasErrors();
-    out.sources[kPolicyFile] = std::make_unique<SourceFile>(kPolicyFile, *policyText);
-    out.policy = parsePolicy(kPolicyFile, *policyText, out.diags);
+    for (Diagnostic& d : policyDiags.items()) out.diags.add(std::move(d));
     if (!out.policy) return;
     checkPolicyAgainstHost(*out.policy, hostResources, out.diags);
     if (programOk && !out.diags.hasErrors())
@@ -323,6 +330,10 @@ struct Args {
         auto it = strings.find(name);
         return it == strings.end() ? std::nullopt : std::optional(it->second);
     }
+    bool flag(const std::string& name) const {
+        auto it = booleans.find(name);
+        return it != booleans.end() && it->second;
+    }
 };
 
 }  // namespace
@@ -410,6 +421,10 @@ const std::vector<ToolSpec>& toolSpecs() {
     static const ParamSpec runPolicy{"policy", T::String, false,
                                      "Optional policy.toml text; without it every resource the host declares is "
                                      "granted with no limits."};
+    static const ParamSpec strictFlows{"strict_flows", T::Boolean, false,
+                                       "true to check and run in strict-flows mode: decisions on tagged data count "
+                                       "for deny parameters too, and early exits taint what follows. A policy with "
+                                       "[flows] strict = true sets it as well."};
     static const std::vector<ToolSpec> specs = {
         {"remit_guide",
          "Remit guide",
@@ -423,7 +438,7 @@ const std::vector<ToolSpec>& toolSpecs() {
          "warnings}, each diagnostic rendered with its code, position, source line, notes and hint; when ok, also "
          "a readable summary, the authority manifest (resources with worst-case calls and cost, approval sites, "
          "tagged data flows) and the program hash. Fix every error before finishing.",
-         {program, host, policy}},
+         {program, host, policy, strictFlows}},
         {"remit_format",
          "Format a program",
          "Return the program in canonical layout, comments kept: {ok: true, program} or {ok: false, errors}.",
@@ -447,7 +462,7 @@ const std::vector<ToolSpec>& toolSpecs() {
          "nothing real is ever called. The program is checked first. Every approval is granted automatically. "
          "Returns {ok: true, result, calls} or {ok: false, runtime_error, calls}; calls lists each call made with "
          "its resource, args, status and approval_needed.",
-         {program, host, fixtures, inputs, runPolicy}},
+         {program, host, fixtures, inputs, runPolicy, strictFlows}},
         {"remit_run",
          "Run, pausing for approvals",
          "Run a program offline on fixtures like remit_run_fixtures, but a call that needs a human approval "
@@ -455,7 +470,7 @@ const std::vector<ToolSpec>& toolSpecs() {
          "reasons, digest}}. Ask the user, then answer with remit_resume. Other results: {status: \"completed\", "
          "result, result_tags, spent_usd, calls}, {status: \"failed\", error, runtime_error, calls} and "
          "{status: \"rejected\", errors} when the program does not check or the fixtures or inputs are invalid.",
-         {program, host, fixtures, inputs, runPolicy}},
+         {program, host, fixtures, inputs, runPolicy, strictFlows}},
         {"remit_resume",
          "Answer an approval",
          "Answer the approval a paused remit_run waits for. approve=true performs the pending call and continues "
@@ -483,7 +498,7 @@ Json toolListEntry(const ToolSpec& spec) {
         if (p.defaultValue)
             schema["default"] = *p.defaultValue;
         else if (!p.required)
-            schema["default"] = nullptr;
+            schema["default"] = p.type == ParamSpec::Type::Boolean ? Json(false) : Json(nullptr);
         schema["description"] = p.description;
         properties[p.name] = std::move(schema);
         if (p.required) required.push_back(p.name);
@@ -538,7 +553,7 @@ struct Tools::Impl {
 
     Json check(const Args& a) {
         TextCheck c;
-        checkText(c, kProgramFile, *a.get("program"), *a.get("host"), a.get("policy"));
+        checkText(c, kProgramFile, *a.get("program"), *a.get("host"), a.get("policy"), a.flag("strict_flows"));
         return checkResult(c);
     }
 
@@ -603,7 +618,7 @@ struct Tools::Impl {
     // the run, or sets `rejected` to the result explaining why it cannot start.
     std::unique_ptr<LiveRun> prepareRun(const Args& a, bool autoApprove, Json& rejected) {
         TextCheck c;
-        checkText(c, kProgramFile, *a.get("program"), *a.get("host"), a.get("policy"));
+        checkText(c, kProgramFile, *a.get("program"), *a.get("host"), a.get("policy"), a.flag("strict_flows"));
         if (!c.ok()) {
             rejected = checkResult(c);
             return nullptr;
@@ -663,6 +678,7 @@ struct Tools::Impl {
         options.adapter = run->adapter.get();
         options.trace = &run->trace;
         options.programBudget = module.budgetUsd;
+        options.strictFlows = c.checked->manifest.strictFlows;
         if (autoApprove) {
             options.approveAll = true;
         } else {

@@ -8,13 +8,18 @@ constexpr const char* kUsageText =
     "usage: remitc <command> [options]\n"
     "\n"
     "commands:\n"
-    "  check FILE|DIR... [--host H] [--policy P] [--json] [--max-diagnostics N]\n"
+    "  check FILE|DIR... [--host H] [--policy P] [--json] [--max-diagnostics N] [--strict-flows]\n"
     "                                                        check programs, report diagnostics\n"
     "  fmt FILE... [--check]                                 format .rmt and .rmti files in place\n"
-    "  build PROG.rmt [-o OUT.rbc] [--host H]                compile to a verified .rbc (default: beside PROG)\n"
-    "  dis PROG.rbc|PROG.rmt [--host H]                      disassemble, each instruction with its source line\n"
-    "  manifest PROG.rmt|PROG.rbc [--host H]                 print the manifest as JSON\n"
-    "  diff OLD NEW [--host H] [--json]                      did the edit widen authority? (exit 4 if so)\n";
+    "  build PROG.rmt [-o OUT.rbc] [--host H] [--strict-flows]\n"
+    "                                                        compile to a verified .rbc (default: beside PROG)\n"
+    "  dis PROG.rbc|PROG.rmt [--host H] [--strict-flows]     disassemble, each instruction with its source line\n"
+    "  manifest PROG.rmt|PROG.rbc [--host H] [--strict-flows]\n"
+    "                                                        print the manifest as JSON\n"
+    "  diff OLD NEW [--host H] [--json]                      did the edit widen authority? (exit 4 if so)\n"
+    "\n"
+    "--strict-flows: decisions on tagged data count for deny parameters too, and early exits taint what\n"
+    "follows (docs/language.md \"Strict flows\"); a policy's [flows] strict = true does the same.\n";
 
 }  // namespace
 

@@ -107,7 +107,7 @@ std::string newRunId() {
 int buildCommand(std::string_view tool, const std::vector<std::string>& argv) {
     Args args;
     // `-o OUT.rbc` (remitc) or `--out DIR` (the prototype's `remit build`, default `build`).
-    if (!parseArgs(tool, argv, {}, {"--host", "-o", "--out"}, args)) return kUsage;
+    if (!parseArgs(tool, argv, {"--strict-flows"}, {"--host", "-o", "--out"}, args)) return kUsage;
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: build needs exactly one PROGRAM.rmt\n", tool);
         return kUsage;
@@ -115,6 +115,7 @@ int buildCommand(std::string_view tool, const std::vector<std::string>& argv) {
     const std::string& file = args.positional[0];
     CheckOptions options;
     options.checkPolicy = false;  // an artifact is checked against a policy where it runs
+    options.strictFlows = args.has("--strict-flows");
     if (const std::string* host = args.value("--host")) options.hostPath = *host;
     CheckOutcome outcome = checkProgramFile(file, options);
     if (outcome.ioError) {
@@ -166,7 +167,7 @@ int buildCommand(std::string_view tool, const std::vector<std::string>& argv) {
 
 int disCommand(std::string_view tool, const std::vector<std::string>& argv) {
     Args args;
-    if (!parseArgs(tool, argv, {}, {"--host"}, args)) return kUsage;
+    if (!parseArgs(tool, argv, {"--strict-flows"}, {"--host"}, args)) return kUsage;
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: dis needs exactly one PROGRAM (.rbc, or .rmt to compile first)\n", tool);
         return kUsage;
@@ -179,6 +180,7 @@ int disCommand(std::string_view tool, const std::vector<std::string>& argv) {
     } else {
         CheckOptions options;
         options.checkPolicy = false;
+        options.strictFlows = args.has("--strict-flows");
         if (const std::string* host = args.value("--host")) options.hostPath = *host;
         source.checked = checkProgramFile(source.file, options);
         if (source.checked->ioError) {
@@ -213,6 +215,7 @@ struct RunSetup {
     HostModel host;
     std::optional<Policy> policy;
     VmLimits limits;
+    bool strictFlows = false;  // the program was compiled in strict-flows mode: the broker enforces it
 };
 
 // Collects -i/--inputs into one JSON object of main's inputs. Prints the problem and returns false
@@ -422,6 +425,7 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
         if (const std::string* host = args.value("--host")) options.hostPath = *host;
         options.policyPath = policyPath;
         options.checkPolicy = !allowAll;
+        options.strictFlows = args.has("--strict-flows");
         source.checked = checkProgramFile(source.file, options);
         CheckOutcome& outcome = *source.checked;
         if (outcome.ioError) {
@@ -436,6 +440,7 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
         }
         setup.policy = allowAll ? Policy::allowAllPolicy() : *outcome.policy;
         setup.host = outcome.checked->host;
+        setup.strictFlows = outcome.checked->manifest.strictFlows;
         DiagnosticList buildDiags;
         source.program = buildChecked(outcome, buildDiags);
         if (!source.program) return rejected(buildDiags);  // --json prints JSON for this too
@@ -490,6 +495,18 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
             if (setup.policy && manifest && !diags.hasErrors())
                 checkManifestAgainstPolicy(*manifest, *setup.policy, source.file, Span{}, diags);
             if (diags.hasErrors()) return rejected(diags);
+        }
+        // Strict flows live in the bytecode (the code generator instruments guarded exits), so an
+        // artifact built without them cannot be run as if it had them.
+        std::optional<Manifest> manifest = manifestFromJson(nlohmann::json::parse(module.manifestJson, nullptr, false));
+        setup.strictFlows = manifest && manifest->strictFlows;
+        bool wanted = args.has("--strict-flows") || (setup.policy && setup.policy->strictFlows);
+        if (wanted && !setup.strictFlows) {
+            fmt::print(stderr,
+                       "{}: error: {} was built without strict flows, but {} asks for them\n"
+                       "  hint: rebuild it from its source with `remitc build --strict-flows`\n",
+                       tool, source.file, args.has("--strict-flows") ? "--strict-flows" : "the policy's [flows] strict");
+            return kFailure;
         }
     }
     if (source.program->entry() == kNoType) {
@@ -622,6 +639,7 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
                                     {"mode", mode},
                                     {"replaying", continuation ? continuation->plan->calls.size() : 0}};
     if (adapterCommand) start["adapter_command"] = *adapterCommand;
+    if (setup.strictFlows) start["strict_flows"] = true;
     if (continuation) {
         start["resumed_from"] = continuation->resumedFrom;
         if (!continuation->plan->inFlight.empty()) start["in_flight"] = inFlightJson(continuation->plan->inFlight);
@@ -640,6 +658,7 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     options.approveAll = approveAll;
     options.programBudget = module.budgetUsd;
     options.replay = continuation ? continuation->plan : nullptr;
+    options.strictFlows = setup.strictFlows;
     if (args.has("--interactive") && !approveAll && ::isatty(STDIN_FILENO)) options.askOperator = askAtTerminal;
     Broker broker(options, run);
     RunStatus status = broker.drive(run.start(program.entry(), std::move(inputs)));
@@ -700,7 +719,8 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     return kOk;
 }
 
-const std::vector<std::string> kRunSwitches = {"--json", "--allow-all", "--approve-all", "--live", "--interactive"};
+const std::vector<std::string> kRunSwitches = {"--json",        "--allow-all",   "--approve-all",
+                                               "--live",        "--interactive", "--strict-flows"};
 const std::vector<std::string> kRunOptions = {"--host", "--policy", "--fixtures", "--adapter", "--state-dir",
                                               "--max-steps", "--max-memory", "--max-wall-ms"};
 
@@ -808,6 +828,9 @@ int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
         else if (mode == "adapter" && !stringField(plan.start, "adapter_command").empty())
             args.options.push_back({"--adapter", stringField(plan.start, "adapter_command")});
     }
+    // A run made in strict-flows mode resumes in it.
+    if (plan.start.contains("strict_flows") && plan.start["strict_flows"] == true && !args.has("--strict-flows"))
+        args.options.push_back({"--strict-flows", ""});
     RunSetup setup;
     if (int exit = loadRunSetup(tool, args, file, false, setup); exit != kOk) return exit;
     const Module& module = setup.source.program->module();
@@ -833,8 +856,8 @@ int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
 
 int replayCommand(std::string_view tool, const std::vector<std::string>& argv) {
     Args args;
-    if (!parseArgs(tool, argv, {"--json"}, {"--file", "--host", "--state-dir", "--max-steps", "--max-memory", "--max-wall-ms"},
-                   args))
+    if (!parseArgs(tool, argv, {"--json", "--strict-flows"},
+                   {"--file", "--host", "--state-dir", "--max-steps", "--max-memory", "--max-wall-ms"}, args))
         return kUsage;
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: replay needs exactly one RUN_ID (or trace path)\n", tool);
@@ -848,6 +871,8 @@ int replayCommand(std::string_view tool, const std::vector<std::string>& argv) {
         fmt::print(stderr, "{}: error: the trace does not name its program; pass --file PROG\n", tool);
         return kUsage;
     }
+    if (plan.start.contains("strict_flows") && plan.start["strict_flows"] == true && !args.has("--strict-flows"))
+        args.options.push_back({"--strict-flows", ""});
     RunSetup setup;
     if (int exit = loadRunSetup(tool, args, file, true, setup); exit != kOk) return exit;
     const ProgramSource& source = setup.source;
@@ -888,6 +913,7 @@ int replayCommand(std::string_view tool, const std::vector<std::string>& argv) {
     options.policy = &allowAll;
     options.programBudget = module.budgetUsd;
     options.replay = &plan;  // no adapter, no trace, no approvals: nothing can go out
+    options.strictFlows = setup.strictFlows;
     Broker broker(options, run);
     RunStatus status = broker.drive(run.start(source.program->entry(), std::move(inputs)));
 

@@ -49,4 +49,24 @@ int binaryPrecedence(BinaryOp op) {
     return 0;
 }
 
+BlockExits exitsOf(const Block& b) {
+    BlockExits out;
+    auto inExpr = [&](auto&& self, const Expr& e) -> void {
+        bool loop = e.kind == ExprKind::For;  // a loop's breaks end that loop, not ours
+        forEachChild(
+            e, [&](const Expr& child) { self(self, child); },
+            [&](const Block& inner) {
+                BlockExits x = exitsOf(inner);
+                out.returns = out.returns || x.returns;
+                if (!loop) out.breaks = out.breaks || x.breaks;
+            });
+    };
+    for (const StmtPtr& st : b.stmts) {
+        if (st->kind == StmtKind::Return) out.returns = true;
+        if (st->kind == StmtKind::Break) out.breaks = true;
+        if (st->value) inExpr(inExpr, *st->value);
+    }
+    return out;
+}
+
 }  // namespace remit::ast

@@ -338,4 +338,80 @@ const char* binaryOpText(BinaryOp op);
 // Loosest 1 (or) .. tightest 6 (* / %), as in the spec's precedence table.
 int binaryPrecedence(BinaryOp op);
 
+// The one walker over an expression's direct children, in source order (an `if`: condition, then
+// block, `else if`, else block; a `for`: list, filter, body; a call: arguments, then the `else`
+// fallback): `onExpr` for each child expression, `onBlock` for each child block (only if, for and
+// match have blocks). Analyses that need every node recurse through it.
+template <class OnExpr, class OnBlock>
+void forEachChild(const Expr& e, OnExpr&& onExpr, OnBlock&& onBlock) {
+    switch (e.kind) {
+        case ExprKind::Int:
+        case ExprKind::Float:
+        case ExprKind::Bool:
+        case ExprKind::Str:
+        case ExprKind::Name: return;
+        case ExprKind::Interp:
+            for (const InterpPart& p : e.as<InterpExpr>().parts)
+                if (p.expr) onExpr(*p.expr);
+            return;
+        case ExprKind::Field: onExpr(*e.as<FieldExpr>().object); return;
+        case ExprKind::Index:
+            onExpr(*e.as<IndexExpr>().object);
+            onExpr(*e.as<IndexExpr>().index);
+            return;
+        case ExprKind::List:
+            for (const ExprPtr& x : e.as<ListExpr>().items) onExpr(*x);
+            return;
+        case ExprKind::Record:
+            for (const RecordField& f : e.as<RecordExpr>().fields) onExpr(*f.value);
+            return;
+        case ExprKind::Unary: onExpr(*e.as<UnaryExpr>().operand); return;
+        case ExprKind::Binary:
+            onExpr(*e.as<BinaryExpr>().left);
+            onExpr(*e.as<BinaryExpr>().right);
+            return;
+        case ExprKind::Call: {
+            const auto& c = e.as<CallExpr>();
+            for (const CallArg& a : c.args) onExpr(*a.value);
+            if (c.fallback) onExpr(*c.fallback);
+            return;
+        }
+        case ExprKind::If: {
+            const auto& i = e.as<IfExpr>();
+            onExpr(*i.cond);
+            onBlock(*i.thenBlock);
+            if (i.elseIf) onExpr(*i.elseIf);
+            if (i.elseBlock) onBlock(*i.elseBlock);
+            return;
+        }
+        case ExprKind::For: {
+            const auto& f = e.as<ForExpr>();
+            onExpr(*f.iter);
+            if (f.filter) onExpr(*f.filter);
+            onBlock(*f.body);
+            return;
+        }
+        case ExprKind::Match: {
+            const auto& m = e.as<MatchExpr>();
+            onExpr(*m.subject);
+            for (const MatchArm& a : m.arms) onBlock(*a.body);
+            return;
+        }
+    }
+}
+
+// The ways control can leave a block other than by reaching its end (strict flows' "exits",
+// docs/language.md): a `return` anywhere inside it, or a `break` that is not inside a loop of its
+// own (so it ends a loop around the block).
+struct BlockExits {
+    bool returns = false;
+    bool breaks = false;
+};
+BlockExits exitsOf(const Block& b);
+// Does a construct whose branch is `b` guard an exit — inside a loop (`inLoop`), a break counts?
+inline bool guardsExit(const Block& b, bool inLoop) {
+    BlockExits x = exitsOf(b);
+    return x.returns || (inLoop && x.breaks);
+}
+
 }  // namespace remit::ast

@@ -119,6 +119,9 @@ struct VarInfo {
     TypeRef type;
     Taint taint;
     bool isMutable;
+    // A `var`'s declaration: the identity under which a loop carries its taint from one iteration
+    // (and one analysis pass) to the next. Null for everything immutable.
+    const void* decl = nullptr;
 };
 
 // Lexical scopes: a chain of small tables, innermost first.
@@ -142,6 +145,13 @@ public:
         for (const Scope* s = this; s; s = s->parent_)
             for (const auto& [n, v] : s->vars_) out.push_back(n);
         return out;
+    }
+    // Calls f(VarInfo&) for every visible `var` (shadowed ones too: they are still assignable
+    // before the shadowing declaration in a later iteration).
+    template <class F> void forEachVar(F&& f) {
+        for (Scope* s = this; s; s = s->parent_)
+            for (auto& [n, v] : s->vars_)
+                if (v.decl) f(v);
     }
 
 private:
@@ -315,6 +325,39 @@ private:
     std::map<const CallExpr*, SiteRecord> sites_;
     std::map<std::pair<std::string, std::string>, FlowRecord> flows_;
     bool recursive_ = false;
+
+    // Loop-carried taint. A loop body is walked once per pass, but at run time a `var` assigned
+    // late in the body is read early in the next iteration: `for ... { a = b; b = secret }` leaves
+    // `a` secret after two iterations. So analyseFn walks a function until, for every loop, the
+    // taint each outer `var` has at the end of the body (recorded here, keyed by the loop and the
+    // var's declaration) is already what the body started with. The passes before the last are
+    // dry: they report nothing and record nothing for the manifest.
+    struct LoopCarry {
+        std::unordered_map<const void*, Taint> vars;
+        Taint sticky;  // strict: the raised pc at the end of an iteration
+    };
+    struct FnPasses {
+        std::unordered_map<NodeId, LoopCarry> loops;
+        bool changed = false;  // a pass grew some carried taint: another pass is needed
+        // Strict flows: the tags guarded exits added to the pc so far in this walk. Only grows;
+        // it holds until the function returns (docs/language.md "Strict flows", rule 3).
+        Taint sticky;
+    };
+    FnPasses* passes_ = nullptr;  // of the function being walked
+    bool dry_ = false;
+    static constexpr int kMaxPasses = 64;
+    void carryIntoLoop(const ForExpr& e, Scope& outer);
+    void carryOutOfLoop(const ForExpr& e, Scope& outer);
+    bool hasLoopCarriedVars(const Block& body) const;
+
+    // ------------------------------------------------------------ strict flows
+
+    bool strict() const { return opts_.strictFlows; }
+    void raisePc(const Taint& guard) {
+        if (strict() && passes_) unionInto(passes_->sticky, guard);
+    }
+    // Does an if (with its else-if chain) guard an exit (ast::guardsExit)?
+    static bool ifGuardsExit(const IfExpr& e, bool inLoop);
     bool inTest_ = false;
     // CheckerOptions::interrupted: polled every kPollInterval expressions; once it said stop, the
     // walk returns Never for every expression and reports nothing more.
@@ -323,8 +366,8 @@ private:
     bool stopped_ = false;
 
     struct FnFrame {
-        const FnDecl* fn;
-        TypeRef ret;
+        const FnDecl* fn = nullptr;
+        TypeRef ret = nullptr;
         std::vector<Taint> returns;
     };
     std::vector<FnFrame> fnStack_;
@@ -337,12 +380,17 @@ private:
         bool record;
         Ctx with(Scope* s) const { return Ctx{s, pc, loopDepth, record}; }
     };
+    // The pc in force: the context's, plus (strict) what guarded exits raised since.
+    Taint pcAt(const Ctx& ctx) const {
+        if (!passes_ || passes_->sticky.empty()) return ctx.pc;
+        return unite(ctx.pc, passes_->sticky);
+    }
 
     // ------------------------------------------------------------ diagnostics
 
     void report(DiagCode code, std::string message, const Span& span, std::string hint = {},
                 std::vector<std::string> notes = {}, nlohmann::ordered_json details = nullptr) {
-        if (stopped_) return;
+        if (stopped_ || dry_) return;
         Diagnostic d =
             makeDiagnostic(code, std::move(message), opts_.programFile, span, std::move(hint), std::move(notes));
         d.details = std::move(details);
@@ -642,26 +690,57 @@ bool Checker::isEffectfulCall(const CallExpr& call) const {
 // ---------------------------------------------------------------- functions
 
 FnSummary Checker::analyseFn(const FnDecl& fn, const std::vector<Info>& args, const Taint& pc, bool record) {
-    std::string key = fn.name + "|" + (record ? "r|" : "t|") + freeze(pc);
+    record = record && !dry_;
+    std::string key = fn.name + "|" + (dry_ ? "d|" : record ? "r|" : "t|") + freeze(pc);
     for (const Info& a : args) key += "|" + freeze(a.taint);
     if (auto it = fnCache_.find(key); it != fnCache_.end()) return it->second;
     TypeRef ret = fn.ret ? resolve(*fn.ret) : arena_.unit();
     fnCache_[key] = FnSummary{ret, {}, {}};  // a guard while the body is analysed (recursion is E0402)
     if (record) analysedFns_.insert(fn.name);
 
-    Scope scope(nullptr);
-    for (size_t i = 0; i < fn.params.size(); ++i) {
-        TypeRef t = resolve(*fn.params[i].type);
-        Taint taint = i < args.size() ? args[i].taint : Taint{};
-        scope.define(fn.params[i].name, VarInfo{t, std::move(taint), false});
-    }
-    fnStack_.push_back(FnFrame{&fn, ret, {}});
+    FnPasses passes;
+    FnPasses* outerPasses = std::exchange(passes_, &passes);
+    bool outerDry = dry_;
     bool savedInTest = inTest_;
     inTest_ = false;
-    Info body = block(*fn.body, Ctx{&scope, pc, 0, record});
+    // One walk of the body with fresh scopes; the loop-carried taint in `passes` persists.
+    auto walk = [&](bool finalPass, FnFrame& frame) {
+        dry_ = outerDry || !finalPass;
+        passes.changed = false;
+        passes.sticky.clear();
+        Scope scope(nullptr);
+        for (size_t i = 0; i < fn.params.size(); ++i) {
+            TypeRef t = resolve(*fn.params[i].type);
+            Taint taint = i < args.size() ? args[i].taint : Taint{};
+            scope.define(fn.params[i].name, VarInfo{t, std::move(taint), false});
+        }
+        fnStack_.push_back(FnFrame{&fn, ret, {}});
+        Info info = block(*fn.body, Ctx{&scope, pc, 0, record && finalPass});
+        frame = std::move(fnStack_.back());
+        fnStack_.pop_back();
+        return info;
+    };
+    FnFrame frame;
+    Info body;
+    int pass = 0;
+    for (bool converged = !hasLoopCarriedVars(*fn.body); !converged && pass < kMaxPasses; ++pass) {
+        body = walk(false, frame);
+        converged = !passes.changed;
+    }
+    if (pass == kMaxPasses) {
+        dry_ = outerDry;
+        report(DiagCode::E0003,
+               fmt::format("the flow analysis of '{}' did not settle after {} passes over its loops", fn.name,
+                           kMaxPasses),
+               fn.nameSpan, "split the loops that pass values between many variables into smaller functions", {},
+               {{"limit", "flow_passes"}, {"value", kMaxPasses}});
+    }
+    // The last walk reports and records (unless an enclosing walk is dry, in which case the
+    // converged dry walk is the result).
+    if (!outerDry || pass == 0) body = walk(true, frame);
+    dry_ = outerDry;
+    passes_ = outerPasses;
     inTest_ = savedInTest;
-    FnFrame frame = std::move(fnStack_.back());
-    fnStack_.pop_back();
 
     Taint taint = body.taint;
     for (const Taint& r : frame.returns) unionInto(taint, r);
@@ -715,6 +794,7 @@ Info Checker::statements(const std::vector<StmtPtr>& stmts, size_t from, const C
             bool elseReturns = e.elseIf ? ifReturns(e.elseIf->as<IfExpr>()) : e.elseBlock && blockReturns(*e.elseBlock);
             if (thenReturns || elseReturns) {
                 IfParts parts = ifParts(e, ctx);
+                raisePc(parts.cond.taint);  // strict: the rest runs only because the guard held
                 noteType(e, arena_.unit());
                 Effects rest;
                 if (!(thenReturns && elseReturns)) rest = statements(stmts, i + 1, ctx).eff;
@@ -762,8 +842,8 @@ Info Checker::statement(const Stmt& s, const Ctx& ctx) {
             if (ctx.scope->definedHere(s.name))
                 report(DiagCode::E0112, fmt::format("'{}' is already defined in this block", s.name), s.nameSpan,
                        "choose a different name, or declare it with var and assign to it");
-            Taint taint = s.isVar ? unite(v.taint, ctx.pc) : v.taint;
-            ctx.scope->define(s.name, VarInfo{t, std::move(taint), s.isVar});
+            Taint taint = s.isVar ? unite(v.taint, pcAt(ctx)) : v.taint;
+            ctx.scope->define(s.name, VarInfo{t, std::move(taint), s.isVar, s.isVar ? &s : nullptr});
             return Info{arena_.unit(), {}, std::move(v.eff)};
         }
         case StmtKind::Assign: {
@@ -784,7 +864,7 @@ Info Checker::statement(const Stmt& s, const Ctx& ctx) {
                        s.value->span, {}, {}, mismatch(var->type, v.type));
             }
             unionInto(var->taint, v.taint);
-            unionInto(var->taint, ctx.pc);
+            unionInto(var->taint, pcAt(ctx));
             return Info{arena_.unit(), {}, std::move(v.eff)};
         }
         case StmtKind::Return: {
@@ -813,7 +893,7 @@ Info Checker::statement(const Stmt& s, const Ctx& ctx) {
                 report(DiagCode::E0113, fmt::format("return value of '{}': {}", fn.name, bv), s.value->span,
                        "use take(xs, N) to bound the list", {}, mismatch(ret, v.type));
             }
-            fnStack_.back().returns.push_back(unite(v.taint, ctx.pc));
+            fnStack_.back().returns.push_back(unite(v.taint, pcAt(ctx)));
             return Info{arena_.never(), {}, std::move(v.eff)};
         }
         case StmtKind::Expr: return expr(*s.value, ctx);
@@ -830,6 +910,7 @@ Info Checker::statement(const Stmt& s, const Ctx& ctx) {
         case StmtKind::Break:
             if (ctx.loopDepth == 0)
                 report(DiagCode::E0110, "'break' outside of a for-loop", s.span, "break only ends a for-loop");
+            raisePc(pcAt(ctx));  // strict: what runs after the loop depends on why it stopped
             return Info{arena_.never(), {}, {}};
     }
     return Info{arena_.unit(), {}, {}};
@@ -946,6 +1027,7 @@ Info Checker::exprInner(const Expr& e, const Ctx& ctx) {
         case ExprKind::If: {
             const auto& i = e.as<IfExpr>();
             IfParts parts = ifParts(i, ctx);
+            if (ifGuardsExit(i, ctx.loopDepth > 0)) raisePc(parts.cond.taint);
             if (!i.elseBlock && !i.elseIf) {
                 if (!isUnitLike(parts.thenInfo.type))
                     noteValueless(e, fmt::format("it has no 'else' branch (its 'then' branch has type {})",
@@ -977,7 +1059,7 @@ Checker::IfParts Checker::ifParts(const IfExpr& e, const Ctx& ctx) {
     if (parts.cond.type->kind != remit::TypeKind::Bool && parts.cond.type->kind != remit::TypeKind::Never)
         report(DiagCode::E0103, fmt::format("'if' condition must be Bool, found {}", showType(parts.cond.type)),
                e.cond->span, {}, {}, mismatch("Bool", parts.cond.type));
-    Taint inner = unite(ctx.pc, parts.cond.taint);
+    Taint inner = unite(pcAt(ctx), parts.cond.taint);
     Ctx branch{ctx.scope, inner, ctx.loopDepth, ctx.record};
     parts.thenInfo = block(*e.thenBlock, branch);
     if (e.elseIf) parts.elseInfo = expr(*e.elseIf, branch);
@@ -988,7 +1070,11 @@ Checker::IfParts Checker::ifParts(const IfExpr& e, const Ctx& ctx) {
 
 Info Checker::binary(const BinaryExpr& e, const Ctx& ctx) {
     Info l = expr(*e.left, ctx);
-    Info r = expr(*e.right, ctx);
+    // Strict: the right side of and/or runs only because of the left side's value.
+    bool shortCircuit = e.op == BinaryOp::And || e.op == BinaryOp::Or;
+    Taint rightPc = strict() && shortCircuit ? unite(pcAt(ctx), l.taint) : Taint{};
+    Info r = strict() && shortCircuit ? expr(*e.right, Ctx{ctx.scope, rightPc, ctx.loopDepth, ctx.record})
+                                      : expr(*e.right, ctx);
     Info out{arena_.boolean(), unite(l.taint, r.taint), sum(l.eff, r.eff)};
     TypeRef lt = l.type, rt = r.type;
     const char* op = binaryOpText(e.op);
@@ -1098,10 +1184,12 @@ Info Checker::forExpr(const ForExpr& e, const Ctx& ctx) {
                    {fmt::format("'{}' has type {}", shortSource(*e.iter), showType(it.type))});
     }
     uint64_t times = static_cast<uint64_t>(std::max<int64_t>(0, *n));
+    carryIntoLoop(e, *ctx.scope);
     Scope inner(ctx.scope);
     inner.define(e.var, VarInfo{elem, it.taint, false});
-    Taint pc = unite(ctx.pc, it.taint);
+    Taint pc = unite(pcAt(ctx), it.taint);
     Effects perIteration;
+    Taint filterTaint;
     if (e.filter) {
         Info w = expr(*e.filter, Ctx{&inner, pc, ctx.loopDepth + 1, ctx.record});
         if (w.type->kind != remit::TypeKind::Bool && w.type->kind != remit::TypeKind::Never)
@@ -1109,13 +1197,90 @@ Info Checker::forExpr(const ForExpr& e, const Ctx& ctx) {
                    {}, {}, mismatch("Bool", w.type));
         perIteration = w.eff;
         unionInto(pc, w.taint);
+        filterTaint = w.taint;
+        // Strict: a filtered-out element skips the body's exits.
+        if (guardsExit(*e.body, true)) raisePc(w.taint);
     }
     Info body = block(*e.body, Ctx{&inner, pc, ctx.loopDepth + 1, ctx.record});
+    carryOutOfLoop(e, *ctx.scope);
     addInto(perIteration, body.eff);
     Effects eff = sum(it.eff, scaled(perIteration, times));
+    // Strict: a loop that ends without returning did so because its list ran out.
+    if (exitsOf(*e.body).returns) raisePc(it.taint);
     // A body of type Never never produces an element (it always returns or breaks, or the loop
     // runs over `[]`, whose variable is Never): the list is List[Never], which fits any list type.
-    return Info{arena_.list(body.type, static_cast<int64_t>(times)), unite(body.taint, it.taint), std::move(eff)};
+    Info out{arena_.list(body.type, static_cast<int64_t>(times)), unite(body.taint, it.taint), std::move(eff)};
+    if (strict()) {
+        // Strict: the list's length reveals its filter and its breaks (rule 4).
+        unionInto(out.taint, filterTaint);
+        unionInto(out.taint, pcAt(ctx));
+    }
+    return out;
+}
+
+bool Checker::ifGuardsExit(const IfExpr& e, bool inLoop) {
+    if (guardsExit(*e.thenBlock, inLoop)) return true;
+    if (e.elseBlock) return guardsExit(*e.elseBlock, inLoop);
+    if (e.elseIf) return ifGuardsExit(e.elseIf->as<IfExpr>(), inLoop);
+    return false;
+}
+
+// Before a loop's filter and body: what the outer vars carried out of an iteration in the last pass.
+void Checker::carryIntoLoop(const ForExpr& e, Scope& outer) {
+    if (!passes_) return;
+    auto it = passes_->loops.find(e.id);
+    if (it == passes_->loops.end()) return;
+    outer.forEachVar([&](VarInfo& v) {
+        if (auto c = it->second.vars.find(v.decl); c != it->second.vars.end()) unionInto(v.taint, c->second);
+    });
+    unionInto(passes_->sticky, it->second.sticky);
+}
+
+// After the body: record what the outer vars carry into the next iteration; a growth means the
+// body must be walked again.
+void Checker::carryOutOfLoop(const ForExpr& e, Scope& outer) {
+    if (!passes_) return;
+    LoopCarry& carry = passes_->loops[e.id];
+    outer.forEachVar([&](VarInfo& v) {
+        Taint& carried = carry.vars[v.decl];
+        for (const auto& [tag, origins] : v.taint) {
+            std::set<std::string>& known = carried[tag];
+            size_t before = known.size();
+            known.insert(origins.begin(), origins.end());
+            if (known.size() != before) passes_->changed = true;
+        }
+    });
+    for (const auto& [tag, origins] : passes_->sticky) {
+        std::set<std::string>& known = carry.sticky[tag];
+        size_t before = known.size();
+        known.insert(origins.begin(), origins.end());
+        if (known.size() != before) passes_->changed = true;
+    }
+}
+
+// Does some loop in `b` assign a variable (so its taint may travel from one iteration to the next),
+// or (strict) hold an exit, whose raised pc does too?
+bool Checker::hasLoopCarriedVars(const Block& b) const {
+    bool found = false;
+    std::function<void(const Block&, bool)> inBlock;
+    std::function<void(const Expr&, bool)> inExpr = [&](const Expr& e, bool inLoop) {
+        bool bodyInLoop = inLoop || e.kind == ExprKind::For;
+        // A loop's filter runs once per iteration, as its body does.
+        forEachChild(
+            e, [&](const Expr& child) { inExpr(child, bodyInLoop && &child != e.as<ForExpr>().iter.get()); },
+            [&](const Block& inner) { inBlock(inner, bodyInLoop); });
+    };
+    inBlock = [&](const Block& block, bool inLoop) {
+        for (const StmtPtr& st : block.stmts) {
+            if (found) return;
+            if (inLoop && st->kind == StmtKind::Assign) found = true;
+            // Strict: a guarded exit raises the pc for the loop's later iterations too.
+            if (inLoop && strict() && (st->kind == StmtKind::Break || st->kind == StmtKind::Return)) found = true;
+            if (st->value) inExpr(*st->value, inLoop);
+        }
+    };
+    inBlock(b, false);
+    return found;
 }
 
 Info Checker::matchExpr(const MatchExpr& e, const Ctx& ctx) {
@@ -1125,7 +1290,7 @@ Info Checker::matchExpr(const MatchExpr& e, const Ctx& ctx) {
     if (!st->isStringLike() && st->kind != remit::TypeKind::Never)
         report(DiagCode::E0111,
                fmt::format("match needs a string or a union of string literals, found {}", showType(st)), e.subject->span);
-    Taint pc = unite(ctx.pc, s.taint);
+    Taint pc = unite(pcAt(ctx), s.taint);
     Ctx armCtx{ctx.scope, pc, ctx.loopDepth, ctx.record};
     std::set<std::string> seen;
     bool hasDefault = false;
@@ -1165,6 +1330,9 @@ Info Checker::matchExpr(const MatchExpr& e, const Ctx& ctx) {
         }
     }
     if (e.arms.empty()) t = arena_.unit();
+    bool exits = false;
+    for (const MatchArm& arm : e.arms) exits = exits || guardsExit(*arm.body, ctx.loopDepth > 0);
+    if (exits) raisePc(s.taint);
     return Info{t, std::move(taint), sum(s.eff, armsEff)};
 }
 
@@ -1340,7 +1508,8 @@ Info Checker::capabilityCall(const CallExpr& e, const Capability& cap, const Ctx
         site->info.approval = Approval::Always;
         addReason("host requires approval for every call");
     }
-    Taint all = ctx.pc;
+    const Taint pc = pcAt(ctx);
+    Taint all = pc;
     if (bound) {
         for (size_t i = 0; i < cap.params.size(); ++i) {
             const CapabilityParam& p = cap.params[i];
@@ -1349,9 +1518,10 @@ Info Checker::capabilityCall(const CallExpr& e, const Capability& cap, const Ctx
             checkArg(arg, info, p.type, fmt::format("'{}' parameter '{}'", name, p.name));
             unionInto(all, info.taint);
             const Taint& data = info.taint;
-            std::vector<std::string> denied;
+            std::vector<std::string> denied, deniedByControl;
             for (const std::string& t : p.deny)
                 if (data.count(t)) denied.push_back(t);
+                else if (strict() && pc.count(t)) deniedByControl.push_back(t);
             if (!denied.empty()) {
                 std::vector<std::string> notes;
                 for (const std::string& t : denied) {
@@ -1365,27 +1535,42 @@ Info Checker::capabilityCall(const CallExpr& e, const Capability& cap, const Ctx
                        arg.value->span,
                        "the host forbids this flow; it cannot be approved. Use a different source for this value",
                        notes, {{"resource", name}, {"param", p.name}, {"tags", denied}});
+            } else if (!deniedByControl.empty()) {
+                std::vector<std::string> notes;
+                for (const std::string& t : deniedByControl) {
+                    std::vector<std::string> origins(pc.at(t).begin(), pc.at(t).end());
+                    notes.push_back(fmt::format("the call runs only because of a decision on {} data from {}", t,
+                                                joinList(origins)));
+                }
+                report(DiagCode::E0301,
+                       fmt::format("control flow tagged {} reaches '{}' parameter '{}', which denies it (strict flows)",
+                                   joinList(deniedByControl), name, p.name),
+                       e.span,
+                       "in strict mode the host forbids this flow even through control flow; decide on data the host "
+                       "vouches for, or make the call before the decision",
+                       notes, {{"resource", name}, {"param", p.name}, {"tags", deniedByControl}, {"via", "control"}});
+                denied = deniedByControl;
             }
             bool needsApproval = false;
             for (const std::string& t : p.approve) {
                 bool viaData = data.count(t) > 0;
-                bool viaControl = ctx.pc.count(t) > 0;
+                bool viaControl = pc.count(t) > 0;
                 if (!viaData && !viaControl) continue;
                 needsApproval = true;
                 std::set<std::string> sources;
                 if (viaData) sources.insert(data.at(t).begin(), data.at(t).end());
-                if (viaControl) sources.insert(ctx.pc.at(t).begin(), ctx.pc.at(t).end());
+                if (viaControl) sources.insert(pc.at(t).begin(), pc.at(t).end());
                 addReason(fmt::format("'{}' may be {} ({}: {})", p.name, t, viaData ? "data" : "control flow",
                                       joinList(std::vector<std::string>(sources.begin(), sources.end()))));
             }
             if (needsApproval && site && site->info.approval == Approval::None) site->info.approval = Approval::Possible;
-            if (ctx.record && (!data.empty() || !ctx.pc.empty())) {
+            if (ctx.record && (!data.empty() || !pc.empty())) {
                 FlowRecord& flow = flows_[{name, p.name}];
                 for (const auto& [t, o] : data) flow.tags.insert(t);
-                for (const auto& [t, o] : ctx.pc) flow.tags.insert(t);
+                for (const auto& [t, o] : pc) flow.tags.insert(t);
                 std::string siteId = site ? site->info.site : std::string();
                 if (!data.empty()) flow.sites.insert({siteId, "data"});
-                if (!ctx.pc.empty()) flow.sites.insert({siteId, "control"});
+                if (!pc.empty()) flow.sites.insert({siteId, "control"});
                 flow.verdict = std::max(flow.verdict, !denied.empty() ? 2 : needsApproval ? 1 : 0);
             }
         }
@@ -1460,7 +1645,7 @@ Info Checker::modelCall(const CallExpr& e, const Ctx& ctx) {
         addInto(result.eff, c.eff);
     }
     // Stricter than the prototype: a model answering under tagged control flow carries those tags.
-    unionInto(result.taint, ctx.pc);
+    unionInto(result.taint, pcAt(ctx));
     if (ctx.record) siteFor(e, model, agent ? std::optional<std::string>(agent->name) : std::nullopt);
     if (e.retry && *e.retry < 0) report(DiagCode::E0107, "a retry count cannot be negative", e.span);
     uint64_t attempts = 1 + static_cast<uint64_t>(std::max<int64_t>(0, e.retry.value_or(0)));
@@ -1508,7 +1693,7 @@ Info Checker::functionCall(const CallExpr& e, const FnDecl& fn, const Ctx& ctx) 
                {{"limit", "call_depth"}, {"value", opts_.maxCallDepth}});
         return Info{ret, {}, std::move(eff)};
     }
-    FnSummary summary = analyseFn(fn, args, ctx.pc, ctx.record);
+    FnSummary summary = analyseFn(fn, args, pcAt(ctx), ctx.record);
     return Info{summary.ret, summary.taint, sum(eff, summary.eff)};
 }
 
@@ -1760,6 +1945,7 @@ void Checker::buildManifest(const Effects& eff) {
     std::sort(m.flows.begin(), m.flows.end(), [](const Flow& a, const Flow& b) { return a.sink < b.sink; });
     if (auto it = fns_.find("main"); it != fns_.end())
         for (const Param& p : it->second->params) m.inputs.emplace_back(p.name, host_.inputTags(p.name));
+    m.strictFlows = opts_.strictFlows;
 }
 
 // Where the value of an expression is used: everywhere except a statement whose value is

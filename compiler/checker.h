@@ -53,6 +53,11 @@ struct CheckerOptions {
     // hundred expressions and between phases. Once it returns true the walk winds down without
     // reporting more, an E0003 says checking was stopped, and CheckResult::interrupted is set.
     std::function<bool()> interrupted = {};
+    // Strict flows (docs/language.md "Strict flows"): the pc reaches `deny` parameters, the right
+    // side of and/or runs under the left side's tags, guarded exits (return, break) put the rest
+    // of the function under their guards, and a for's list carries its filters and breaks. The
+    // manifest records the mode, and the code generator instruments the bytecode to match.
+    bool strictFlows = false;
 };
 
 // Resolves the host interface (E0105, E0112 in the host file) into `host`.

@@ -338,9 +338,11 @@ private:
     // Does running this code read the pc? Only writes to variables (which gain the pc's tags),
     // `return` (likewise), and calls (a callee inherits the pc; a host call reports it) do; for
     // anything else the compiler leaves out the PCENTER/PCLEAVE pair.
-    static bool writesOrReturns(const Block& b) {
+    // Strict flows: a break reads the pc too (its pc is carried past the loop).
+    bool writesOrReturns(const Block& b) const {
         for (const StmtPtr& s : b.stmts)
-            if (s->kind == StmtKind::Assign || s->kind == StmtKind::Return || (s->kind == StmtKind::Let && s->isVar))
+            if (s->kind == StmtKind::Assign || s->kind == StmtKind::Return || (s->kind == StmtKind::Let && s->isVar) ||
+                (strict_ && s->kind == StmtKind::Break))
                 return true;
         return false;
     }
@@ -385,12 +387,45 @@ private:
         uint16_t saved = allocReg();
         emitABC(Op::PCENTER, saved, condition);
         ++pcDepth_;
+        pcSaves_.push_back(saved);
         return saved;
     }
     void pcLeave(uint16_t saved) {
         if (saved == kNoReg) return;
         --pcDepth_;
+        pcSaves_.pop_back();
         emitABC(Op::PCLEAVE, saved);
+    }
+
+    // ------------------------------------------------------------ strict flows
+    // (docs/language.md "Strict flows"). A guard raises the pc for the rest of the function: the
+    // current pc gains the guard's tags (a PCENTER whose saved value nobody restores), and so does
+    // every pc an enclosing PCENTER saved, so no PCLEAVE of this function takes the raise back.
+    bool strict_ = false;
+    bool raised_ = false;             // the function has raised its pc: var writes need TAINTPC
+    std::vector<uint16_t> pcSaves_;   // the registers of the enclosing PCENTERs, innermost last
+    void raisePc(uint16_t guard) {
+        uint32_t mark = nextReg_;
+        emitABC(Op::PCENTER, allocReg(), guard);
+        for (uint16_t saved : pcSaves_) emitABC(Op::ADDLABELS, saved, guard);
+        freeTo(mark);
+        raised_ = true;
+    }
+    // At a `break`: the pc it runs under (its guards) holds after the loop.
+    void raisePcToCurrent() {
+        uint32_t mark = nextReg_;
+        uint16_t untagged = allocReg(), current = allocReg();
+        emitABC(Op::LOADUNIT, untagged);
+        emitABC(Op::PCENTER, current, untagged);  // current = Unit labelled with the pc; the pc is unchanged
+        for (uint16_t saved : pcSaves_) emitABC(Op::ADDLABELS, saved, current);
+        freeTo(mark);
+        raised_ = true;
+    }
+    bool ifGuardsExit(const IfExpr& e) const {
+        bool inLoop = !loops_.empty();
+        if (guardsExit(*e.thenBlock, inLoop)) return true;
+        if (e.elseBlock) return guardsExit(*e.elseBlock, inLoop);
+        return e.elseIf && ifGuardsExit(e.elseIf->as<IfExpr>());
     }
 
     uint16_t allocReg() {
@@ -422,7 +457,7 @@ private:
     void statement(const Stmt& s);
     void assign(const Stmt& s, const Local& local);
     void afterVarWrite(const Local& local) {
-        if (inheritsPc_ || pcDepth_ > 0) emitABC(Op::TAINTPC, local.reg);
+        if (inheritsPc_ || pcDepth_ > 0 || raised_) emitABC(Op::TAINTPC, local.reg);
         if (local.declaredMax) emitABx(Op::CHECKMAX, local.reg, intConstant(*local.declaredMax));
     }
 
@@ -470,6 +505,7 @@ private:
 };
 
 void Generator::run() {
+    strict_ = check_.manifest.strictFlows;
     module_.programName = prog_.name;
     module_.budgetUsd = prog_.budgetUsd;
     module_.programHash = check_.manifest.programHash;
@@ -501,6 +537,8 @@ void Generator::function(const FnDecl& f) {
     fn_ = &module_.functions[fnIndex_];
     inheritsPc_ = f.name != "main";
     pcDepth_ = 0;
+    raised_ = false;
+    pcSaves_.clear();
     mayHoldHeap_.clear();
     locals_.clear();
     nextReg_ = peakReg_ = 0;
@@ -526,6 +564,8 @@ void Generator::test(const TestDecl& t, const Span& span) {
     module_.tests.push_back(TestCase{t.name, t.fixtures, fnIndex_, toDebug(span)});
     inheritsPc_ = false;
     pcDepth_ = 0;
+    raised_ = false;
+    pcSaves_.clear();
     mayHoldHeap_.clear();
     locals_.clear();
     nextReg_ = peakReg_ = 0;
@@ -597,6 +637,7 @@ void Generator::statement(const Stmt& s) {
         }
         case StmtKind::Break:
             if (loops_.empty()) throw LimitExceeded{"internal: break outside a loop"};
+            if (strict_) raisePcToCurrent();
             loops_.back().breaks.push_back(emitJump(Op::JMP));
             break;
     }
@@ -726,8 +767,11 @@ void Generator::binary(const BinaryExpr& e, uint16_t dest) {
         expr(*e.left, dest);
         size_t skip = emitJump(e.op == BinaryOp::And ? Op::JMPIFNOT : Op::JMPIF, dest);
         uint32_t mark = nextReg_;
+        // Strict flows: the right side runs under the left side's tags.
+        uint16_t savedPc = pcEnter(strict_ && readsPc(*e.right), dest);
         uint16_t right = allocReg();
         expr(*e.right, right);
+        pcLeave(savedPc);
         emitABC(Op::ADDLABELS, right, dest);
         emitABC(Op::MOVE, dest, right);
         freeTo(mark);
@@ -787,24 +831,25 @@ std::optional<size_t> Generator::branchUnless(const Expr& cond, bool negate) {
 }
 
 void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
-    // An if whose type is Unit (no else, or branches of different types) has the value Unit.
-    bool wantValue = dest != kNoReg && !isKind(typeOf(e), ValueType::Unit);
+    // An if whose type is Unit (no else, or branches of different types) has the value Unit,
+    // labelled with the condition like any if's value (docs/language.md "Labels, exactly").
+    bool needValue = dest != kNoReg;
+    bool wantValue = needValue && !isKind(typeOf(e), ValueType::Unit);
     uint16_t branchDest = wantValue ? dest : kNoReg;
     bool tracksPc = readsPc(*e.thenBlock) || (e.elseBlock && readsPc(*e.elseBlock)) || (e.elseIf && readsPc(*e.elseIf));
     // `if a < b { break }`: the fused branch's own JMP is the break (to the loop's exit), taken
     // when the comparison holds — one instruction per iteration instead of a branch and a JMP.
     const Block& then = *e.thenBlock;
-    if (!wantValue && !tracksPc && !e.elseIf && !e.elseBlock && !loops_.empty() && then.stmts.size() == 1 &&
+    if (!needValue && !tracksPc && !e.elseIf && !e.elseBlock && !loops_.empty() && then.stmts.size() == 1 &&
         then.stmts[0]->kind == StmtKind::Break) {
         if (std::optional<size_t> exit = branchUnless(*e.cond, /*negate=*/true)) {
             loops_.back().breaks.push_back(*exit);
-            if (dest != kNoReg) emitABC(Op::LOADUNIT, dest);
             return;
         }
     }
     // The condition's Bool is needed after the branch only for its tags: by PCENTER, or by the
     // value's ADDLABELS. Otherwise a comparison compiles to a fused compare-and-branch.
-    std::optional<size_t> fused = wantValue || tracksPc ? std::nullopt : branchUnless(*e.cond);
+    std::optional<size_t> fused = needValue || tracksPc ? std::nullopt : branchUnless(*e.cond);
     uint16_t cond = kNoReg;
     uint16_t savedPc = kNoReg;
     size_t toElse;
@@ -812,7 +857,7 @@ void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
         toElse = *fused;
     } else {
         // The condition is copied when its tags are needed after the branches, which may reassign it.
-        if (wantValue) {
+        if (needValue) {
             cond = allocReg();
             expr(*e.cond, cond);
         } else {
@@ -834,12 +879,17 @@ void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
     }
     if (hasElse) patchJump(toEnd, here());
     pcLeave(savedPc);
-    if (wantValue) emitABC(Op::ADDLABELS, dest, cond);
-    else if (dest != kNoReg) emitABC(Op::LOADUNIT, dest);
+    // Strict flows: an if that could have left (return, break) decides what runs from here on.
+    // Such an if tracks the pc (its branches hold the exit), so its condition is in a register.
+    if (strict_ && cond != kNoReg && ifGuardsExit(e)) raisePc(cond);
+    if (!needValue) return;
+    if (!wantValue) emitABC(Op::LOADUNIT, dest);
+    emitABC(Op::ADDLABELS, dest, cond);
 }
 
 void Generator::matchExpr(const MatchExpr& e, uint16_t dest) {
-    bool wantValue = dest != kNoReg && !isKind(typeOf(e), ValueType::Unit);
+    bool needValue = dest != kNoReg;
+    bool wantValue = needValue && !isKind(typeOf(e), ValueType::Unit);  // as for if
     uint16_t armDest = wantValue ? dest : kNoReg;
     // A variable's own register when no arm reassigns it (its tags are read after the arms, by
     // ADDLABELS); otherwise a copy, as for any other expression.
@@ -877,8 +927,14 @@ void Generator::matchExpr(const MatchExpr& e, uint16_t dest) {
     if (!hasDefault && wantValue) emitABC(Op::LOADUNIT, dest);
     for (size_t j : toEnd) patchJump(j, here());
     pcLeave(savedPc);
-    if (wantValue) emitABC(Op::ADDLABELS, dest, subject);
-    else if (dest != kNoReg) emitABC(Op::LOADUNIT, dest);
+    if (strict_) {
+        bool exits = false;
+        for (const MatchArm& arm : e.arms) exits = exits || guardsExit(*arm.body, !loops_.empty());
+        if (exits) raisePc(subject);
+    }
+    if (!needValue) return;
+    if (!wantValue) emitABC(Op::LOADUNIT, dest);
+    emitABC(Op::ADDLABELS, dest, subject);
 }
 
 void Generator::forExpr(const ForExpr& e, uint16_t dest) {
@@ -937,11 +993,16 @@ void Generator::forExpr(const ForExpr& e, uint16_t dest) {
     if (e.filter) {
         SpanScope at(*this, e.filter->span);
         bool bodyReadsFilterPc = readsPc(*e.body);
-        std::optional<size_t> fused = bodyReadsFilterPc ? std::nullopt : branchUnless(*e.filter);
+        // Strict flows: the list carries every evaluation of the filter, so it needs the Bool.
+        bool labelsList = strict_ && collect;
+        std::optional<size_t> fused = bodyReadsFilterPc || labelsList ? std::nullopt : branchUnless(*e.filter);
         if (fused) {
             toContinue = *fused;
         } else {
             uint16_t cond = operand(*e.filter);
+            if (labelsList) emitABC(Op::ADDLABELS, dest, cond);
+            // Strict flows: a filtered-out element skips the body's exits.
+            if (strict_ && guardsExit(*e.body, true)) raisePc(cond);
             toContinue = emitJump(Op::JMPIFNOT, cond);
             filterPc = pcEnter(bodyReadsFilterPc, cond);
         }
@@ -970,6 +1031,12 @@ void Generator::forExpr(const ForExpr& e, uint16_t dest) {
 
     pcLeave(savedPc);
     if (collect && !isRange) emitABC(Op::ADDLABELS, dest, window);  // the result carries the list's own tags
+    if (strict_) {
+        // A loop that ended without returning did so because its list ran out; and the list's
+        // length reveals the pc it ended under (its breaks' guards included).
+        if (!isRange && exitsOf(*e.body).returns) raisePc(window);
+        if (collect) emitABC(Op::TAINTPC, dest);
+    }
     if (!isRange) emitABC(Op::CLEAR, window, 1);
 }
 

@@ -159,25 +159,34 @@ CheckOutcome checkProgramFile(const std::string& path, const CheckOptions& optio
     resolveHost(*out.host, *out.hostPath, host, out.diags);
     if (out.diags.hasErrors()) return out;
     std::vector<std::string> hostResources = host.resourceNames();
-    out.checked = checkProgram(*out.program, std::move(host), out.diags, CheckerOptions{path, *out.hostPath});
 
-    if (!options.checkPolicy) return out;
-    out.policyPath = options.policyPath ? options.policyPath : findPolicy(path);
-    if (!out.policyPath) return out;
-    std::string policyText;
-    if (auto err = readSource(*out.policyPath, options.limits.maxSourceBytes, policyText)) {
-        out.ioError = err;
-        return out;
+    // The policy is read before the program is checked: its [flows] strict decides how. Its own
+    // problems are reported after the program's, as before.
+    DiagnosticList policyDiags;
+    if (options.checkPolicy) {
+        out.policyPath = options.policyPath ? options.policyPath : findPolicy(path);
+        if (out.policyPath) {
+            std::string policyText;
+            if (auto err = readSource(*out.policyPath, options.limits.maxSourceBytes, policyText)) {
+                out.ioError = err;
+                return out;
+            }
+            if (policyText.size() > options.limits.maxSourceBytes) {
+                policyDiags.add(makeDiagnostic(
+                    DiagCode::E0504,
+                    fmt::format("policy file is over the limit of {} bytes", options.limits.maxSourceBytes),
+                    *out.policyPath, {}, "a policy is a short list of grants; check that this is the right file"));
+            } else {
+                out.sources[*out.policyPath] = std::make_unique<SourceFile>(*out.policyPath, policyText);
+                out.policy = parsePolicy(*out.policyPath, policyText, policyDiags);
+            }
+        }
     }
+    CheckerOptions checkerOptions{path, *out.hostPath};
+    checkerOptions.strictFlows = options.strictFlows || (out.policy && out.policy->strictFlows);
+    out.checked = checkProgram(*out.program, std::move(host), out.diags, checkerOptions);
     bool programOk = !out.diags.hasErrors();
-    if (policyText.size() > options.limits.maxSourceBytes) {
-        out.diags.add(makeDiagnostic(
-            DiagCode::E0504, fmt::format("policy file is over the limit of {} bytes", options.limits.maxSourceBytes),
-            *out.policyPath, {}, "a policy is a short list of grants; check that this is the right file"));
-        return out;
-    }
-    out.sources[*out.policyPath] = std::make_unique<SourceFile>(*out.policyPath, policyText);
-    out.policy = parsePolicy(*out.policyPath, policyText, out.diags);
+    for (Diagnostic& d : policyDiags.items()) out.diags.add(std::move(d));
     if (!out.policy) return out;
     checkPolicyAgainstHost(*out.policy, hostResources, out.diags);
     // The policy comparison is only meaningful for a program that checks (as in the prototype).

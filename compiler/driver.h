@@ -40,6 +40,7 @@ struct CheckOptions {
     std::optional<std::string> hostPath;    // --host; otherwise discovered
     std::optional<std::string> policyPath;  // --policy
     bool checkPolicy = true;                // false: no policy is looked for (build, dis, run --allow-all)
+    bool strictFlows = false;               // --strict-flows; a policy's [flows] strict = true also sets it
     FrontendLimits limits;
 };
 

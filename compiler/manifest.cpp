@@ -369,6 +369,10 @@ std::optional<Manifest> readManifest(const Json& j) {
         if (!asStringList(it.value(), tags)) return std::nullopt;
         m.inputs.emplace_back(it.key(), std::move(tags));
     }
+    if (const Json* strict = member(j, "strict_flows")) {
+        if (!strict->is_boolean()) return std::nullopt;
+        m.strictFlows = strict->template get<bool>();
+    }
     return m;
 }
 
@@ -638,6 +642,8 @@ nlohmann::ordered_json manifestToJson(const Manifest& manifest) {
     nlohmann::ordered_json inputs = nlohmann::ordered_json::object();
     for (const auto& [name, tags] : manifest.inputs) inputs[name] = stringArray(tags);
     j["inputs"] = std::move(inputs);
+    // Only in strict mode, so a default manifest keeps the prototype's shape.
+    if (manifest.strictFlows) j["strict_flows"] = true;
     j["ambient_effects"] = kAmbientEffects;
     return j;
 }

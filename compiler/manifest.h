@@ -87,6 +87,7 @@ struct Manifest {
     std::vector<CallSiteInfo> callSites;      // sorted by (line, col)
     std::vector<Flow> flows;                  // sorted by sink; only sinks some tag reaches
     std::vector<std::pair<std::string, std::vector<std::string>>> inputs;  // main's parameters and their tags
+    bool strictFlows = false;  // checked (and compiled) in strict-flows mode
 
     const ResourceUse* resource(std::string_view name) const;
     bool operator==(const Manifest&) const = default;

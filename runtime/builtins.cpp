@@ -764,8 +764,9 @@ std::optional<Value> builtinContains(Heap& heap, std::span<const Value> args) {
         return wrongArgs(heap, BuiltinId::Contains, "(List, any value) or (Str, Str)", args);
     const auto& items = container.asList().items;
     bool found = std::any_of(items.begin(), items.end(), [&](const Value& x) { return valuesEqual(x, item); });
+    // As `item in container`: the answer depends on every element and on all of the item.
     std::optional<Labels> labels = topAndContentLabels(heap, args, container);
-    if (!labels) return std::nullopt;
+    if (!labels || !addContent(heap, *labels, item)) return std::nullopt;
     return labelled(Value::boolean(found), *labels);
 }
 
@@ -1088,9 +1089,12 @@ std::optional<Value> builtinUnique(Heap& heap, std::span<const Value> args) {
         slot->second = kept.size();
         kept.push_back(i);
     }
-    if (kept.size() == items.size()) return xs;  // nothing repeats: share the list
-    // The result keeps the list's own labels; each element keeps its own.
-    std::optional<Value> out = heap.newList(kept.size(), xs.tags(), xs.prov());
+    // Which elements are kept depends on comparing all of them, so the list itself carries the
+    // deep labels of `xs`; each kept element keeps its own.
+    Labels labels{xs.tags(), xs.prov()};
+    if (!addContent(heap, labels, xs)) return std::nullopt;
+    if (kept.size() == items.size()) return labelled(xs, labels);  // nothing repeats: share the items
+    std::optional<Value> out = heap.newList(kept.size(), labels.tags, labels.prov);
     if (!out) return std::nullopt;
     for (size_t i : kept)
         if (!heap.appendInPlace(*out, items[i])) return std::nullopt;

@@ -19,10 +19,11 @@ namespace remit {
 
 namespace {
 
-constexpr std::string_view kTopLevelTables[] = {"budget", "grant", "limits"};
+constexpr std::string_view kTopLevelTables[] = {"budget", "grant", "limits", "flows"};
 constexpr std::string_view kBudgetKeys[] = {"max_usd"};
 constexpr std::string_view kGrantKeys[] = {"max_calls", "arg_prefix", "arg_one_of", "arg_max", "approve", "approval"};
 constexpr std::string_view kLimitsKeys[] = {"max_steps", "max_memory", "max_wall_ms"};
+constexpr std::string_view kFlowsKeys[] = {"strict"};
 
 // Long or odd strings are summarised rather than echoed: a diagnostic line should stay one line.
 constexpr size_t kMaxQuotedValue = 40;
@@ -104,6 +105,8 @@ std::optional<std::string_view> homeTableOf(std::string_view key) {
         if (k == key) return "[budget]";
     for (std::string_view k : kLimitsKeys)
         if (k == key) return "[limits]";
+    for (std::string_view k : kFlowsKeys)
+        if (k == key) return "[flows]";
     for (std::string_view k : kGrantKeys)
         if (k == key) return "[grant.\"<resource>\"]";
     return std::nullopt;
@@ -122,6 +125,8 @@ public:
                 parseGrants(key, node, policy);
             } else if (name == "limits") {
                 parseLimits(key, node, policy.limits);
+            } else if (name == "flows") {
+                parseFlows(key, node, policy);
             } else {
                 unknownTopLevel(key, node);
             }
@@ -144,7 +149,7 @@ private:
 
     void unknownTopLevel(const toml::key& key, const toml::node& node) {
         std::string_view name = key.str();
-        std::string valid = "valid tables: [budget], [grant.\"<resource>\"], [limits]";
+        std::string valid = "valid tables: [budget], [grant.\"<resource>\"], [limits], [flows]";
         std::string hint = valid;
         if (auto home = homeTableOf(name)) {
             hint = fmt::format("'{}' belongs in {}; {}", name, *home, valid);
@@ -195,6 +200,24 @@ private:
                 continue;
             }
             policy.maxUsd = *value;
+        }
+    }
+
+    void parseFlows(const toml::key& key, const toml::node& node, Policy& policy) {
+        const toml::table* table = requireTable(key, node, "write a [flows] table with strict = true under it");
+        if (!table) return;
+        for (auto&& [k, v] : *table) {
+            if (k.str() != "strict") {
+                unknownKey(k, "[flows]", kFlowsKeys);
+                continue;
+            }
+            const auto* flag = v.as_boolean();
+            if (!flag) {
+                error(spanOf(v.source()), fmt::format("strict in [flows] must be true or false, got {}", describe(v)),
+                      "e.g. strict = true (no quotes)");
+                continue;
+            }
+            policy.strictFlows = flag->get();
         }
     }
 

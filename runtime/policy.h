@@ -47,6 +47,8 @@ struct Policy {
     std::optional<double> maxUsd;         // [budget] max_usd; none: only the program's budget applies
     std::map<std::string, Grant> grants;  // by resource name
     RunLimits limits;
+    // [flows] strict = true: check and run in strict-flows mode (docs/language.md "Strict flows").
+    bool strictFlows = false;
     bool allowAll = false;  // --allow-all: every resource granted, no limits, no max_usd
     std::string sha256;     // policy_hash: hex SHA-256 of the file's bytes; empty for allow-all
 

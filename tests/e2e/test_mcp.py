@@ -19,12 +19,12 @@ DOC = REPO / "docs" / "mcp.md"
 
 TOOLS = {
     "remit_guide": ["section"],
-    "remit_check": ["program", "host", "policy"],
+    "remit_check": ["program", "host", "policy", "strict_flows"],
     "remit_format": ["program"],
     "remit_authority_diff": ["old_program", "new_program", "host"],
     "remit_examples": ["name"],
-    "remit_run_fixtures": ["program", "host", "fixtures", "inputs", "policy"],
-    "remit_run": ["program", "host", "fixtures", "inputs", "policy"],
+    "remit_run_fixtures": ["program", "host", "fixtures", "inputs", "policy", "strict_flows"],
+    "remit_run": ["program", "host", "fixtures", "inputs", "policy", "strict_flows"],
     "remit_resume": ["run_token", "approve"],
 }
 REQUIRED = {

@@ -66,7 +66,7 @@ struct Outcome {
 
 // Runs main(ticket) through a broker with `host`, `policy` and `adapter`, tracing to a temp file.
 Outcome runWith(std::shared_ptr<const LoadedProgram> program, const HostModel& host, const Policy& policy,
-                Adapter& adapter, const std::string& ticket = "t") {
+                Adapter& adapter, const std::string& ticket = "t", bool strictFlows = false) {
     Run run(program, {});
     std::vector<Value> args;
     const Function& main = program->module().functions[program->entry()];
@@ -92,6 +92,7 @@ Outcome runWith(std::shared_ptr<const LoadedProgram> program, const HostModel& h
         options.policy = &policy;
         options.adapter = &adapter;
         options.trace = &trace;
+        options.strictFlows = strictFlows;
         Broker broker(options, run);
         out.status = broker.drive(run.start(program->entry(), std::move(args)));
         out.calls = broker.calls();
@@ -144,6 +145,33 @@ TEST_CASE("broker: deny tags are checked on deep argument tags at run time (R030
             CHECK(e["site"] == "main#0");
         }
     CHECK(count(out.events, "call") == 0);
+}
+
+TEST_CASE("broker: in strict flows the pc reaches deny parameters (R0301 via control)") {
+    // Checked against the lax host (no deny), run with a host whose mail.send denies untrusted:
+    // the body is untagged, but the call runs only because of the untrusted ticket.
+    auto program = compile(
+        "program p\nuses mail.send\nfn main(ticket: Str) -> Str {\n"
+        "  if ticket == \"refund\" {\n    mail.send(to: \"a@b\", body: \"ok\")\n  }\n  return \"sent\"\n}\n");
+    HostModel strict = hostFrom(
+        "capability crm.lookup(id: Str) -> Str\n  tags private\n  idempotent\n"
+        "capability mail.send(to: Str, body: Str deny untrusted)\n"
+        "model llm cost 0.01\ninput ticket tags untrusted\n");
+    auto adapter = fixtures(R"({"capabilities": {"mail.send": [{"output": null, "repeat": true}]}})");
+    Outcome lax = runWith(program, strict, Policy::allowAllPolicy(), *adapter, "refund");
+    CHECK(lax.status == RunStatus::Completed);  // the default mode: control flow never meets deny
+    Outcome out = runWith(program, strict, Policy::allowAllPolicy(), *adapter, "refund", true);
+    REQUIRE(out.error);
+    CHECK(out.error->code == DiagCode::R0301);
+    CHECK(out.error->message ==
+          "control flow tagged untrusted reached 'mail.send' parameter 'body', which denies it (strict flows)");
+    CHECK(out.error->details["via"] == "control");
+    for (const auto& e : out.events)
+        if (e["event"] == "violation") CHECK(e["via"] == "control");
+    CHECK(count(out.events, "violation") == 1);
+    CHECK(count(out.events, "call") == 0);
+    // Not taken: nothing is refused.
+    CHECK(runWith(program, strict, Policy::allowAllPolicy(), *adapter, "other", true).status == RunStatus::Completed);
 }
 
 TEST_CASE("broker: a policy call limit is enforced per resource (R0402)") {

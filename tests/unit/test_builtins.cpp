@@ -619,6 +619,12 @@ TEST_CASE("builtins: tags and provenance of results") {
     Value inList = ok(call(heap, BuiltinId::Contains, {xs, I(9, p)}));
     CHECK(names(inList) == Names{"private", "secret", "untrusted"});
     CHECK(from(inList) == Seqs{1, 3});
+    // ... and the item's deep labels, as `x in xs`: a record whose field is tagged.
+    Value probe = record(heap, {{"a", I(5, p, p2)}});
+    Value recordInList = ok(call(heap, BuiltinId::Contains, {list(heap, {record(heap, {{"a", I(5)}})}), probe}));
+    CHECK(recordInList.asBool());
+    CHECK(names(recordInList) == Names{"private"});
+    CHECK(from(recordInList) == Seqs{2});
     // contains on a Str: top-level of both only.
     Value inText = ok(call(heap, BuiltinId::Contains, {text, str(heap, "W", p)}));
     CHECK(names(inText) == Names{"private", "untrusted"});
@@ -640,12 +646,15 @@ TEST_CASE("builtins: tags and provenance of results") {
     CHECK(names(head) == Names{"secret", "untrusted"});
     CHECK(from(head) == Seqs{1, 3});
 
-    // unique: the list's own labels; the elements keep theirs and lend none to the list.
+    // unique: which items are kept depends on all of them, so the list carries the deep labels
+    // (the dropped 5's too); the kept elements keep theirs.
     Value dup = list(heap, {I(5, s, p3), I(5), I(7, p)}, u, p1);
     Value uniq = ok(call(heap, BuiltinId::Unique, {dup}));
     CHECK(uniq.asList().items.size() == 2);
-    CHECK(names(uniq) == Names{"untrusted"});
-    CHECK(from(uniq) == Seqs{1});
+    CHECK(names(uniq) == Names{"private", "secret", "untrusted"});
+    CHECK(from(uniq) == Seqs{1, 3});
+    Value distinct = ok(call(heap, BuiltinId::Unique, {list(heap, {I(1, s), I(2)})}));
+    CHECK(names(distinct) == Names{"secret"});  // nothing dropped: still depends on every item
     CHECK(uniq.asList().items[0].tags() == s);
     CHECK(tagNames(heap, uniq.asList().deepTags) == Names{"private", "secret"});
 

@@ -225,12 +225,12 @@ TEST_CASE("policy: unknown keys are E0504 at the key, with the valid keys and a 
 
     d = onlyError("max_usd = 1\n");
     CHECK(d.message == "unknown top-level key 'max_usd' in the policy");
-    CHECK(d.hint == "'max_usd' belongs in [budget]; valid tables: [budget], [grant.\"<resource>\"], [limits]");
+    CHECK(d.hint == "'max_usd' belongs in [budget]; valid tables: [budget], [grant.\"<resource>\"], [limits], [flows]");
     checkSpan(d.span, 1, 1, 1, 8);
 
     d = onlyError("# limits\n[limit]\nmax_steps = 5\n");
     CHECK(d.message == "unknown table [limit] in the policy");
-    CHECK(d.hint == "did you mean [limits]? valid tables: [budget], [grant.\"<resource>\"], [limits]");
+    CHECK(d.hint == "did you mean [limits]? valid tables: [budget], [grant.\"<resource>\"], [limits], [flows]");
     checkSpan(d.span, 2, 2, 2, 7);
 
     d = onlyError("[grants.llm]\nmax_calls = 1\n");  // the prototype's table is singular
@@ -274,6 +274,29 @@ TEST_CASE("policy: wrong value types are E0504 at the value") {
     d = onlyError("[limits]\nmax_memory = \"256MB\"\n");
     CHECK(d.message == "max_memory in [limits] must be a positive integer, got \"256MB\"");
     checkSpan(d.span, 2, 14, 2, 21);
+}
+
+TEST_CASE("policy: [flows] strict chooses strict flows") {
+    CHECK_FALSE(parse("").policy->strictFlows);
+    CHECK(parse("[flows]\nstrict = true\n").policy->strictFlows);
+    CHECK_FALSE(parse("[flows]\nstrict = false\n").policy->strictFlows);
+    CHECK(parse("flows.strict = true\n").policy->strictFlows);
+
+    Diagnostic d = onlyError("[flows]\nstrict = \"yes\"\n");
+    CHECK(d.message == "strict in [flows] must be true or false, got \"yes\"");
+    CHECK(d.hint == "e.g. strict = true (no quotes)");
+    checkSpan(d.span, 2, 10, 2, 15);
+
+    d = onlyError("[flows]\nstrikt = true\n");
+    CHECK(d.message == "unknown key 'strikt' in [flows]");
+    CHECK(d.hint == "did you mean 'strict'? valid keys: strict");
+
+    d = onlyError("[grant.llm]\nstrict = true\n");
+    CHECK(d.message == "unknown key 'strict' in [grant.llm]");
+    CHECK(d.hint.starts_with("'strict' belongs in [flows]"));
+
+    d = onlyError("flows = true\n");
+    CHECK(d.message == "'flows' must be a table, got true");
 }
 
 TEST_CASE("policy: approval must be \"always\"") {
