@@ -186,6 +186,7 @@ private:
     };
     struct Loop {
         std::vector<size_t> breaks;  // JMPs to patch to the loop's exit
+        size_t pcMark = 0;           // pcSaves_.size() in the loop's body: the PCENTERs a break jumps out of
     };
     Function* fn_ = nullptr;
     uint32_t fnIndex_ = 0;
@@ -457,7 +458,9 @@ private:
     void statement(const Stmt& s);
     void assign(const Stmt& s, const Local& local);
     void afterVarWrite(const Local& local) {
-        if (inheritsPc_ || pcDepth_ > 0 || raised_) emitABC(Op::TAINTPC, local.reg);
+        // In a loop, a raise later in the body holds in the next iteration: strict flows taint
+        // every var write in a loop, not only those after the first raise in the text.
+        if (inheritsPc_ || pcDepth_ > 0 || raised_ || (strict_ && !loops_.empty())) emitABC(Op::TAINTPC, local.reg);
         if (local.declaredMax) emitABx(Op::CHECKMAX, local.reg, intConstant(*local.declaredMax));
     }
 
@@ -638,6 +641,9 @@ void Generator::statement(const Stmt& s) {
         case StmtKind::Break:
             if (loops_.empty()) throw LimitExceeded{"internal: break outside a loop"};
             if (strict_) raisePcToCurrent();
+            // The break jumps over the PCLEAVEs of the constructs it is in (an if, a match, the
+            // filter): restore the pc the loop's body started with, as leaving them would.
+            if (pcSaves_.size() > loops_.back().pcMark) emitABC(Op::PCLEAVE, pcSaves_[loops_.back().pcMark]);
             loops_.back().breaks.push_back(emitJump(Op::JMP));
             break;
     }
@@ -841,7 +847,7 @@ void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
     // when the comparison holds — one instruction per iteration instead of a branch and a JMP.
     const Block& then = *e.thenBlock;
     if (!needValue && !tracksPc && !e.elseIf && !e.elseBlock && !loops_.empty() && then.stmts.size() == 1 &&
-        then.stmts[0]->kind == StmtKind::Break) {
+        then.stmts[0]->kind == StmtKind::Break && pcSaves_.size() == loops_.back().pcMark) {
         if (std::optional<size_t> exit = branchUnless(*e.cond, /*negate=*/true)) {
             loops_.back().breaks.push_back(*exit);
             return;
@@ -974,7 +980,7 @@ void Generator::forExpr(const ForExpr& e, uint16_t dest) {
     size_t prep = emitABx(Op::FORPREP, window, 0);
     size_t top = here();
 
-    loops_.push_back(Loop{});
+    loops_.push_back(Loop{{}, pcSaves_.size()});
     size_t localsMark = locals_.size();
     uint32_t bodyMark = nextReg_;
     uint32_t outerPeak = peakReg_;

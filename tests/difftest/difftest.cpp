@@ -166,7 +166,18 @@ Stats runRange(const RunOptions& o, uint64_t first, uint64_t step) {
     return s;
 }
 
-int runMany(const RunOptions& o) {
+// Rejections by the checker proper for reasons the generator cannot predict (E0301, E0403,
+// E0404), whether or not the case then ran as a variant; the policy comparison's (E0501-E0503)
+// come from deliberately tight policies and are not counted here.
+uint64_t checkerRejections(const Stats& s) {
+    uint64_t n = 0;
+    for (const auto* m : {&s.rejected, &s.variants})
+        for (const auto& [k, v] : *m)
+            if (k == "E0301" || k == "E0403" || k == "E0404") n += v;
+    return n;
+}
+
+int runMany(const RunOptions& o, std::optional<double> maxRejectPercent) {
     auto t0 = std::chrono::steady_clock::now();
     Stats total;
     if (o.jobs <= 1) {
@@ -210,6 +221,12 @@ int runMany(const RunOptions& o) {
     }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     print(total, seconds);
+    uint64_t rejections = checkerRejections(total);
+    fmt::print("checker rejections (E0301, E0403, E0404): {} ({})\n", rejections, percent(rejections, total.generated));
+    if (maxRejectPercent && 100.0 * static_cast<double>(rejections) > *maxRejectPercent * static_cast<double>(total.generated)) {
+        fmt::print("the checker rejected more than {}% of the programs: the generator needs tuning\n", *maxRejectPercent);
+        return 1;
+    }
     return total.divergent ? 1 : 0;
 }
 
@@ -324,7 +341,5 @@ int main(int argc, char** argv) {
                    c.host, c.policy, c.inputs.dump(), c.worldSeed, c.source);
         return 0;
     }
-    int status = runMany(o);
-    (void)maxReject;
-    return status;
+    return runMany(o, maxReject);
 }

@@ -197,21 +197,6 @@ T join(const T& a, const T& b) {
     return a;
 }
 
-// What an unannotated `let` of this type holds as far as the generator relies on it: literal sets
-// widened to Str (the checker may keep them; Str is weaker, so every use stays valid).
-T widen(const T& t) {
-    switch (t->k) {
-        case K::Str: return t->options.empty() ? t : tStr();
-        case K::List: return tList(widen(t->elem), t->max);
-        case K::Record: {
-            std::vector<std::pair<std::string, T>> fields;
-            for (const auto& [n, f] : t->fields) fields.emplace_back(n, widen(f));
-            return tRecord(std::move(fields), t->alias);
-        }
-        default: return t;
-    }
-}
-
 bool hasUnboundedList(const T& t) {
     if (t->k == K::List) return !t->max || hasUnboundedList(t->elem);
     if (t->k == K::Record)
@@ -297,6 +282,7 @@ const std::set<std::string> kSwitchNames = {
     "int-edges",          // literals near the Int range's ends
     "host-calls",         // capability and model calls
     "records-width",      // passing a record with more fields where fewer are expected
+    "dead-code",          // statements after one that returns on every path (never run)
 };
 
 class Generator {
@@ -531,12 +517,10 @@ private:
             case K::Int: return atom(std::to_string(rng_.range(0, 9)), tInt());
             case K::Float: return atom(formatFloatPlain(rng_.pick(std::vector<double>{0.5, 1.25, 2.0, 3.75})), tFloat());
             case K::Bool: return atom(rng_.chance(50) ? "true" : "false", tBool());
-            case K::Str:
-                if (!t->options.empty()) {
-                    std::string o = rng_.pick(t->options);
-                    return atom(quote(o), tStrLit({o}));
-                }
-                return atom(quote(rng_.chance(50) ? "a" : rng_.pick(stringPool())), tStr());
+            case K::Str: {
+                std::string v = !t->options.empty() ? rng_.pick(t->options) : rng_.chance(50) ? "a" : rng_.pick(stringPool());
+                return atom(quote(v), tStrLit({v}));
+            }
             case K::Enum: {
                 std::string o = rng_.pick(t->options);
                 return atom(quote(o), tStrLit({o}));
@@ -567,21 +551,21 @@ private:
             choices.push_back(std::move(f));
             weights.push_back(weight);
         };
-        add(30, [&]() -> std::optional<Ex> {
+        add(45, [&]() -> std::optional<Ex> {
             auto vars = visible([&](const Var& v) { return ok(atom(v.name, v.type), w); });
             if (vars.empty()) return std::nullopt;
             const Var* v = rng_.pick(vars);
             return atom(v->name, v->type);
         });
-        add(depth > 0 ? 6 : 0, [&]() -> std::optional<Ex> { return fieldOf(w); });
-        if (!interp) add(8, [&]() -> std::optional<Ex> { return leaf(w, indent, interp); });
+        add(depth > 0 ? 10 : 0, [&]() -> std::optional<Ex> { return fieldOf(w); });
+        if (!interp) add(5, [&]() -> std::optional<Ex> { return leaf(w, indent, interp); });
         if (depth > 0 && !interp) {
             add(5, [&]() -> std::optional<Ex> { return ifExpr(w, depth, indent); });
             add(3, [&]() -> std::optional<Ex> { return matchExpr(w, depth, indent); });
             add(4, [&]() -> std::optional<Ex> { return callFunction(w, depth, indent); });
             if (on("host-calls")) {
-                add(effects_ < 8 ? 5 : 0, [&]() -> std::optional<Ex> { return callCapability(w, depth, indent); });
-                add(effects_ < 8 ? 3 : 0, [&]() -> std::optional<Ex> { return askModel(w, depth, indent); });
+                add(effects_ < 8 ? 8 : 0, [&]() -> std::optional<Ex> { return callCapability(w, depth, indent); });
+                add(effects_ < 8 ? 5 : 0, [&]() -> std::optional<Ex> { return askModel(w, depth, indent); });
             }
             add(2, [&]() -> std::optional<Ex> { return indexOrFirst(w, depth, indent); });
         }
@@ -619,7 +603,7 @@ private:
     Ex sub(const T& t, int depth, int indent, bool interp = false) { return expr(Want{t}, depth - 1, indent, interp); }
 
     void intChoices(const Add& add, const Want&, int depth, int indent, bool interp) {
-        add(10, [=, this]() -> std::optional<Ex> {
+        add(6, [=, this]() -> std::optional<Ex> {
             std::string lit = intLiteral();
             return lit[0] == '(' ? compound(lit.substr(1, lit.size() - 2), tInt()) : atom(lit, tInt());
         });
@@ -734,8 +718,14 @@ private:
             }
             return true;
         };
-        if (a.type->k == K::Enum && literal(b)) b = atom(quote(rng_.pick(a.type->options)), tStr());
-        if (b.type->k == K::Enum && literal(a)) a = atom(quote(rng_.pick(b.type->options)), tStr());
+        if (a.type->k == K::Enum && literal(b)) {
+            std::string o = rng_.pick(a.type->options);
+            b = atom(quote(o), tStrLit({o}));
+        }
+        if (b.type->k == K::Enum && literal(a)) {
+            std::string o = rng_.pick(b.type->options);
+            a = atom(quote(o), tStrLit({o}));
+        }
         return {a, b};
     }
 
@@ -779,17 +769,18 @@ private:
         });
     }
 
-    std::string strLiteral() {
-        const std::string& s = rng_.pick(stringPool());
+    // A string literal, typed as the checker types it: Str holding that one literal.
+    Ex strLiteral() {
+        std::string s = rng_.pick(stringPool());
         if (!on("strings-unicode"))
             for (unsigned char c : s)
-                if (c >= 0x80) return quote("plain");
-        return quote(s);
+                if (c >= 0x80) s = "plain";
+        return atom(quote(s), tStrLit({s}));
     }
 
     void strChoices(const Add& add, const Want& w, int depth, int indent, bool interp) {
         if (!w.type->options.empty()) return;  // a literal set: leaf() writes one of its literals
-        if (!interp) add(8, [=, this]() -> std::optional<Ex> { return atom(strLiteral(), tStr()); });
+        if (!interp) add(5, [=, this]() -> std::optional<Ex> { return strLiteral(); });
         // An enum value is a Str.
         add(3, [=, this]() -> std::optional<Ex> {
             auto enums = visible([](const Var& v) { return v.type->k == K::Enum; });
@@ -1189,20 +1180,24 @@ private:
 
     // One statement line (or a multi-line compound statement), at `indent`, ending in a newline.
     // `allowExit`: it may return (only where the generator knows the function's result type).
+    // After it, `returned_` says whether the statement returns on every path (docs: a block
+    // returns when it contains a return, or an if/else or match all of whose branches return).
     std::string statement(int indent, int depth, bool allowExit = true, bool allowBreak = false) {
         if (stmtDepth_ > 3 || depth < 0) depth = 0;
         ++stmtDepth_;
+        returned_ = false;
         std::string out = statementInner(indent, std::max(depth, 0), allowExit, allowBreak);
         --stmtDepth_;
         return out;
     }
+    bool returned_ = false;
 
     std::string statementInner(int indent, int depth, bool allowExit, bool allowBreak) {
         const FnSpec& fn = fns_[fn_];
         unsigned r = static_cast<unsigned>(rng_.below(100));
         std::string p = pad(indent);
         auto vars = visible([](const Var& v) { return v.mut; });
-        if (r < 25 || depth == 0) {
+        if (r < 22 || depth == 0) {
             // let, annotated or not
             T t = randomType();
             std::string name = fresh("v");
@@ -1212,10 +1207,10 @@ private:
                 return p + "let " + name + ": " + show(t) + " = " + e.code + "\n";
             }
             Ex e = expr(Want{t}, depth, indent);
-            declare(name, widen(e.type), false);
+            declare(name, e.type, false);  // a let keeps literal types, as the checker does
             return p + "let " + name + " = " + e.code + "\n";
         }
-        if (r < 37) {
+        if (r < 32) {
             // var, always annotated
             T t = randomType();
             std::string name = fresh("w");
@@ -1227,15 +1222,15 @@ private:
             declare(name, t, true);
             return p + "var " + name + ": " + show(t) + " = " + e.code + "\n";
         }
-        if (r < 52 && !vars.empty() && (loopDepth_ == 0 || on("loop-carried-vars"))) {
+        if (r < 47 && !vars.empty() && (loopDepth_ == 0 || on("loop-carried-vars"))) {
             const Var* v = rng_.pick(vars);
             return p + v->name + " = " + update(*v, depth, indent) + "\n";
         }
-        if (r < 64) return forStatement(indent, depth, allowExit);
-        if (r < 78) return ifStatement(indent, depth, allowExit, allowBreak);
-        if (r < 83) return matchStatement(indent, depth, allowExit, allowBreak);
-        if (r < 86 && allowBreak && on("break")) return p + "if " + expr(Want{tBool()}, depth, indent).code + " {\n" + p + "  break\n" + p + "}\n";
-        if (r < 89 && allowExit && fn.ret->k != K::Unit && on("early-return"))
+        if (r < 60) return forStatement(indent, depth, allowExit);
+        if (r < 74) return ifStatement(indent, depth, allowExit, allowBreak);
+        if (r < 79) return matchStatement(indent, depth, allowExit, allowBreak);
+        if (r < 82 && allowBreak && on("break")) return p + "if " + expr(Want{tBool()}, depth, indent).code + " {\n" + p + "  break\n" + p + "}\n";
+        if (r < 86 && allowExit && fn.ret->k != K::Unit && on("early-return"))
             return p + "if " + expr(Want{tBool()}, depth, indent).code + " {\n" + p + "  return " +
                    expr(Want{fn.ret}, depth, indent + 1).code + "\n" + p + "}\n";
         // An effect as a statement: a Unit capability, a Unit helper, or any call discarded.
@@ -1279,11 +1274,19 @@ private:
         return expr(Want{t}, depth, indent).code;
     }
 
-    std::string block(int indent, int depth, int stmts, bool allowExit, bool allowBreak) {
+    // `returns`: set when the block returns on every path. Without "dead-code", nothing follows
+    // a statement that does.
+    std::string block(int indent, int depth, int stmts, bool allowExit, bool allowBreak, bool* returns = nullptr) {
         push();
         std::string out;
-        for (int i = 0; i < stmts; ++i) out += statement(indent, depth, allowExit, allowBreak);
+        bool all = false;
+        for (int i = 0; i < stmts && (!all || on("dead-code")); ++i) {
+            out += statement(indent, depth, allowExit, allowBreak);
+            all = all || returned_;
+        }
         pop();
+        if (returns) *returns = all;
+        returned_ = false;
         return out;
     }
 
@@ -1306,14 +1309,19 @@ private:
     std::string ifStatement(int indent, int depth, bool allowExit, bool allowBreak) {
         std::string p = pad(indent);
         std::string out = p + "if " + expr(Want{tBool()}, depth, indent).code + " {\n";
-        out += block(indent + 1, depth - 1, static_cast<int>(rng_.range(1, 2)), allowExit, allowBreak);
-        if (allowExit && fns_[fn_].ret->k != K::Unit && on("early-return") && rng_.chance(30))
+        bool thenReturns = false, elseReturns = false;
+        out += block(indent + 1, depth - 1, static_cast<int>(rng_.range(1, 2)), allowExit, allowBreak, &thenReturns);
+        if (thenReturns) {
+        } else if (allowExit && fns_[fn_].ret->k != K::Unit && on("early-return") && rng_.chance(30)) {
             out += pad(indent + 1) + "return " + expr(Want{fns_[fn_].ret}, depth - 1, indent + 1).code + "\n";
-        else if (allowBreak && on("break") && rng_.chance(20))
+            thenReturns = true;
+        } else if (allowBreak && on("break") && rng_.chance(20)) {
             out += pad(indent + 1) + "break\n";
+        }
         out += p + "}";
         if (rng_.chance(50)) {
-            out += " else {\n" + block(indent + 1, depth - 1, static_cast<int>(rng_.range(1, 2)), allowExit, allowBreak) + p + "}";
+            out += " else {\n" + block(indent + 1, depth - 1, static_cast<int>(rng_.range(1, 2)), allowExit, allowBreak, &elseReturns) + p + "}";
+            returned_ = thenReturns && elseReturns;
         }
         return out + "\n";
     }
@@ -1322,13 +1330,20 @@ private:
         std::string p = pad(indent);
         auto [subject, arms] = matchHead(depth, indent);
         std::string out = p + "match " + operand(subject) + " {\n";
+        bool all = true;
         for (const auto& arm : arms) {
             out += pad(indent + 1) + (arm ? quote(*arm) : "_") + " => {\n";
-            out += block(indent + 2, depth - 1, static_cast<int>(rng_.range(0, 2)), allowExit, allowBreak);
-            if (allowExit && fns_[fn_].ret->k != K::Unit && on("early-return") && rng_.chance(20))
+            bool armReturns = false;
+            out += block(indent + 2, depth - 1, static_cast<int>(rng_.range(0, 2)), allowExit, allowBreak, &armReturns);
+            if (!armReturns && allowExit && fns_[fn_].ret->k != K::Unit && on("early-return") && rng_.chance(20)) {
                 out += pad(indent + 2) + "return " + expr(Want{fns_[fn_].ret}, depth - 1, indent + 2).code + "\n";
+                armReturns = true;
+            }
+            all = all && armReturns;
             out += pad(indent + 1) + "}\n";
         }
+        // Exhaustive by construction (an enum's options or `_`), so returning arms all return.
+        returned_ = all;
         return out + p + "}\n";
     }
 
@@ -1342,7 +1357,15 @@ private:
         std::string out;
         int stmts = static_cast<int>(rng_.range(1, f.index == 0 ? 6 : 4));
         int depth = static_cast<int>(rng_.range(2, 3));
-        for (int i = 0; i < stmts; ++i) out += statement(1, depth);
+        bool returns = false;
+        for (int i = 0; i < stmts && (!returns || on("dead-code")); ++i) {
+            out += statement(1, depth);
+            returns = returns || returned_;
+        }
+        if (returns && !on("dead-code")) {
+            pop();
+            return out;
+        }
         // A Unit function ends in a bare return: its last statement's value must not be used.
         out += f.ret->k != K::Unit ? "  return " + expr(Want{f.ret}, depth, 1).code + "\n" : "  return\n";
         pop();
@@ -1436,6 +1459,8 @@ private:
 
     std::string policyText() {
         std::string out = "# generated by tests/difftest\n";
+        // Strict flows are the host's choice, in the policy.
+        if (options_.strict) out += "[flows]\nstrict = true\n\n";
         if (rng_.chance(15)) out += "[budget]\nmax_usd = " + formatFloatPlain(rng_.chance(70) ? 50.0 : 0.02) + "\n\n";
         auto strList = [](const std::vector<std::string>& items) {
             std::string text = "[";
@@ -1444,9 +1469,10 @@ private:
         };
         for (const std::string& r : usesList_) {
             // Now and then a resource without a grant (E0501, then R0303 at run time).
-            if (rng_.chance(3)) continue;
+            if (rng_.chance(1)) continue;
             out += "[grant." + json(r).dump() + "]\n";
-            if (rng_.chance(20)) out += "max_calls = " + std::to_string(rng_.range(0, 4)) + "\n";
+            if (rng_.chance(6)) out += "max_calls = " + std::to_string(rng_.range(0, 4)) + "\n";
+            else if (rng_.chance(5)) out += "max_calls = 500\n";
             const CapSpec* cap = nullptr;
             for (const CapSpec& c : caps_)
                 if (c.name == r) cap = &c;

@@ -120,6 +120,15 @@ std::string firstError(const DiagnosticList& diags) {
     return "";
 }
 
+// The errors (the first few) that the generator should have avoided.
+std::vector<std::string> unexpectedErrors(const DiagnosticList& diags, const std::set<std::string>& expected) {
+    std::vector<std::string> out;
+    for (const Diagnostic& d : diags.items())
+        if (d.isError() && !expected.count(code(d.code)) && out.size() < 5)
+            out.push_back(fmt::format("{} at {}:{}: {}", code(d.code), d.span.line, d.span.col, d.message));
+    return out;
+}
+
 // Static soundness (docs/manifest.md): every tag a capability parameter received at run time is
 // in the manifest's flow for that sink, at that site, via data (the argument's deep tags) or via
 // control (the pc); a site the manifest calls `approval: none` never needed a host approval (the
@@ -198,6 +207,12 @@ CaseReport runCase(const Case& c, const std::string& tracePath) {
     if (!hostDiags.hasErrors()) resolveHost(*hostAst, kHostFile, realHost, hostDiags);
     if (hostDiags.hasErrors()) return divergent("host invalid", {firstError(hostDiags)});
 
+    // The flow mode: the case's, or the policy's `[flows] strict` (the host chooses it).
+    DiagnosticList policyDiags;
+    std::optional<Policy> policy = parsePolicy(kPolicyFile, c.policy, policyDiags);
+    if (!policy) return divergent("policy invalid", {firstError(policyDiags)});
+    const bool strict = c.strict || policy->strictFlows;
+
     DiagnosticList diags;
     SourceFile programText(kProgramFile, c.source);
     std::unique_ptr<ast::Program> program = parseProgram(programText, diags);
@@ -216,6 +231,7 @@ CaseReport runCase(const Case& c, const std::string& tracePath) {
         CheckerOptions options;
         options.programFile = kProgramFile;
         options.hostFile = kHostFile;
+        options.strictFlows = strict;
         return checkProgram(*program, std::move(model), out, options);
     };
     std::optional<CheckResult> checked = check(false, diags);
@@ -223,8 +239,11 @@ CaseReport runCase(const Case& c, const std::string& tracePath) {
         std::set<std::string> codes;
         for (const Diagnostic& d : diags.items())
             if (d.isError()) codes.insert(code(d.code));
+        // Every unexpected code is in the reason, so a minimized case keeps exactly them.
+        std::string unexpected;
         for (const std::string& k : codes)
-            if (!kUnpredictable.count(k)) return divergent("rejected " + k, {firstError(diags)});
+            if (!kUnpredictable.count(k)) unexpected += (unexpected.empty() ? "" : "+") + k;
+        if (!unexpected.empty()) return divergent("rejected " + unexpected, unexpectedErrors(diags, kUnpredictable));
         report.reason = *codes.begin();
         if (codes != std::set<std::string>{"E0301"}) {
             report.kind = CaseReport::Kind::Rejected;
@@ -241,9 +260,6 @@ CaseReport runCase(const Case& c, const std::string& tracePath) {
         report.strippedDeny = true;
     }
 
-    DiagnosticList policyDiags;
-    std::optional<Policy> policy = parsePolicy(kPolicyFile, c.policy, policyDiags);
-    if (!policy) return divergent("policy invalid", {firstError(policyDiags)});
     checkPolicyAgainstHost(*policy, realHost.resourceNames(), policyDiags);
     if (policyDiags.hasErrors()) return divergent("policy invalid", {firstError(policyDiags)});
     checkManifestAgainstPolicy(checked->manifest, *policy, kProgramFile, program->span, policyDiags);
@@ -295,6 +311,7 @@ CaseReport runCase(const Case& c, const std::string& tracePath) {
         options.trace = &trace;
         options.approveAll = true;
         options.programBudget = loaded->module().budgetUsd;
+        options.strictFlows = strict;
         Broker broker(options, run);
         RunStatus status = broker.drive(run.start(loaded->entry(), std::move(args)));
         if (status == RunStatus::Completed) {
@@ -323,7 +340,7 @@ CaseReport runCase(const Case& c, const std::string& tracePath) {
 
     // ---- The reference, on the same checked tree.
     ReferenceOptions refOptions;
-    refOptions.strict = c.strict;
+    refOptions.strict = strict;
     refOptions.worldSeed = c.worldSeed;
     Outcome ref = runReference(*program, *checked, realHost, *policy, c.inputs, refOptions);
 

@@ -88,19 +88,25 @@ OracleDecision Oracle::decide(const OracleCall& call) {
     auto grantIt = policy_.grants.find(call.resource);
     if (grantIt == policy_.grants.end()) return refuse("R0303");
     const Grant& grant = grantIt->second;
-    // Step 3: deny tags against each argument's deep tags (and, in strict mode, the pc); the first
-    // parameter in declaration order that receives one.
+    // Step 3: deny tags against each argument's deep tags; the first parameter in declaration
+    // order that receives one. In strict mode the pc reaches deny parameters too: a parameter
+    // whose data carries no denied tag is refused for the pc's, `via: "control"`.
     if (cap) {
         for (const CapabilityParam& p : cap->params) {
             for (size_t i = 0; i < call.argNames.size(); ++i) {
                 if (call.argNames[i] != p.name) continue;
-                std::vector<std::string> refused;
+                OracleDecision::Violation v{p.name, {}, false};
                 for (const std::string& t : p.deny)
-                    if (call.argTags[i].count(t) || (strict_ && call.pc.count(t))) refused.push_back(t);
-                if (refused.empty()) continue;
-                std::sort(refused.begin(), refused.end());
-                refused.erase(std::unique(refused.begin(), refused.end()), refused.end());
-                d.violation = std::make_pair(p.name, refused);
+                    if (call.argTags[i].count(t)) v.tags.push_back(t);
+                if (v.tags.empty() && strict_) {
+                    for (const std::string& t : p.deny)
+                        if (call.pc.count(t)) v.tags.push_back(t);
+                    v.viaControl = true;
+                }
+                if (v.tags.empty()) continue;
+                std::sort(v.tags.begin(), v.tags.end());
+                v.tags.erase(std::unique(v.tags.begin(), v.tags.end()), v.tags.end());
+                d.violation = v;
                 return refuse("R0301");
             }
         }

@@ -38,8 +38,14 @@ struct OracleCall {
 
 struct OracleDecision {
     std::optional<std::string> refused;  // the code of the rule that refuses the attempt ("R0301", ...)
-    // A deny-tag refusal: the parameter and the refused tags, sorted (the `violation` event).
-    std::optional<std::pair<std::string, std::vector<std::string>>> violation;
+    // A deny-tag refusal (the `violation` event): the parameter, the refused tags, sorted, and
+    // whether they came through the pc (strict flows; `via: "control"`).
+    struct Violation {
+        std::string param;
+        std::vector<std::string> tags;
+        bool viaControl = false;
+    };
+    std::optional<Violation> violation;
     std::vector<std::string> reasons;    // approval reasons, in the broker's wording and order
     double reserve = 0;                  // the declared cost reserved before dispatch
 };

@@ -28,7 +28,7 @@ json normaliseTraceEvent(const json& e) {
         }
         return out;
     }
-    if (kind == "violation") return pick({"resource", "site", "param", "tags"});
+    if (kind == "violation") return pick({"resource", "site", "param", "tags", "via"});
     if (kind == "approval_granted") return pick({"resource", "site"});
     if (kind == "pending_approval") return pick({"resource", "site", "reasons"});
     if (kind == "invalid_output") return pick({"resource", "site"});

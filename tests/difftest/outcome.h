@@ -11,7 +11,7 @@
 //   run ids, digests, idempotency keys, times, costs or messages):
 //     call             resource, site, attempt, args, arg_tags, pc_tags, derived_from, approval
 //                      (null, or the reasons), status, result + result_tags (ok) or error (code)
-//     violation        resource, site, param, tags
+//     violation        resource, site, param, tags, via ("control" in strict flows, else null)
 //     approval_granted resource, site
 //     pending_approval resource, site, reasons
 //     invalid_output   resource, site

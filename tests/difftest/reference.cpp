@@ -971,7 +971,7 @@ private:
         std::vector<RVal> items = xs.items;
         if (e.limit && static_cast<int64_t>(items.size()) > *e.limit) items.resize(static_cast<size_t>(*e.limit));  // before the filter
         std::vector<RVal> out;
-        Tags filterTags;
+        Labels filterLabels;
         for (const RVal& item : items) {
             burn();
             ScopeGuard scope(frame_);
@@ -980,7 +980,7 @@ private:
             if (e.filter) {
                 RVal f = eval(*e.filter, loopPc);
                 if (f.kind != K::Bool) fail(e.span, "filter is not a Bool", "internal");
-                filterTags.insert(f.tags.begin(), f.tags.end());
+                filterLabels.add(top(f));
                 if (filterIsGuard) guard(f);
                 bodyPc = unite(loopPc, f.tags);  // past the filter, its top
                 if (!f.b) continue;
@@ -993,8 +993,11 @@ private:
         }
         RVal list = replaceLabels(listVal(std::move(out)), top(xs));
         if (options_.strict) {
-            // Rule 4: the list also carries its filter's tags and the pc when the loop ends.
-            list.tags.insert(filterTags.begin(), filterTags.end());
+            // Rule 4: the list also carries its filter's labels and the pc when the loop ends.
+            // The docs say "the tags of every evaluation of its filter"; the VM adds the filter's
+            // provenance too, like an if's value gets its condition's (docs/testing.md lists this
+            // as a reading of ours).
+            list = withLabels(std::move(list), filterLabels);
             Tags end = effectivePc(pc);
             list.tags.insert(end.begin(), end.end());
         }
@@ -1306,7 +1309,8 @@ private:
             OracleDecision d = oracle_.decide(oc);
             if (d.violation)
                 events_.push_back(json{{"event", "violation"}, {"resource", oc.resource}, {"site", oc.site},
-                                       {"param", d.violation->first}, {"tags", d.violation->second}});
+                                       {"param", d.violation->param}, {"tags", d.violation->tags},
+                                       {"via", d.violation->viaControl ? json("control") : json(nullptr)}});
             // A needed approval is granted (approveAll) before the budget is reserved, so a budget
             // refusal comes after its approval_granted.
             if (!d.reasons.empty())
