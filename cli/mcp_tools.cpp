@@ -110,6 +110,7 @@ void checkText(TextCheck& out, const std::string& programName, const std::string
     }
     CheckerOptions options{programName, kHostFile};
     options.strictFlows = strictFlows || (out.policy && out.policy->strictFlows);
+    if (out.policy) options.policy = &*out.policy;
     out.checked = checkProgram(*out.program, std::move(model), out.diags, options);
     bool programOk = !out.diags.hasErrors();
     for (Diagnostic& d : policyDiags.items()) out.diags.add(std::move(d));

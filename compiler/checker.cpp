@@ -796,13 +796,15 @@ Info Checker::statements(const std::vector<StmtPtr>& stmts, size_t from, const C
                 IfParts parts = ifParts(e, ctx);
                 raisePc(parts.cond.taint);  // strict: the rest runs only because the guard held
                 noteType(e, arena_.unit());
-                Effects rest;
-                if (!(thenReturns && elseReturns)) rest = statements(stmts, i + 1, ctx).eff;
+                // The block's value is the rest's (unreachable, Never, when both branches return).
+                Info restInfo{arena_.never(), {}, {}};
+                if (!(thenReturns && elseReturns)) restInfo = statements(stmts, i + 1, ctx);
+                const Effects& rest = restInfo.eff;
                 Effects branch;
                 if (thenReturns && !elseReturns) branch = maxOf(parts.thenInfo.eff, sum(parts.elseInfo.eff, rest));
                 else if (elseReturns && !thenReturns) branch = maxOf(sum(parts.thenInfo.eff, rest), parts.elseInfo.eff);
                 else branch = maxOf(parts.thenInfo.eff, parts.elseInfo.eff);
-                return Info{arena_.unit(), {}, sum(sum(eff, parts.cond.eff), branch)};
+                return Info{restInfo.type, std::move(restInfo.taint), sum(sum(eff, parts.cond.eff), branch)};
             }
         }
         Info info = statement(s, ctx);
@@ -1033,7 +1035,8 @@ Info Checker::exprInner(const Expr& e, const Ctx& ctx) {
                     noteValueless(e, fmt::format("it has no 'else' branch (its 'then' branch has type {})",
                                                  showType(parts.thenInfo.type)),
                                   "add an else branch of the same type, or use the 'if' as a statement");
-                return Info{arena_.unit(), {}, sum(parts.cond.eff, parts.thenInfo.eff)};
+                // Its Unit value still carries the condition (docs/language.md "Labels, exactly").
+                return Info{arena_.unit(), parts.cond.taint, sum(parts.cond.eff, parts.thenInfo.eff)};
             }
             TypeRef t = joinTypes(arena_, parts.thenInfo.type, parts.elseInfo.type);
             if (!t) {
@@ -1504,9 +1507,14 @@ Info Checker::capabilityCall(const CallExpr& e, const Capability& cap, const Ctx
         auto& reasons = site->info.reasons;
         if (std::find(reasons.begin(), reasons.end(), reason) == reasons.end()) reasons.push_back(reason);
     };
+    const Grant* grant = opts_.policy ? opts_.policy->grantFor(name) : nullptr;
     if (cap.approvalAlways && site) {
         site->info.approval = Approval::Always;
         addReason("host requires approval for every call");
+    }
+    if (grant && grant->approvalAlways && site) {
+        site->info.approval = Approval::Always;
+        addReason("policy requires approval for every call");
     }
     const Taint pc = pcAt(ctx);
     Taint all = pc;
@@ -1552,7 +1560,14 @@ Info Checker::capabilityCall(const CallExpr& e, const Capability& cap, const Ctx
                 denied = deniedByControl;
             }
             bool needsApproval = false;
-            for (const std::string& t : p.approve) {
+            // The host's approve tags, then those the policy adds for this parameter.
+            std::vector<std::string> approveTags = p.approve;
+            if (grant)
+                if (auto extra = grant->approve.find(p.name); extra != grant->approve.end())
+                    for (const std::string& t : extra->second)
+                        if (std::find(approveTags.begin(), approveTags.end(), t) == approveTags.end())
+                            approveTags.push_back(t);
+            for (const std::string& t : approveTags) {
                 bool viaData = data.count(t) > 0;
                 bool viaControl = pc.count(t) > 0;
                 if (!viaData && !viaControl) continue;

@@ -17,6 +17,7 @@
 #include "compiler/ast.h"
 #include "compiler/manifest.h"
 #include "runtime/diagnostics.h"
+#include "runtime/policy.h"
 #include "runtime/host_model.h"
 #include "runtime/types.h"
 
@@ -58,6 +59,10 @@ struct CheckerOptions {
     // of the function under their guards, and a for's list carries its filters and breaks. The
     // manifest records the mode, and the code generator instruments the bytecode to match.
     bool strictFlows = false;
+    // The deployment policy the program is checked against, if any: its grants' `approval =
+    // "always"` and `approve` tags make call sites need approval in the manifest, as they do at run
+    // time. Must outlive checkProgram.
+    const Policy* policy = nullptr;
 };
 
 // Resolves the host interface (E0105, E0112 in the host file) into `host`.

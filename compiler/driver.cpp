@@ -184,6 +184,7 @@ CheckOutcome checkProgramFile(const std::string& path, const CheckOptions& optio
     }
     CheckerOptions checkerOptions{path, *out.hostPath};
     checkerOptions.strictFlows = options.strictFlows || (out.policy && out.policy->strictFlows);
+    if (out.policy) checkerOptions.policy = &*out.policy;
     out.checked = checkProgram(*out.program, std::move(host), out.diags, checkerOptions);
     bool programOk = !out.diags.hasErrors();
     for (Diagnostic& d : policyDiags.items()) out.diags.add(std::move(d));

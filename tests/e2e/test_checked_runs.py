@@ -34,6 +34,26 @@ fn main() -> Int {
 }
 """
 
+# A block whose first statement may return early still has the value of its last expression.
+EARLY_RETURN_IN_A_VALUE = """program er
+
+fn pick(c: Bool, d: Bool) -> Int {
+  let x = if d {
+    if c {
+      return 1
+    }
+    5
+  } else {
+    6
+  }
+  return x
+}
+
+fn main() -> Int {
+  return pick(false, true) * 100 + pick(true, true) * 10 + pick(false, false)
+}
+"""
+
 # The value of an `if` without `else` would be the branch's in the prototype and Unit here.
 VALUELESS = """program u
 
@@ -76,6 +96,14 @@ def test_loops_over_empty_lists_fit_every_list_type():
     with Serve() as s:
         reply = s.run(EMPTY_LOOPS)
         expect(reply["status"] == "completed" and reply["result"] == 1, "serve", reply)
+
+
+def test_a_block_with_an_early_return_keeps_its_value():
+    r, out = run_json(EARLY_RETURN_IN_A_VALUE)
+    expect(r.code == 0 and out["result"] == 516, "run", r)
+    with Serve() as s:
+        reply = s.run(EARLY_RETURN_IN_A_VALUE)
+        expect(reply["status"] == "completed" and reply["result"] == 516, "serve", reply)
 
 
 def test_a_valueless_if_cannot_be_observed():
