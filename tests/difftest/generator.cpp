@@ -283,6 +283,7 @@ const std::set<std::string> kSwitchNames = {
     "host-calls",         // capability and model calls
     "records-width",      // passing a record with more fields where fewer are expected
     "dead-code",          // statements after one that returns on every path (never run)
+    "policy-model-approvals",  // a policy's approval = "always" or approve table on a model's grant
 };
 
 class Generator {
@@ -1498,11 +1499,13 @@ private:
                 table("arg_one_of", oneOf);
                 table("arg_max", max);
             }
-            if (rng_.chance(15)) {
-                std::string param = cap && !cap->params.empty() ? rng_.pick(cap->params).name : "prompt";
+            bool isModel = !cap;
+            bool approvals = !isModel || on("policy-model-approvals");
+            if (approvals && rng_.chance(15)) {
+                std::string param = cap && !cap->params.empty() ? rng_.pick(cap->params).name : rng_.chance(70) ? "prompt" : "context";
                 out += "approve = { " + param + " = [" + json(rng_.pick(kTags)).dump() + "] }\n";
             }
-            if (rng_.chance(6)) out += "approval = \"always\"\n";
+            if (approvals && rng_.chance(6)) out += "approval = \"always\"\n";
             out += "\n";
         }
         return out;

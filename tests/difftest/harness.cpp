@@ -131,9 +131,9 @@ std::vector<std::string> unexpectedErrors(const DiagnosticList& diags, const std
 
 // Static soundness (docs/manifest.md): every tag a capability parameter received at run time is
 // in the manifest's flow for that sink, at that site, via data (the argument's deep tags) or via
-// control (the pc); a site the manifest calls `approval: none` never needed a host approval (the
-// policy's own approval rules are not in the manifest); an `always` site always did; and a checked
-// program never meets a deny rule at run time.
+// control (the pc); a site the manifest calls `approval: none` never needed an approval (the
+// manifest includes the approvals of the policy the program is checked with); an `always` site
+// always did; and a checked program never meets a deny rule at run time.
 std::vector<std::string> soundness(const Manifest& m, const HostModel& host, const std::vector<json>& events,
                                    bool strippedDeny) {
     std::vector<std::string> out;
@@ -159,10 +159,18 @@ std::vector<std::string> soundness(const Manifest& m, const HostModel& host, con
             out.push_back(fmt::format("call at {} ({}) is not among the manifest's call_sites", site, resource));
             continue;
         }
+        bool needed = e.at("approval").is_object();
+        bool always = needed && e.at("approval").at("reasons").size() > 0 &&
+                      e.at("approval").at("reasons")[0] == "always requires approval";
+        Approval predicted = siteIt->second->approval;
+        if (predicted == Approval::None && needed)
+            out.push_back(fmt::format("{} ({}) needed approval ({}), but the manifest says approval: none", site, resource,
+                                      e.at("approval").at("reasons").dump()));
+        if (predicted == Approval::Always && !always)
+            out.push_back(fmt::format("{} ({}) is approval: always, but the call did not need it", site, resource));
         const Capability* cap = host.capability(resource);
-        if (!cap) continue;  // models have no flows or host approvals
+        if (!cap) continue;  // models have no flows
         std::vector<std::string> pc = e.at("pc_tags");
-        bool hostApproval = cap->approvalAlways;
         for (const CapabilityParam& p : cap->params) {
             std::vector<std::string> data = e.at("arg_tags").value(p.name, std::vector<std::string>{});
             std::string sink = resource + "." + p.name;
@@ -175,16 +183,7 @@ std::vector<std::string> soundness(const Manifest& m, const HostModel& host, con
                     out.push_back(fmt::format("{} at {} received {} through control flow, which the manifest's flows do "
                                               "not list",
                                               sink, site, t));
-            for (const std::string& t : p.approve)
-                if (std::find(data.begin(), data.end(), t) != data.end() || std::find(pc.begin(), pc.end(), t) != pc.end())
-                    hostApproval = true;
         }
-        Approval predicted = siteIt->second->approval;
-        if (predicted == Approval::None && hostApproval)
-            out.push_back(fmt::format("{} ({}) needed the host's approval, but the manifest says approval: none", site,
-                                      resource));
-        if (predicted == Approval::Always && !cap->approvalAlways)
-            out.push_back(fmt::format("{} ({}) is approval: always, but the host does not say so", site, resource));
     }
     return out;
 }
@@ -232,6 +231,7 @@ CaseReport runCase(const Case& c, const std::string& tracePath) {
         options.programFile = kProgramFile;
         options.hostFile = kHostFile;
         options.strictFlows = strict;
+        options.policy = &*policy;  // its approvals are part of the manifest's call sites
         return checkProgram(*program, std::move(model), out, options);
     };
     std::optional<CheckResult> checked = check(false, diags);
