@@ -50,6 +50,10 @@ class Adapter {
 public:
     virtual ~Adapter() = default;
     virtual AdapterReply perform(const AdapterRequest& request) = 0;
+    // A call a resume answers from the trace instead of performing it. An adapter whose answers
+    // depend on the calls before (fixtures: each entry is used once) moves past it as if it had
+    // performed it; one with real effects does nothing (they happened in the earlier run).
+    virtual void replayed(const AdapterRequest&) {}
     // "fixture", "process" or "live": the trace's `adapter` field.
     virtual const char* kind() const = 0;
 };

@@ -6,7 +6,10 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -32,41 +35,84 @@ double unixNow() {
 }
 
 // Holds `<store>.lock` exclusively while alive: a read-modify-write of the store by one process
-// (a run deciding, `approve`) cannot lose another's change.
+// (a run deciding, `approve`) cannot lose another's change. flock needs no write access, so the
+// file is opened read-only (a lock file made by another user still locks).
 class StoreLock {
 public:
-    explicit StoreLock(const std::string& storePath) {
+    StoreLock(const std::string& storePath, std::string& error) {
         std::error_code ec;
         std::filesystem::path p(storePath);
         if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
-        fd_ = ::open((storePath + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+        std::string path = storePath + ".lock";
+        fd_ = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+        int rc = -1;
+        if (fd_ >= 0)
+            do rc = ::flock(fd_, LOCK_EX);
+            while (rc != 0 && errno == EINTR);
+        if (rc != 0) {
+            error = fmt::format("cannot lock the approval store: {} ({}); nothing was changed", path,
+                                std::strerror(errno));
+            if (fd_ >= 0) ::close(fd_);
+            fd_ = -1;
+        }
     }
     ~StoreLock() {
         if (fd_ >= 0) ::close(fd_);
     }
     StoreLock(const StoreLock&) = delete;
     StoreLock& operator=(const StoreLock&) = delete;
+    bool held() const { return fd_ >= 0; }
 
 private:
     int fd_ = -1;
 };
 
+bool writeAll(int fd, const std::string& text) {
+    for (size_t done = 0; done < text.size();) {
+        ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        done += static_cast<size_t>(n);
+    }
+    return true;
+}
+
 }  // namespace
 
 bool ApprovalStore::load(std::string& error) {
-    std::ifstream in(path_, std::ios::binary);
-    if (!in) return true;  // no store yet
-    std::stringstream text;
-    text << in.rdbuf();
-    nlohmann::json parsed = nlohmann::json::parse(text.str(), nullptr, false);
+    int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {  // no store yet: the only store that is empty
+        for (const char* section : {"approved", "consumed", "pending"}) data_[section] = nlohmann::json::object();
+        return true;
+    }
+    std::string text;
+    bool readOk = fd >= 0;
+    char buffer[1 << 16];
+    while (readOk) {
+        ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) readOk = false;
+        if (n <= 0) break;
+        text.append(buffer, static_cast<size_t>(n));
+    }
+    int readErrno = errno;
+    if (fd >= 0) ::close(fd);
+    if (!readOk) {
+        error = fmt::format("cannot read the approval store {} ({}); nothing was changed", path_,
+                            std::strerror(readErrno));
+        return false;
+    }
+    nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
     if (parsed.is_discarded() || !parsed.is_object()) {
         error = fmt::format("{} is not a valid approval store (expected a JSON object)", path_);
         return false;
     }
     for (const char* section : {"approved", "consumed", "pending"}) {
         auto it = parsed.find(section);
-        if (it == parsed.end()) continue;
+        if (it == parsed.end()) {
+            parsed[section] = nlohmann::json::object();
+            continue;
+        }
         if (!it->is_object()) {
             error = fmt::format("{}: \"{}\" must be an object of digests", path_, section);
             return false;
@@ -77,7 +123,7 @@ bool ApprovalStore::load(std::string& error) {
                 return false;
             }
     }
-    for (auto it = parsed.begin(); it != parsed.end(); ++it) data_[it.key()] = it.value();
+    data_ = std::move(parsed);  // what is on disk now, not what an earlier load saw
     return true;
 }
 
@@ -86,45 +132,61 @@ bool ApprovalStore::save(std::string& error) const {
     std::error_code ec;
     if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
     std::string text = dumpJson(data_, JsonTextStyle{true, true, 2, ",", ": "});
-    std::string tmp = fmt::format("{}.tmp{}", path_, static_cast<long>(::getpid()));
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (f) {
-        ok = std::fflush(f) == 0 && ok;
-        ok = ::fsync(::fileno(f)) == 0 && ok;
-        ok = std::fclose(f) == 0 && ok;
-    }
+    // One temporary name: writers are serialised by the lock, and one killed half-way leaves only
+    // this file, which the next save truncates and reuses.
+    std::string tmp = path_ + ".tmp";
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    bool ok = fd >= 0 && writeAll(fd, text) && ::fsync(fd) == 0;
+    int savedErrno = errno;
+    if (fd >= 0) ok = ::close(fd) == 0 && ok;
     if (ok) std::filesystem::rename(tmp, p, ec);
     if (!ok || ec) {
         std::filesystem::remove(tmp, ec);
-        error = fmt::format("cannot write the approval store {}", path_);
+        error = fmt::format("cannot write the approval store {} ({})", path_, std::strerror(savedErrno));
         return false;
+    }
+    // Earlier versions used `<store>.tmp<pid>`; a killed writer left those behind.
+    std::string stem = p.filename().string() + ".tmp";
+    for (const auto& entry : std::filesystem::directory_iterator(p.has_parent_path() ? p.parent_path() : ".", ec)) {
+        std::string name = entry.path().filename().string();
+        if (name.size() > stem.size() && name.starts_with(stem) &&
+            std::all_of(name.begin() + static_cast<std::ptrdiff_t>(stem.size()), name.end(),
+                        [](char c) { return c >= '0' && c <= '9'; }))
+            std::filesystem::remove(entry.path(), ec);
     }
     return true;
 }
 
 std::optional<std::string> ApprovalStore::decide(const std::string& digest, const nlohmann::json& pendingRequest,
-                                                 const std::string& runId, std::string& error) {
-    StoreLock lock(path_);
+                                                 const std::string& runId, const std::string& idempotencyKey,
+                                                 std::string& error) {
+    StoreLock lock(path_, error);
+    if (!lock.held()) return std::nullopt;
     if (!load(error)) return std::nullopt;  // what others wrote since this run started counts
     nlohmann::json& approved = data_["approved"];
     if (auto it = approved.find(digest); it != approved.end()) {
         std::string by = it->contains("by") && (*it)["by"].is_string() ? (*it)["by"].get<std::string>() : "unknown";
         approved.erase(it);
-        data_["consumed"][digest] = {{"by", by}, {"run_id", runId}, {"at", unixNow()}};
+        data_["consumed"][digest] = {
+            {"by", by}, {"run_id", runId}, {"at", unixNow()}, {"idempotency_key", idempotencyKey}};
         data_["pending"].erase(digest);
         if (!save(error)) return std::nullopt;
         return by;
     }
+    // Consumed by this very attempt (same key: same run family, site and k) in a run that stopped
+    // before recording the call: still its one use.
+    if (auto it = data_["consumed"].find(digest); it != data_["consumed"].end() && !idempotencyKey.empty() &&
+                                                  it->value("idempotency_key", "") == idempotencyKey)
+        return it->value("by", std::string("unknown"));
     data_["pending"][digest] = pendingRequest;
-    save(error);
+    if (!save(error)) return std::nullopt;
     return std::nullopt;
 }
 
-std::vector<std::string> ApprovalStore::pendingMatching(const std::string& prefix) const {
+std::vector<std::string> ApprovalStore::pendingMatching(const std::string& prefix, bool exact) const {
     std::vector<std::string> out;
     for (auto it = data_["pending"].begin(); it != data_["pending"].end(); ++it)
-        if (it.key().starts_with(prefix)) out.push_back(it.key());
+        if (exact ? it.key() == prefix : it.key().starts_with(prefix)) out.push_back(it.key());
     return out;
 }
 
@@ -135,7 +197,8 @@ std::optional<std::pair<std::string, nlohmann::json>> ApprovalStore::consumedMat
 }
 
 bool ApprovalStore::approve(const std::string& digest, const std::string& by, std::string& error) {
-    StoreLock lock(path_);
+    StoreLock lock(path_, error);
+    if (!lock.held()) return false;
     if (!load(error)) return false;
     auto it = data_["pending"].find(digest);
     if (it == data_["pending"].end()) return false;

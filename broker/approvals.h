@@ -1,19 +1,26 @@
-// The approval store `<state>/approvals.json` (shared/PROTOTYPE.md §2.7): one file, keyed by the
-// approval digest, shared by every run in that state directory:
-//   {"approved": {D: {by, at, request}}, "consumed": {D: {by, run_id, at}},
+// The approval store `<state>/approvals.json`: one file, keyed by the approval digest, shared by
+// every run in that state directory:
+//   {"approved": {D: {by, at, request}}, "consumed": {D: {by, run_id, at, idempotency_key}},
 //    "pending": {D: {resource, site, args, program_hash, reasons}}}
 // written as sorted JSON with indent 2 (Python's json.dump(indent=2, sort_keys=True)), `at` a Unix
-// time float. An approval is single use: deciding consumes it.
+// time float. An approval is single use: deciding consumes it, for one attempt (idempotency key).
 //
-// Invariants: every change re-reads the file under `<store>.lock` (flock) and writes it back before
-// unlocking, so concurrent runs and `approve` never lose each other's changes; the file is replaced atomically (write a temporary file, then rename), so a crash
-// never leaves half a store; a store that does not parse is reported, never silently reset
-// (resetting would forget consumed approvals and pending requests).
+// Invariants:
+// - Only a store that does not exist is empty. One that cannot be read, does not parse or has the
+//   wrong shape is an error, and nothing is written over it (that would forget consumed approvals
+//   and pending requests).
+// - Every change re-reads the file under `<store>.lock` (flock) and writes it back before
+//   unlocking, so concurrent runs and `approve` never lose each other's changes. A lock that cannot
+//   be taken is an error: no lock, no write.
+// - The file is replaced atomically through one temporary name, `<store>.tmp` (written, fsynced,
+//   renamed, under the lock), so a crash never leaves half a store, and a writer killed half-way
+//   leaves at most that one file, which the next writer reuses.
 #pragma once
 
 #include <optional>
-#include <utility>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -27,18 +34,24 @@ class ApprovalStore {
 public:
     explicit ApprovalStore(std::string path) : path_(std::move(path)) {}
 
-    // Reads the file (a missing file is an empty store). False with `error` when it does not parse.
+    // Reads the file (a missing file is an empty store). False with `error` when it cannot be read
+    // or does not parse.
     bool load(std::string& error);
-    // A granted approval for `digest` is consumed and its approver returned; otherwise the request
-    // is recorded under `pending` and nullopt returned. `error` is set if the file cannot be written.
+    // A granted approval for `digest` is consumed by the attempt `idempotencyKey` and its approver
+    // returned. An approval that attempt already consumed is returned again: the run that consumed it
+    // stopped before the call was recorded (a crash), and its resume is the same attempt — the one
+    // effect the approval allows. Otherwise the request is recorded under `pending` and nullopt
+    // returned. `error` is set (and nullopt returned) if the store cannot be read, locked or written.
     std::optional<std::string> decide(const std::string& digest, const nlohmann::json& pendingRequest,
-                                      const std::string& runId, std::string& error);
-    // `remitvm approve`: the pending digests starting with `prefix`.
-    std::vector<std::string> pendingMatching(const std::string& prefix) const;
+                                      const std::string& runId, const std::string& idempotencyKey, std::string& error);
+    // `remitvm approve`: the pending digests starting with `prefix` (or equal to it, when `exact`).
+    std::vector<std::string> pendingMatching(const std::string& prefix, bool exact = false) const;
     const nlohmann::json& pending(const std::string& digest) const { return data_["pending"][digest]; }
     // A consumed approval whose digest starts with `prefix` ({by, run_id, at}), for a clear error.
     std::optional<std::pair<std::string, nlohmann::json>> consumedMatching(const std::string& prefix) const;
     // Moves nothing: records an approval of a pending request (it stays pending until consumed).
+    // False with `error` when the store cannot be read, locked or written; false with an empty
+    // `error` when the request is no longer pending.
     bool approve(const std::string& digest, const std::string& by, std::string& error);
 
 private:

@@ -105,8 +105,51 @@ Broker::Broker(BrokerOptions options, Run& run) : options_(std::move(options)), 
     else budget_ = policyMax;
 }
 
-void Broker::emit(const OJ& event) {
-    if (options_.trace) options_.trace->emit(event);
+void Broker::emit(const OJ& event) { record(event); }
+
+bool Broker::record(const OJ& event, bool durable) {
+    if (!options_.trace) return true;
+    return options_.trace->emit(event) && (!durable || options_.trace->sync());
+}
+
+Broker::Outcome Broker::stop(std::string why) {
+    if (stopped_.empty()) stopped_ = std::move(why);
+    Outcome out;
+    out.error = err(DiagCode::R0702, "the host stopped the run: " + stopped_);
+    return out;
+}
+
+Broker::Outcome Broker::stopForTrace(const std::string& what) {
+    return stop(fmt::format("cannot write the trace ({}): {}",
+                            options_.trace ? options_.trace->failure() : std::string("no trace"), what));
+}
+
+AdapterRequest Broker::requestFor(const HostCall& call, const OJ& rawArgs, const std::string& key) const {
+    const Site& site = *call.site;
+    AdapterRequest request;
+    request.kind = site.kind != SiteKind::Capability ? AdapterRequest::Kind::Ask : AdapterRequest::Kind::Call;
+    request.runId = options_.runId;
+    request.site = site.id;
+    request.idempotencyKey = key;
+    request.timeoutMs = site.timeoutSeconds && *site.timeoutSeconds > 0
+                            ? static_cast<uint64_t>(std::min(*site.timeoutSeconds, 86400.0) * 1000.0)
+                            : options_.defaultTimeoutMs;
+    request.resource = site.resource;
+    request.args = rawArgs;
+    if (request.kind == AdapterRequest::Kind::Ask) {
+        request.model = site.resource;
+        if (call.agent) {
+            request.agent = call.agent->name;
+            request.system = call.agent->system;
+        }
+        OJ prompt = rawArgs.value("prompt", OJ(""));
+        request.prompt = prompt.is_string() ? prompt.get<std::string>() : dumpJson(prompt, JsonTextStyle{});
+        request.context = rawArgs.value("context", OJ(nullptr));
+        request.renderedPrompt = renderPrompt(request.prompt, request.context);
+        request.schema = jsonSchemaFor(call.askType);
+        request.typeName = call.askType ? showType(call.askType) : "Unit";
+    }
+    return request;
 }
 
 RunStatus Broker::drive(RunStatus status) {
@@ -237,16 +280,18 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
                         fmt::format("policy allows at most {} call(s) to '{}'", *grant->maxCalls, resource),
                         OJ{{"resource", resource}, {"limit", "max_calls"}, {"value", *grant->maxCalls}}));
 
-    // 6. Counter and idempotency key: [root, site, k], stable across resumes.
+    // 6. Counter and idempotency key: k numbers every attempt at the site, so (root, site, k) is
+    // the same attempt in every run of the family — a resume that replays the same calls reaches
+    // the same k, hence the same key, as the uninterrupted run (replay.h).
     uint64_t k = siteSeq_[site.id]++;
-    std::string idempotencyKey = sha256Hex(canonicalJson(OJ::array({options_.idempotencyRoot, site.id, k}))).substr(0, 32);
+    const std::string key = idempotencyKey(options_.idempotencyRoot, site.id, k);
     const std::string argsSha = argsDigest(rawArgs);
 
     // 7. Replay: a recorded call is answered from the record (no approval, no dispatch).
     if (const ReplayPlan* plan = options_.replay) {
         if (replayed_ < plan->calls.size()) {
             ++count;
-            return replayRecorded(call, rawArgs, allArgTags, prov);
+            return replayRecorded(call, rawArgs, allArgTags, prov, k, key);
         }
         if (!plan->liveAfter) {
             unrecorded_ = UnrecordedCall{resource, site.id, rawArgs};
@@ -257,19 +302,27 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
                             OJ{{"event", "call"}, {"requested", {{"resource", resource}, {"site", site.id}}}}));
         }
     }
-    // A call the previous run dispatched without recording its outcome goes out again with the same
-    // key (and approval), so the adapter can recognise it.
+    // A call an earlier run dispatched without recording its outcome is this attempt when its key is
+    // this attempt's key: it goes out again with that key (and under its approval), so the adapter
+    // can recognise it. Matching on anything else (resource and arguments) could pair it with
+    // another attempt of the same call — a failed first attempt with its in-flight retry — and
+    // hand the retry's key to the next, different call.
     std::optional<size_t> inFlight;
     if (options_.replay) {
         const std::vector<InFlightCall>& pending = options_.replay->inFlight;
         inFlightSent_.resize(pending.size());
         for (size_t i = 0; i < pending.size() && !inFlight; ++i)
-            if (!inFlightSent_[i] && pending[i].resource == resource && pending[i].site == site.id &&
-                pending[i].argsDigest == argsSha)
-                inFlight = i;
+            if (!inFlightSent_[i] && pending[i].idempotencyKey == key) inFlight = i;
         if (inFlight) {
+            const InFlightCall& f = pending[*inFlight];
+            if (f.resource != resource || f.argsDigest != argsSha || f.attempt != call.attempt)
+                return fail(err(DiagCode::R0601,
+                                fmt::format("resume diverged: the call in flight when run {} stopped was '{}' at {} "
+                                            "(attempt {}), the program now makes '{}' there (attempt {}){}",
+                                            f.runId, f.resource, site.id, f.attempt + 1, resource, call.attempt + 1,
+                                            f.argsDigest != argsSha ? " with other arguments" : ""),
+                                OJ{{"event", "dispatch"}, {"idempotency_key", key}, {"site", site.id}}));
             inFlightSent_[*inFlight] = true;
-            idempotencyKey = pending[*inFlight].idempotencyKey;
         }
     }
 
@@ -304,26 +357,31 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
             nlohmann::json request = {{"resource", resource}, {"site", site.id}, {"args", rawArgs},
                                       {"program_hash", options_.programHash}, {"reasons", reasons}};
             std::string storeError;
-            who = options_.approvals->decide(digest, request, options_.runId, storeError);
+            who = options_.approvals->decide(digest, request, options_.runId, key, storeError);
             // --interactive: an operator at the terminal may approve it now; the approval goes
             // through the store, so it is recorded and consumed like any other.
             if (!who && storeError.empty() && options_.askOperator &&
                 options_.askOperator(PendingApproval{digest, site.id, resource, rawArgs, reasons}) &&
                 options_.approvals->approve(digest, "interactive", storeError))
-                who = options_.approvals->decide(digest, request, options_.runId, storeError);
-            if (!storeError.empty()) ioError_ = storeError;
+                who = options_.approvals->decide(digest, request, options_.runId, key, storeError);
+            // A store that cannot be read, locked or written decides nothing: the run stops.
+            if (!storeError.empty()) return stop(storeError);
         }
         if (!who) {
-            emit({{"event", "pending_approval"}, {"run_id", options_.runId}, {"resource", resource},
-                  {"site", site.id}, {"args", rawArgs}, {"digest", digest}, {"reasons", reasons}});
+            if (!record({{"event", "pending_approval"}, {"run_id", options_.runId}, {"resource", resource},
+                         {"site", site.id}, {"args", rawArgs}, {"digest", digest}, {"reasons", reasons}}))
+                return stopForTrace(fmt::format("the request for approval of '{}' at {} is not recorded", resource,
+                                                site.id));
             pending_ = PendingApproval{digest, site.id, resource, rawArgs, reasons};
             return fail(err(DiagCode::R0302,
                             fmt::format("'{}' needs approval ({}); digest {}", resource, fmt::join(reasons, "; "),
                                         digest.substr(0, 16)),
                             OJ{{"digest", digest}, {"resource", resource}, {"args", rawArgs}, {"reasons", reasons}}));
         }
-        emit({{"event", "approval_granted"}, {"run_id", options_.runId}, {"resource", resource}, {"site", site.id},
-              {"digest", digest}, {"approved_by", *who}, {"at", unixNow()}});
+        if (!record({{"event", "approval_granted"}, {"run_id", options_.runId}, {"resource", resource},
+                     {"site", site.id}, {"digest", digest}, {"approved_by", *who}, {"at", unixNow()}}))
+            return stopForTrace(fmt::format("the approval of '{}' at {} is not recorded; the call was not sent",
+                                            resource, site.id));
         approval = {{"digest", digest}, {"reasons", reasons}, {"approved_by", *who}};
         if (inFlight) approval["in_flight_retry"] = true;
     }
@@ -344,35 +402,19 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
     reserved_ += reserve;
     ++count;
 
-    // 10. Dispatch.
-    AdapterRequest request;
-    request.kind = isModel ? AdapterRequest::Kind::Ask : AdapterRequest::Kind::Call;
-    request.runId = options_.runId;
-    request.site = site.id;
-    request.idempotencyKey = idempotencyKey;
-    request.timeoutMs = site.timeoutSeconds && *site.timeoutSeconds > 0
-                            ? static_cast<uint64_t>(std::min(*site.timeoutSeconds, 86400.0) * 1000.0)
-                            : options_.defaultTimeoutMs;
-    request.resource = resource;
-    request.args = rawArgs;
-    if (isModel) {
-        request.model = resource;
-        if (call.agent) {
-            request.agent = call.agent->name;
-            request.system = call.agent->system;
-        }
-        OJ prompt = rawArgs.value("prompt", OJ(""));
-        request.prompt = prompt.is_string() ? prompt.get<std::string>() : dumpJson(prompt, JsonTextStyle{});
-        request.context = rawArgs.value("context", OJ(nullptr));
-        request.renderedPrompt = renderPrompt(request.prompt, request.context);
-        request.schema = jsonSchemaFor(call.askType);
-        request.typeName = call.askType ? showType(call.askType) : "Unit";
+    // 10. Dispatch, after its write-ahead record is on stable storage: a call whose dispatch could
+    // not be recorded durably is not sent (a crash would leave no trace of it, and its resume would
+    // know nothing of an effect that may have happened).
+    AdapterRequest request = requestFor(call, rawArgs, key);
+    if (!record({{"event", "dispatch"}, {"run_id", options_.runId}, {"resource", resource}, {"site", site.id},
+                 {"idempotency_key", key}, {"k", k}, {"attempt", call.attempt}, {"args_sha256", argsSha},
+                 {"approval", approval.is_object()
+                                  ? OJ{{"digest", approval["digest"]}, {"approved_by", approval["approved_by"]}}
+                                  : OJ(nullptr)}},
+                true)) {
+        reserved_ -= reserve;
+        return stopForTrace(fmt::format("the call to '{}' at {} was not sent", resource, site.id));
     }
-    emit({{"event", "dispatch"}, {"run_id", options_.runId}, {"resource", resource}, {"site", site.id},
-          {"idempotency_key", idempotencyKey}, {"attempt", call.attempt}, {"args_sha256", argsSha},
-          {"approval", approval.is_object() ? OJ{{"digest", approval["digest"]}, {"approved_by", approval["approved_by"]}}
-                                            : OJ(nullptr)}});
-    if (options_.trace) options_.trace->sync();
     auto t0 = std::chrono::steady_clock::now();
     AdapterReply reply = options_.adapter ? options_.adapter->perform(request)
                                           : AdapterReply{false, nullptr, std::nullopt, nullptr, "CapabilityFailed",
@@ -416,7 +458,8 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
                 {"arg_tags", argTagsJson},
                 {"pc_tags", namesJson(heap, call.pcTags)},
                 {"derived_from", derived},
-                {"idempotency_key", idempotencyKey},
+                {"idempotency_key", key},
+                {"k", k},
                 {"approval", approval},
                 {"reserved_usd", reserve},
                 {"cost_usd", actual},
@@ -433,12 +476,17 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
     } else if (callError) {
         event["error"] = {{"code", std::string(diagInfo(callError->code).code)}, {"message", callError->message}};
     }
-    emit(event);
-    if (options_.trace) options_.trace->sync();
+    // The effect happened; a run that cannot record it stops here (the dispatch record makes it
+    // in flight for the resume, which sends it again with the same key).
+    if (!record(event, true))
+        return stopForTrace(fmt::format("the outcome of '{}' at {} is not recorded (the call was sent; a resume "
+                                        "sends it again with the same idempotency key)",
+                                        resource, site.id));
 
     if (decoded.invalidOutput) {
-        emit({{"event", "invalid_output"}, {"run_id", options_.runId}, {"site", site.id}, {"resource", resource},
-              {"message", *decoded.invalidOutput}});
+        if (!record({{"event", "invalid_output"}, {"run_id", options_.runId}, {"site", site.id},
+                     {"resource", resource}, {"message", *decoded.invalidOutput}}))
+            return stopForTrace(fmt::format("the invalid output of '{}' at {} is not recorded", resource, site.id));
         return fail(err(DiagCode::R0502, *decoded.invalidOutput, OJ{{"resource", resource}}), true);
     }
     if (callError) return fail(std::move(*callError), operational);
@@ -509,7 +557,8 @@ std::vector<InFlightCall> Broker::unresolvedInFlight() const {
     return out;
 }
 
-Broker::Outcome Broker::replayRecorded(const HostCall& call, const OJ& rawArgs, TagSetId allArgTags, ProvId prov) {
+Broker::Outcome Broker::replayRecorded(const HostCall& call, const OJ& rawArgs, TagSetId allArgTags, ProvId prov,
+                                       uint64_t k, const std::string& key) {
     const Site& site = *call.site;
     const std::string& resource = site.resource;
     const RecordedCall& record = options_.replay->calls[replayed_];
@@ -537,7 +586,21 @@ Broker::Outcome Broker::replayRecorded(const HostCall& call, const OJ& rawArgs, 
         return diverged(fmt::format("'{}' at {} is called with a different {}", resource, site.id,
                                     param.empty() ? std::string("set of arguments") : "'" + param + "'"));
     }
+    // The same attempt: the recorded (k, attempt) are this one's, so its key is this one's. (The
+    // trace's keys were recomputed when it was read; this ties them to the program's counting.)
+    auto recK = rec.find("k");
+    auto recAttempt = rec.find("attempt");
+    if (recK == rec.end() || !recK->is_number_unsigned() || recK->get<uint64_t>() != k || recAttempt == rec.end() ||
+        !recAttempt->is_number_integer() || recAttempt->get<int64_t>() != call.attempt ||
+        stringField(rec, "idempotency_key") != key)
+        return diverged(fmt::format("'{}' at {} was recorded as another attempt (k {}, attempt {}) than the program "
+                                    "makes now (k {}, attempt {})",
+                                    resource, site.id, recK != rec.end() ? recK->dump() : "?",
+                                    recAttempt != rec.end() ? recAttempt->dump() : "?", k, call.attempt));
     ++replayed_;
+    // An adapter that keeps state by the order of calls (fixtures) advances past this one, so the
+    // next live call gets what it would have got in the uninterrupted run.
+    if (options_.adapter) options_.adapter->replayed(requestFor(call, rawArgs, key));
     double cost = rec.contains("cost_usd") && rec["cost_usd"].is_number() ? rec["cost_usd"].get<double>() : 0.0;
     if (std::isfinite(cost) && cost > 0) spent_ += cost;
     uint64_t seq = ++seq_;

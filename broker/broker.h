@@ -103,8 +103,10 @@ public:
     uint64_t calls() const { return seq_; }
     // Set when the run failed with R0302 because a call waits for approval.
     const std::optional<PendingApproval>& pending() const { return pending_; }
-    // An I/O problem met on the way (approval store not writable), for the CLI to report.
-    const std::string& ioError() const { return ioError_; }
+    // Set when the broker stopped the run (R0702) because the host could not keep its records: the
+    // trace or the approval store could not be written (or the store read or locked). Nothing was
+    // dispatched after it; the CLI reports it (exit 2), and the run can be resumed once fixed.
+    const std::string& ioError() const { return stopped_; }
     // Replay: how many recorded calls were answered, and the call asked for after the last one.
     size_t replayed() const { return replayed_; }
     const std::optional<UnrecordedCall>& unrecorded() const { return unrecorded_; }
@@ -128,13 +130,20 @@ private:
     std::map<std::string, int64_t> agentCalls_;  // per agent
     std::map<std::string, uint64_t> siteSeq_;    // per site: k
     std::optional<PendingApproval> pending_;
-    std::string ioError_;
+    std::string stopped_;
     size_t replayed_ = 0;
     std::optional<UnrecordedCall> unrecorded_;
     std::vector<bool> inFlightSent_;
 
     Outcome attempt(const HostCall& call);
-    Outcome replayRecorded(const HostCall& call, const nlohmann::ordered_json& rawArgs, TagSetId allArgTags, ProvId prov);
+    Outcome replayRecorded(const HostCall& call, const nlohmann::ordered_json& rawArgs, TagSetId allArgTags, ProvId prov,
+                           uint64_t k, const std::string& key);
+    AdapterRequest requestFor(const HostCall& call, const nlohmann::ordered_json& rawArgs, const std::string& key) const;
+    // Writes an event to the trace (and fsyncs it when `durable`); false when the trace failed.
+    bool record(const nlohmann::ordered_json& event, bool durable = false);
+    // Stops the run: R0702, non-operational (no retry, no else), `why` kept for ioError().
+    Outcome stop(std::string why);
+    Outcome stopForTrace(const std::string& what);
     // Turns a result (live or recorded) into a value: tags, provenance, the declared or asked type.
     struct Decoded {
         std::optional<Value> value;

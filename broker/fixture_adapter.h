@@ -38,6 +38,8 @@ public:
     static std::unique_ptr<FixtureAdapter> empty();
 
     AdapterReply perform(const AdapterRequest& request) override;
+    // Marks the entry the call would have used, so a resumed run's next call gets the next one.
+    void replayed(const AdapterRequest& request) override { perform(request); }
     const char* kind() const override { return "fixture"; }
     bool approveAll() const { return doc_.value("approve_all", false); }
 

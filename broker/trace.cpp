@@ -7,6 +7,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -14,11 +17,29 @@
 #include <sstream>
 
 #include "runtime/canonical_json.h"
+#include "runtime/hash.h"
 
 namespace remit {
 
 TraceWriter::~TraceWriter() {
-    if (file_) std::fclose(file_);
+    if (fd_ >= 0) ::close(fd_);
+}
+
+namespace {
+
+// fsync of a directory, so that a file just created in it survives a crash (its entry is durable).
+bool syncDirectory(const std::filesystem::path& dir) {
+    int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return false;
+    bool ok = ::fsync(fd) == 0;
+    ::close(fd);
+    return ok;
+}
+
+}  // namespace
+
+std::string traceChain(const std::string& previousChain, const std::string& canonicalRecord) {
+    return sha256Hex(previousChain + canonicalRecord).substr(0, 32);
 }
 
 bool TraceWriter::open(const std::string& path, std::string& error) {
@@ -26,60 +47,136 @@ bool TraceWriter::open(const std::string& path, std::string& error) {
     std::filesystem::path p(path);
     if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
     if (ec) {
-        error = fmt::format("cannot create directory {}", p.parent_path().string());
+        error = fmt::format("cannot create directory {} ({})", p.parent_path().string(), ec.message());
         return false;
     }
-    file_ = std::fopen(path.c_str(), "wb");
-    if (!file_) {
-        error = fmt::format("cannot write the trace {}", path);
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0 || !syncDirectory(p.parent_path())) {
+        error = fmt::format("cannot write the trace {} ({})", path, std::strerror(errno));
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
         return false;
     }
     path_ = path;
     return true;
 }
 
-void TraceWriter::emit(const nlohmann::ordered_json& event) {
-    if (!file_) return;
-    std::string line = canonicalJson(event);
+bool TraceWriter::fail(int errorNumber) {
+    if (ok_) failure_ = std::strerror(errorNumber);
+    ok_ = false;
+    return false;
+}
+
+bool TraceWriter::emit(const nlohmann::ordered_json& event) {
+    if (fd_ < 0) return true;  // not opened: tests without a trace
+    if (!ok_) return false;
+    ++emitted_;
+    nlohmann::ordered_json record = event;
+    record.erase("chain");
+    std::string chain = traceChain(chain_, canonicalJson(record));
+    record["chain"] = chain;
+    std::string line = canonicalJson(record);
     line += '\n';
-    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) ok_ = false;
-}
-
-void TraceWriter::sync() {
-    if (file_) {
-        std::fflush(file_);
-        ::fsync(::fileno(file_));
+    if (failAt_ && emitted_ >= failAt_) return fail(failErrno_);
+    for (size_t done = 0; done < line.size();) {
+        ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return fail(n < 0 ? errno : ENOSPC);
+        done += static_cast<size_t>(n);
     }
+    chain_ = std::move(chain);
+    return true;
 }
 
-TraceFile readTrace(const std::string& path) {
+bool TraceWriter::sync() {
+    if (fd_ < 0) return true;
+    if (!ok_) return false;
+    if (::fsync(fd_) != 0) return fail(errno);
+    return true;
+}
+
+bool isRunId(const std::string& s) {
+    // YYYYMMDD-HHMMSS-xxxxxx
+    if (s.size() != 22 || s[8] != '-' || s[15] != '-') return false;
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (i == 8 || i == 15) continue;
+        char c = s[i];
+        bool ok = i > 15 ? (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') : c >= '0' && c <= '9';
+        if (!ok) return false;
+    }
+    return true;
+}
+
+bool isLowerHex(const std::string& s, size_t n) {
+    return s.size() == n &&
+           std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+TraceFile readTrace(const std::string& path, TraceCheck check, size_t maxRecords) {
     TraceFile out;
     std::ifstream in(path, std::ios::binary);
     if (!in) {
         out.error = fmt::format("cannot read {}", path);
         return out;
     }
-    std::string line;
+    auto damaged = [&](size_t lineNo, const std::string& what) {
+        out.error = fmt::format("{}:{}: {}", path, lineNo, what);
+        out.events.clear();
+        out.lines.clear();
+        return out;
+    };
+    std::string line, chain;
+    bool chained = true;  // false: a trace written before chains, read with AllowUnchained
     size_t lineNo = 0;
-    while (std::getline(in, line)) {
+    while (out.events.size() < maxRecords && std::getline(in, line)) {
         ++lineNo;
-        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        bool complete = !in.eof();  // the line ended with a newline
         nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
-        if (event.is_discarded() && in.eof()) {  // the last line, without its newline
+        if (event.is_discarded() && !complete) {
+            // The last line, without its newline. A write cut short leaves a prefix of a record,
+            // which never parses; a whole record followed by a stray byte is damage (its newline
+            // was overwritten), not a cut.
+            size_t close = line.rfind('}');
+            nlohmann::json head = close == std::string::npos || close + 1 == line.size()
+                                      ? nlohmann::json()
+                                      : nlohmann::json::parse(line.substr(0, close + 1), nullptr, false);
+            if (!head.is_discarded() && head.is_object())
+                return damaged(lineNo, "damaged record: stray bytes where the line should end");
             out.warning = fmt::format("{}:{}: the last line is cut short (the run stopped while writing it); it is "
                                       "ignored",
                                       path, lineNo);
             break;
         }
-        if (event.is_discarded() || !event.is_object() || !event.contains("event") || !event["event"].is_string()) {
-            out.error = fmt::format("{}:{}: not a trace event (expected one JSON object with an \"event\" per line)",
-                                    path, lineNo);
-            out.events.clear();
-            return out;
+        if (event.is_discarded() || !event.is_object() || !event.contains("event") || !event["event"].is_string())
+            return damaged(lineNo, "not a trace event (expected one JSON object with an \"event\" per line)");
+        // Canonical form, byte for byte: every other spelling of the same record is an edit, and
+        // with it every changed byte changes the value the chain covers.
+        if (canonicalJson(event) != line) return damaged(lineNo, "damaged record: it is not in the canonical form remitvm writes");
+        auto c = event.find("chain");
+        if (lineNo == 1 && c == event.end()) {
+            out.unchained = true;
+            if (check == TraceCheck::Verify)
+                return damaged(lineNo, "the trace has no record checksums (\"chain\"), so it cannot be verified; it "
+                                       "was written by an older remitvm or edited");
+            chained = false;
+            out.warning = fmt::format("{}: the trace has no record checksums (\"chain\"); it is shown unverified", path);
+        }
+        if (!chained) event.erase("chain");
+        if (chained) {
+            if (c == event.end() || !c->is_string())
+                return damaged(lineNo, "damaged record: it has no \"chain\" checksum");
+            std::string recorded = c->get<std::string>();
+            event.erase("chain");
+            std::string expected = traceChain(chain, canonicalJson(event));
+            if (recorded != expected)
+                return damaged(lineNo, "damaged record: its checksum does not match (a byte changed, or a record "
+                                       "before it is missing)");
+            chain = std::move(recorded);
         }
         out.events.push_back(std::move(event));
         out.lines.push_back(lineNo);
     }
+    if (in.bad()) return damaged(lineNo + 1, "cannot read the rest of the trace");
     return out;
 }
 

@@ -1,15 +1,19 @@
-// Run traces (shared/DESIGN.md A5, shared/PROTOTYPE.md §2.6): one JSONL file per run at
+// Run traces: one JSONL file per run at
 // `<state>/runs/<run_id>.jsonl`, one event per line in canonical JSON (sorted keys, compact), the
-// prototype's events and fields plus ours (`attempt`, `result_tags`, `adapter` on calls,
-// `host_hash`/`policy_hash` on run_start, `approval_granted`). Written by the broker; read by
-// `remitvm trace` (and by replay/resume).
+// prototype's events and fields plus ours (`attempt`, `k`, `result_tags`, `adapter` on calls,
+// `host_hash`/`policy_hash` on run_start, `approval_granted`) and, on every record, `chain`: a hash
+// chain over the records (docs/broker.md "Traces"), so a damaged record is refused, never acted on.
+// Written by the broker; read by `remitvm trace` and by replay/resume.
 //
 // Invariants:
 // - The file is created (truncated) when the run starts and only appended to afterwards.
-// - Every event is flushed to the OS as soon as it is written, and fsync'ed before a dispatch, so
-//   a crash during an effect leaves the trace with everything that led to it.
-// - A trace that cannot be written stops nothing by itself, but `ok()` turns false and the CLI
-//   reports it; a run refused before it starts never opens a trace.
+// - Every event goes to the OS with write(2) as soon as it is emitted; sync() fsyncs it. The broker
+//   syncs the `dispatch` record before every dispatch and does not dispatch when that fails.
+// - After the first failed write or fsync the writer is dead: nothing more is written (a record
+//   after a partial one would turn a cut-short tail into damage in the middle of the file), and
+//   every later emit() and sync() returns false.
+// - Reading verifies every record: canonical form, its `chain`, an `event` name. Only a last line
+//   cut short (no newline, not a complete record) is tolerated, as a warning.
 #pragma once
 
 #include <cstdio>
@@ -28,31 +32,65 @@ public:
     TraceWriter(const TraceWriter&) = delete;
     TraceWriter& operator=(const TraceWriter&) = delete;
 
-    // Creates `<dir>/<file>`'s directories and truncates the file. False (with `error`) on failure.
+    // Creates the file's directories and truncates the file, durably (its directory is synced).
+    // False (with `error`) on failure.
     bool open(const std::string& path, std::string& error);
-    // Appends one event as canonical JSON plus a newline and flushes it.
-    void emit(const nlohmann::ordered_json& event);
-    // Forces what was written to stable storage (before an effect is dispatched).
-    void sync();
+    // Appends one event (plus its `chain` field) as a canonical JSON line. False if it could not
+    // be written completely, or if an earlier write failed.
+    bool emit(const nlohmann::ordered_json& event);
+    // Forces what was written to stable storage. False if that failed, or if anything failed before.
+    bool sync();
     bool ok() const { return ok_; }
+    // Why the first write or fsync failed (strerror), empty while ok().
+    const std::string& failure() const { return failure_; }
     const std::string& path() const { return path_; }
+    // For tests: every write from the `n`-th emit() on fails with `errorNumber`, as a full disk would.
+    void failFromEmit(size_t n, int errorNumber) {
+        failAt_ = n;
+        failErrno_ = errorNumber;
+    }
 
 private:
-    std::FILE* file_ = nullptr;
+    int fd_ = -1;
     std::string path_;
+    std::string chain_;  // the last record's chain ("" before the first)
     bool ok_ = true;
+    std::string failure_;
+    size_t emitted_ = 0;
+    size_t failAt_ = 0;
+    int failErrno_ = 0;
+    bool fail(int errorNumber);
 };
 
-// A trace read back: its events in file order with their line numbers. `error` names the file and
-// line of the first line that is not a JSON object. A last line cut short (no newline, not JSON) is
-// what a process killed while writing leaves behind: it is dropped and reported in `warning`.
+// The `chain` of a record: the first 32 hex digits of SHA-256 of the previous record's chain ("" for
+// the first record) followed by the record's canonical JSON without its `chain` field.
+std::string traceChain(const std::string& previousChain, const std::string& canonicalRecord);
+
+// A trace read back: its events (without `chain`) in file order with their line numbers. `error`
+// names the file and line of the first record that is damaged — not one canonical JSON object with
+// an "event", or its chain does not match (a byte changed, or a record before it was removed). A
+// last line cut short (no newline, not a complete record) is what a process killed while writing
+// leaves behind: it is dropped and reported in `warning`.
 struct TraceFile {
     std::vector<nlohmann::json> events;
     std::vector<size_t> lines;
     std::string error;
     std::string warning;
+    bool unchained = false;  // written before record checksums (refused, or shown unverified)
 };
-TraceFile readTrace(const std::string& path);
+enum class TraceCheck {
+    Verify,          // resume, replay, approve: a trace without chains is refused
+    AllowUnchained,  // `remitvm trace`: one written before chains is shown, with a warning
+};
+// `maxRecords` stops after that many records (the first record alone names a run and its parent).
+TraceFile readTrace(const std::string& path, TraceCheck check = TraceCheck::Verify,
+                    size_t maxRecords = static_cast<size_t>(-1));
+
+// Ids read from files name paths (`runs/<id>.jsonl`, `runs/<root>.lock`), so they are checked
+// against their exact formats before use. A run id: YYYYMMDD-HHMMSS-xxxxxx (6 lowercase hex).
+bool isRunId(const std::string& s);
+// `n` lowercase hex digits (approval digests: 64; idempotency keys: 32).
+bool isLowerHex(const std::string& s, size_t n);
 
 // An exclusive lock on a run and its resumes (`<state>/runs/<idempotency_root>.lock`, flock): a
 // run holds it while it can dispatch, so two resumes of one run cannot both perform a call. The

@@ -26,7 +26,9 @@ int traceCommand(std::string_view tool, const std::vector<std::string>& argv) {
     }
     std::string path = tracePathFor(tool, args, args.positional[0]);
     if (path.empty()) return kUsage;
-    TraceFile trace = readTrace(path);
+    // Showing a trace acts on nothing, so one written before record checksums is shown (with a
+    // warning); a damaged record is still refused, as resume and replay refuse it.
+    TraceFile trace = readTrace(path, TraceCheck::AllowUnchained);
     if (!trace.error.empty()) {
         fmt::print(stderr, "{}: error: {}\n", tool, trace.error);
         return kUsage;
@@ -66,22 +68,36 @@ int approveCommand(std::string_view tool, const std::vector<std::string>& argv) 
         fmt::print(stderr, "{}: error: {}\n", tool, error);
         return kUsage;
     }
-    // A run id approves that run's pending request (the last pending_approval of its trace).
+    // A run id (exactly one: the format names a file) approves that run's pending request, the last
+    // pending_approval of its trace, whose digest must then be pending exactly: a digest read from
+    // a file is never a prefix that could match another run's request.
     std::error_code ec;
-    std::string runTrace = (stateDirOf(args) / "runs" / (key + ".jsonl")).string();
-    if (std::filesystem::is_regular_file(runTrace, ec)) {
-        TraceFile trace = readTrace(runTrace);
-        std::string digest;
-        for (const auto& e : trace.events)
-            if (e["event"] == "pending_approval" && e.contains("digest") && e["digest"].is_string())
-                digest = e["digest"].get<std::string>();
-        if (digest.empty()) {
-            fmt::print(stderr, "{}: error: run '{}' has no pending approval\n", tool, key);
-            return kUsage;
+    bool byRun = false;
+    if (isRunId(key)) {
+        std::string runTrace = (stateDirOf(args) / "runs" / (key + ".jsonl")).string();
+        if (std::filesystem::is_regular_file(runTrace, ec)) {
+            TraceFile trace = readTrace(runTrace);
+            if (!trace.error.empty()) {
+                fmt::print(stderr, "{}: error: {}\n", tool, trace.error);
+                return kUsage;
+            }
+            std::string digest;
+            for (const auto& e : trace.events)
+                if (e["event"] == "pending_approval") digest = stringField(e, "digest");
+            if (digest.empty()) {
+                fmt::print(stderr, "{}: error: run '{}' has no pending approval\n", tool, key);
+                return kUsage;
+            }
+            if (!isLowerHex(digest, 64)) {
+                fmt::print(stderr, "{}: error: {}: its pending approval's digest is not a full SHA-256 digest (64 hex digits)\n", tool,
+                           runTrace);
+                return kUsage;
+            }
+            key = digest;
+            byRun = true;
         }
-        key = digest;
     }
-    std::vector<std::string> matches = store.pendingMatching(key);
+    std::vector<std::string> matches = store.pendingMatching(key, byRun);
     if (matches.empty())
         if (auto used = store.consumedMatching(key)) {
             const nlohmann::json& by = used->second;
@@ -100,7 +116,8 @@ int approveCommand(std::string_view tool, const std::vector<std::string>& argv) 
     else if (const char* user = std::getenv("USER"); user && *user) by = user;
     else by = "cli";
     if (!store.approve(matches[0], by, error)) {
-        fmt::print(stderr, "{}: error: {}\n", tool, error.empty() ? "cannot record the approval" : error);
+        fmt::print(stderr, "{}: error: {}\n", tool,
+                   error.empty() ? "the request is no longer pending (another process approved or used it)" : error);
         return kUsage;
     }
     fmt::print("approved {} (single use, bound to this program version, call site and arguments)\n", matches[0]);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "broker/trace.h"
 #include "compiler/driver.h"
 #include "compiler/manifest.h"
 #include "vm/api.h"
@@ -35,6 +36,12 @@ std::filesystem::path stateDirOf(const Args& args) {
 std::string tracePathFor(std::string_view tool, const Args& args, const std::string& run) {
     std::error_code ec;
     if (run.ends_with(".jsonl") && std::filesystem::is_regular_file(run, ec)) return run;
+    // A run id names a file under the state directory: only the exact format may.
+    if (!isRunId(run)) {
+        fmt::print(stderr, "{}: error: no trace for run '{}': not a run id (YYYYMMDD-HHMMSS-xxxxxx) nor a trace file\n",
+                   tool, run);
+        return "";
+    }
     std::string path = (stateDirOf(args) / "runs" / (run + ".jsonl")).string();
     if (!std::filesystem::is_regular_file(path, ec)) {
         fmt::print(stderr, "{}: error: no trace for run '{}' (looked for {})\n", tool, run, path);
@@ -113,6 +120,12 @@ bool parseArgs(std::string_view tool, const std::vector<std::string>& argv, cons
                     return false;
                 }
                 value = argv[++i];
+            }
+            // An empty state directory would put runs, locks and approvals in the current directory.
+            if (name == "--state-dir" && value.empty()) {
+                fmt::print(stderr, "{}: error: --state-dir needs a directory, not an empty string\n", tool);
+                fmt::print(stderr, "  hint: leave it out to use .remit, or pass --state-dir DIR\n");
+                return false;
             }
             out.options.emplace_back(name, value);
         } else {

@@ -615,10 +615,23 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
         fmt::print(stderr, "{}: error: {}\n", tool, error);
         return kUsage;
     }
-    if (std::string error; traced && !trace.open(tracePath, error)) {
-        fmt::print(stderr, "{}: error: {}\n", tool, error);
+    // The state directory could not keep this run's records: exit 2, saying what happened to the
+    // run and how to go on. Only the state directory is named (it is the one thing to fix).
+    auto stateFailure = [&](const std::string& what, bool started) {
+        fmt::print(stderr, "{}: error: cannot keep this run's records in the state directory {}: {}\n", tool,
+                   stateDir.string(), what);
+        if (started)
+            fmt::print(stderr, "  hint: make room in (or fix the permissions of) {}, then continue the run without "
+                               "repeating its effects: {} resume {}\n",
+                       stateDir.string(), tool, runId);
+        else
+            fmt::print(stderr, "  hint: make room in (or fix the permissions of) {}, then run it again; nothing was "
+                               "performed\n",
+                       stateDir.string());
         return kUsage;
-    }
+    };
+    if (std::string error; traced && !trace.open(tracePath, error))
+        return stateFailure("the trace cannot be created; the run did not start", false);
     if (approveAll)
         fmt::print(stderr, "warning: --approve-all grants every approval (development and fixtures only)\n");
     // Only where there is something to grant: a pure program's output stays its own.
@@ -644,7 +657,12 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
         start["resumed_from"] = continuation->resumedFrom;
         if (!continuation->plan->inFlight.empty()) start["in_flight"] = inFlightJson(continuation->plan->inFlight);
     }
-    trace.emit(start);
+    if (!trace.emit(start) || !trace.sync()) {
+        std::error_code ec;
+        std::filesystem::remove(tracePath, ec);  // nothing in it can be resumed
+        return stateFailure(fmt::format("the trace cannot be written ({}); the run did not start", trace.failure()),
+                            false);
+    }
 
     BrokerOptions options;
     options.runId = runId;
@@ -663,16 +681,23 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     Broker broker(options, run);
     RunStatus status = broker.drive(run.start(program.entry(), std::move(inputs)));
 
+    // Stopped by the broker (nothing was dispatched after the failure), or the trace failed on the
+    // way: no run_end, so a resume continues the run exactly where it stopped.
+    if (!broker.ioError().empty()) return stateFailure(broker.ioError(), true);
+    if (!trace.ok())
+        return stateFailure(fmt::format("the trace could not be written ({})", trace.failure()), true);
+    auto endFailure = [&] {
+        return stateFailure(fmt::format("the end of the run could not be recorded ({})", trace.failure()), true);
+    };
     auto traceLine = [&] {
-        if (!broker.ioError().empty()) fmt::print(stderr, "{}: error: {}\n", tool, broker.ioError());
         if (!traced) return;
-        if (!trace.ok()) fmt::print(stderr, "{}: error: the trace {} could not be written completely\n", tool, tracePath);
         fmt::print(stderr, "trace: {}  (spent ${:.4f}, {} call(s), mode {})\n", tracePath, broker.spent(),
                    broker.calls(), mode);
     };
     if (status == RunStatus::Failed && run.failure().error.code == DiagCode::R0302 && broker.pending()) {
         const PendingApproval& pending = *broker.pending();
-        trace.emit({{"event", "run_end"}, {"run_id", runId}, {"status", "pending_approval"}, {"digest", pending.digest}});
+        if (!trace.emit({{"event", "run_end"}, {"run_id", runId}, {"status", "pending_approval"}, {"digest", pending.digest}}))
+            return endFailure();
         if (json) {
             nlohmann::ordered_json reasons(pending.reasons);
             nlohmann::ordered_json envelope = {
@@ -695,8 +720,9 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     }
     if (status == RunStatus::Failed) {
         const RunFailure& f = run.failure();
-        trace.emit({{"event", "run_end"}, {"run_id", runId}, {"status", "error"},
-                    {"code", std::string(diagInfo(f.error.code).code)}, {"message", f.error.message}});
+        if (!trace.emit({{"event", "run_end"}, {"run_id", runId}, {"status", "error"},
+                         {"code", std::string(diagInfo(f.error.code).code)}, {"message", f.error.message}}))
+            return endFailure();
         if (json)
             fmt::print("{}\n", nlohmann::ordered_json{{"status", "failed"}, {"run_id", runId}, {"error", failureJson(f)}}.dump(2));
         else
@@ -705,8 +731,9 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
         return kFailure;
     }
     RunResult result = resultOf(run);
-    trace.emit({{"event", "run_end"}, {"run_id", runId}, {"status", "ok"}, {"result", result.value},
-                {"result_tags", result.tags}, {"spent_usd", broker.spent()}});
+    if (!trace.emit({{"event", "run_end"}, {"run_id", runId}, {"status", "ok"}, {"result", result.value},
+                     {"result_tags", result.tags}, {"spent_usd", broker.spent()}}))
+        return endFailure();
     if (json) {
         nlohmann::ordered_json envelope = {{"status", "completed"},   {"run_id", runId},
                                            {"result", result.value},  {"result_tags", result.tags},
@@ -732,7 +759,10 @@ bool readRecordedRun(std::string_view tool, const Args& args, const std::string&
     TraceFile trace = readTrace(path);
     if (!trace.error.empty()) {
         fmt::print(stderr, "{}: error: {}\n", tool, trace.error);
-        fmt::print(stderr, "  hint: a trace is written only by remitvm; restore the original file\n");
+        if (trace.unchained)
+            fmt::print(stderr, "  hint: run the program again; `{} trace {}` still shows the old run\n", tool, run);
+        else
+            fmt::print(stderr, "  hint: a trace is written only by remitvm; restore the original file\n");
         return false;
     }
     if (!trace.warning.empty()) fmt::print(stderr, "{}: warning: {}\n", tool, trace.warning);
@@ -746,25 +776,57 @@ bool readRecordedRun(std::string_view tool, const Args& args, const std::string&
 }
 
 // The newest run that continues `runId` (resumes of resumes), so that resuming an old run id again
-// answers every call any of its resumes made from a trace. `runId` itself when none does.
-std::string newestResumeOf(const std::filesystem::path& runsDir, const std::string& runId) {
+// answers every call any of its resumes made from a trace: `runId` itself when none does. Only the
+// first record of each trace is read (verified); only traces named by their own well-formed run id
+// count. A trace whose first line is missing or cut short is a run that never started and is
+// skipped; one whose first line is damaged could be a resume of this run, so it stops the resume
+// (exit 2): continuing from an older record could send again what that run recorded as done.
+std::optional<std::string> newestResumeOf(std::string_view tool, const std::filesystem::path& runsDir,
+                                          const std::string& runId) {
     std::map<std::string, std::string> newestChild;  // resumed_from -> newest run id (ids sort by time)
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(runsDir, ec)) {
         if (entry.path().extension() != ".jsonl") continue;
-        std::ifstream in(entry.path());
-        std::string first;
-        if (!std::getline(in, first)) continue;
-        nlohmann::json start = nlohmann::json::parse(first, nullptr, false);
-        if (!start.is_object() || !start.contains("resumed_from") || !start["resumed_from"].is_string() ||
-            !start.contains("run_id") || !start["run_id"].is_string())
-            continue;
-        std::string& child = newestChild[start["resumed_from"].get<std::string>()];
-        child = std::max(child, start["run_id"].get<std::string>());
+        TraceFile first = readTrace(entry.path().string(), TraceCheck::AllowUnchained, 1);
+        if (!first.error.empty()) {
+            fmt::print(stderr, "{}: error: cannot tell which run {} continues: {}\n", tool, entry.path().string(),
+                       first.error);
+            fmt::print(stderr, "  hint: restore the file, or move it out of {} to resume other runs\n",
+                       runsDir.string());
+            return std::nullopt;
+        }
+        if (first.events.empty()) continue;
+        const nlohmann::json& start = first.events[0];
+        std::string parent = stringField(start, "resumed_from"), id = stringField(start, "run_id");
+        if (!isRunId(parent) || id != entry.path().stem().string() || !isRunId(id)) continue;
+        std::string& child = newestChild[parent];
+        child = std::max(child, id);
     }
     std::string current = runId;
     for (size_t hops = 0; hops < newestChild.size() && newestChild.count(current); ++hops) current = newestChild[current];
     return current;
+}
+
+// The plan a resume of `run` continues from: its own, or — when `run` is a resume that stopped
+// before it had replayed everything it set out to — that of the run it resumed (whose record then
+// holds everything `run`'s does), and so on up the chain. Prints the problem and returns false.
+bool readResumePlan(std::string_view tool, const Args& args, const std::string& run, const std::string& root,
+                    ReplayPlan& plan) {
+    if (!readRecordedRun(tool, args, run, ReplayPurpose::Resume, plan)) return false;
+    for (size_t hops = 0; plan.replayUnfinished; ++hops) {
+        std::string parent = stringField(plan.start, "resumed_from");
+        if (hops > 10000) {
+            fmt::print(stderr, "{}: error: the chain of resumes of run {} does not end\n", tool, run);
+            return false;
+        }
+        if (!readRecordedRun(tool, args, parent, ReplayPurpose::Resume, plan)) return false;
+    }
+    if (std::string r = stringField(plan.start, "idempotency_root"); !root.empty() && r != root) {
+        fmt::print(stderr, "{}: error: {} belongs to another run (idempotency root {}, not {})\n", tool,
+                   plan.tracePath, r, root);
+        return false;
+    }
+    return true;
 }
 
 }  // namespace
@@ -808,9 +870,13 @@ int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
         return kFailure;
     }
     std::string recordedRun = plan.start["run_id"].get<std::string>();
-    if (std::string newest = newestResumeOf(runsDir, recordedRun); newest != recordedRun) {
+    std::optional<std::string> found = newestResumeOf(tool, runsDir, recordedRun);
+    if (!found) return kUsage;
+    std::string newest = *found;
+    if (newest != recordedRun)
         fmt::print(stderr, "note: run {} was resumed as {}; continuing from {}\n", recordedRun, newest, newest);
-        if (!readRecordedRun(tool, args, newest, ReplayPurpose::Resume, plan)) return kUsage;
+    if (newest != recordedRun || plan.replayUnfinished) {
+        if (!readResumePlan(tool, args, newest, root, plan)) return kUsage;
         recordedRun = newest;
     }
 

@@ -4,6 +4,8 @@ Each test file defines functions named test_*; `main()` runs them in order, prin
 test and a final `N passed, M failed`, and exits 1 if any failed. Binaries come from the
 environment (REMITC, REMIT, REMITVM), which ctest sets.
 """
+import hashlib
+import json
 import os
 import pathlib
 import queue
@@ -39,6 +41,47 @@ def run(tool, *args, cwd=None, timeout=60, stdin=None):
 def expect(cond, message, result=None):
     if not cond:
         raise AssertionError(message + (f"\n{result!r}" if result is not None else ""))
+
+
+def canonical(value):
+    """Canonical JSON, as remitvm writes trace records and hashes keys and digests."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def chain_of(previous, record):
+    """A trace record's `chain` (docs/broker.md "Traces"): the first 32 hex digits of SHA-256 of
+    the previous record's chain ("" for the first) and the record's canonical JSON without it."""
+    return hashlib.sha256((previous + canonical(record)).encode("utf-8")).hexdigest()[:32]
+
+
+def idempotency_key(root, site, k):
+    """The idempotency key of attempt k at `site` in the run family `root` (docs/broker.md)."""
+    return hashlib.sha256(canonical([root, site, k]).encode("utf-8")).hexdigest()[:32]
+
+
+def read_trace(path):
+    """A trace's events without their `chain` fields, after checking that every line is canonical
+    and every chain matches."""
+    events, previous = [], ""
+    for number, line in enumerate(pathlib.Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        event = json.loads(line)
+        expect(line == canonical(event), f"{path}:{number}: trace lines are canonical JSON: {line}")
+        chain = event.pop("chain", None)
+        expect(chain == chain_of(previous, event), f"{path}:{number}: the chain matches")
+        previous = chain
+        events.append(event)
+    return events
+
+
+def write_trace(path, events):
+    """Writes events as remitvm writes a trace: canonical JSON lines, each with its chain (so a test
+    can edit a trace consistently, as a forger who knows the format could)."""
+    lines, previous = [], ""
+    for event in events:
+        record = {k: v for k, v in event.items() if k != "chain"}
+        previous = chain_of(previous, record)
+        lines.append(canonical({**record, "chain": previous}) + "\n")
+    pathlib.Path(path).write_text("".join(lines), encoding="utf-8")
 
 
 class Workspace:

@@ -14,7 +14,7 @@ import json
 import os
 import re
 
-from harness import REMIT, REMITVM, Workspace, expect, main, run
+from harness import REMIT, REMITVM, Workspace, canonical, expect, idempotency_key, main, read_trace, run
 
 HOST = """input note tags private
 
@@ -33,17 +33,9 @@ model llm cost 0.01
 """
 
 
-def canonical(x):
-    return json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
 def digest_of(program_hash, site, resource, args):
     return hashlib.sha256(canonical({"args": args, "program_hash": program_hash, "resource": resource,
                                      "site": site}).encode()).hexdigest()
-
-
-def key_of(root, site, k):
-    return hashlib.sha256(canonical([root, site, k]).encode()).hexdigest()[:32]
 
 
 def workspace(program, fixtures=None, policy=None):
@@ -58,11 +50,7 @@ def workspace(program, fixtures=None, policy=None):
 def trace_of(ws, result):
     m = re.search(r"^trace: (\S+)  \(spent \$([0-9.]+), (\d+) call\(s\), mode (.+)\)$", result.err.splitlines()[-1])
     expect(m is not None, "the last stderr line names the trace", result)
-    path = ws.path / m.group(1)
-    events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    for line in path.read_text(encoding="utf-8").splitlines():
-        expect(line == canonical(json.loads(line)), f"trace lines are canonical JSON: {line}")
-    return events, m
+    return read_trace(ws.path / m.group(1)), m
 
 
 def calls(events):
@@ -116,7 +104,7 @@ def test_allowed_calls_and_the_trace():
         root = start["idempotency_root"]
         expect(root == start["run_id"], "the first run is its own idempotency root")
         for x in c:
-            expect(x["idempotency_key"] == key_of(root, x["site"], 0), f"idempotency key of {x['site']}")
+            expect(x["idempotency_key"] == idempotency_key(root, x["site"], 0), f"idempotency key of {x['site']}")
         end = events[-1]
         expect(end["event"] == "run_end" and end["status"] == "ok" and end["result"] == "AB", "run_end", end)
         expect(end["result_tags"] == ["untrusted"] and abs(end["spent_usd"] - 0.002) < 1e-12, "run_end fields", end)
@@ -272,7 +260,7 @@ def test_operational_errors_are_retried_with_fresh_keys():
         expect([(x["status"], x["attempt"]) for x in c] == [("error", 0), ("ok", 1)], "attempts", c)
         expect(c[0]["error"] == {"code": "R0501", "message": "boom"} and "result" not in c[0], "error recorded", c)
         root = events[0]["idempotency_root"]
-        expect([x["idempotency_key"] for x in c] == [key_of(root, "main#0", 0), key_of(root, "main#0", 1)],
+        expect([x["idempotency_key"] for x in c] == [idempotency_key(root, "main#0", 0), idempotency_key(root, "main#0", 1)],
                "k counts attempts", c)
         expect(events[0]["policy_hash"] is None and m.group(3) == "2", "allow-all: no policy hash", events[0])
 

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from harness import REMIT, REMITVM, Workspace, expect, main, run
+from harness import REMIT, REMITVM, Workspace, expect, main, read_trace, run, write_trace
 
 ADAPTER = pathlib.Path(__file__).resolve().parent / "adapters" / "effects_adapter.py"
 
@@ -210,12 +210,32 @@ def test_replay_reproduces_and_detects_tampering():
         lines = original.splitlines()
 
         def tampered(edit):
-            ev = [json.loads(line) for line in lines]
+            """Replays the trace edited consistently (every chain recomputed, as a forger who knows
+            the format could): the divergence checks behind the checksums."""
+            ev = read_trace(path)
             edit(ev)
-            path.write_text("".join(json.dumps(e, sort_keys=True) + "\n" for e in ev))
+            write_trace(path, ev)
             result = run(REMITVM, "replay", second, cwd=ws.path)
             path.write_text(original)
             return result
+
+        # An edit that does not recompute the chain is a damaged record: refused by its line, and
+        # neither replay nor resume acts on it.
+        edits = 0
+        for number, text in enumerate(lines, 1):
+            if '"event":"call"' not in text:
+                continue
+            edited = text.replace('"result":"customer of A-1"', '"result":"customer of B-2"')
+            if edited == text:
+                continue
+            path.write_text("\n".join(lines[: number - 1] + [edited] + lines[number:]) + "\n")
+            for command in ("replay", "resume"):
+                r = run(REMITVM, command, second, cwd=ws.path)
+                expect(r.code == 2 and f"{second}.jsonl:{number}: damaged record" in r.err, f"{command} refuses it", r)
+            expect(len(effects(ws)) == before, "nothing performed", effects(ws))
+            path.write_text(original)
+            edits += 1
+        expect(edits == 1, "the recorded lookup was edited once")
 
         def change_result(ev):
             calls(ev)[0]["result"] = "someone else"

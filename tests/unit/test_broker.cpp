@@ -8,8 +8,12 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
+#include <fstream>
+#include <set>
 
+#include "broker/approvals.h"
 #include "broker/broker.h"
 #include "broker/fixture_adapter.h"
 #include "broker/replay.h"
@@ -17,6 +21,7 @@
 #include "compiler/checker.h"
 #include "compiler/parser.h"
 #include "remit/remit.h"
+#include "runtime/canonical_json.h"
 #include "runtime/json_schema.h"
 #include "runtime/value_json.h"
 #include "vm/rbc.h"
@@ -61,12 +66,23 @@ struct Outcome {
     RunStatus status;
     std::optional<RuntimeError> error;
     std::vector<nlohmann::json> events;
+    std::vector<size_t> lines;
     uint64_t calls = 0;
+    std::string ioError;
+};
+
+// How a test run differs from a plain first run: a resume's plan and root, a failing trace.
+struct RunConfig {
+    const ReplayPlan* replay = nullptr;
+    std::string root = "20260101-000000-abcdef";
+    size_t failTraceFromEmit = 0;  // the n-th event and every later one cannot be written (ENOSPC)
+    ApprovalStore* approvals = nullptr;
+    bool strictFlows = false;
 };
 
 // Runs main(ticket) through a broker with `host`, `policy` and `adapter`, tracing to a temp file.
 Outcome runWith(std::shared_ptr<const LoadedProgram> program, const HostModel& host, const Policy& policy,
-                Adapter& adapter, const std::string& ticket = "t", bool strictFlows = false) {
+                Adapter& adapter, const std::string& ticket = "t", const RunConfig& config = {}) {
     Run run(program, {});
     std::vector<Value> args;
     const Function& main = program->module().functions[program->entry()];
@@ -84,21 +100,31 @@ Outcome runWith(std::shared_ptr<const LoadedProgram> program, const HostModel& h
         TraceWriter trace;
         std::string error;
         REQUIRE(trace.open(path, error));
+        if (config.failTraceFromEmit) trace.failFromEmit(config.failTraceFromEmit, ENOSPC);
         BrokerOptions options;
-        options.runId = "20260101-000000-abcdef";
-        options.idempotencyRoot = options.runId;
+        options.runId = config.replay ? "20260101-000001-abcdef" : "20260101-000000-abcdef";
+        options.idempotencyRoot = config.root;
+        options.replay = config.replay;
+        options.approvals = config.approvals;
         options.programHash = program->module().programHash;
         options.host = &host;
         options.policy = &policy;
         options.adapter = &adapter;
         options.trace = &trace;
-        options.strictFlows = strictFlows;
+        options.strictFlows = config.strictFlows;
         Broker broker(options, run);
+        trace.emit({{"event", "run_start"}, {"run_id", options.runId}, {"idempotency_root", config.root},
+                    {"program_hash", options.programHash}, {"inputs", nlohmann::json::object()}, {"path", "t.rmt"}});
         out.status = broker.drive(run.start(program->entry(), std::move(args)));
         out.calls = broker.calls();
+        out.ioError = broker.ioError();
         if (out.status == RunStatus::Failed) out.error = run.failure().error;
     }
-    out.events = readTrace(path).events;
+    TraceFile read = readTrace(path);
+    INFO(read.error);
+    CHECK(read.error.empty());
+    out.events = read.events;
+    out.lines = read.lines;
     std::filesystem::remove(path);
     return out;
 }
@@ -160,7 +186,7 @@ TEST_CASE("broker: in strict flows the pc reaches deny parameters (R0301 via con
     auto adapter = fixtures(R"({"capabilities": {"mail.send": [{"output": null, "repeat": true}]}})");
     Outcome lax = runWith(program, strict, Policy::allowAllPolicy(), *adapter, "refund");
     CHECK(lax.status == RunStatus::Completed);  // the default mode: control flow never meets deny
-    Outcome out = runWith(program, strict, Policy::allowAllPolicy(), *adapter, "refund", true);
+    Outcome out = runWith(program, strict, Policy::allowAllPolicy(), *adapter, "refund", RunConfig{.strictFlows = true});
     REQUIRE(out.error);
     CHECK(out.error->code == DiagCode::R0301);
     CHECK(out.error->message ==
@@ -171,7 +197,7 @@ TEST_CASE("broker: in strict flows the pc reaches deny parameters (R0301 via con
     CHECK(count(out.events, "violation") == 1);
     CHECK(count(out.events, "call") == 0);
     // Not taken: nothing is refused.
-    CHECK(runWith(program, strict, Policy::allowAllPolicy(), *adapter, "other", true).status == RunStatus::Completed);
+    CHECK(runWith(program, strict, Policy::allowAllPolicy(), *adapter, "other", RunConfig{.strictFlows = true}).status == RunStatus::Completed);
 }
 
 TEST_CASE("broker: a policy call limit is enforced per resource (R0402)") {
@@ -302,6 +328,8 @@ TEST_CASE("json schema: the prototype's shapes") {
 
 namespace {
 
+using OJ = nlohmann::ordered_json;
+
 remit::TraceFile traceOf(const std::vector<std::string>& lines) {
     remit::TraceFile t;
     for (size_t i = 0; i < lines.size(); ++i) {
@@ -311,44 +339,143 @@ remit::TraceFile traceOf(const std::vector<std::string>& lines) {
     return t;
 }
 
-const char* kStart = R"({"event":"run_start","run_id":"r1","idempotency_root":"r1","program_hash":"h","inputs":{},"path":"p.rmt"})";
-const char* kOkCall = R"({"event":"call","resource":"a","site":"main#0","args":{},"status":"ok","result":1,"idempotency_key":"k0"})";
-const char* kFailedCall = R"({"event":"call","resource":"b","site":"main#1","args":{},"status":"error","error":{"code":"R0501","message":"x"},"idempotency_key":"k1"})";
+constexpr const char* kRoot = "20260101-120000-a1b2c3";
+const std::string kStart = R"({"event":"run_start","run_id":"20260101-120000-a1b2c3","idempotency_root":"20260101-120000-a1b2c3","program_hash":"h","inputs":{},"path":"p.rmt"})";
+
+// A call or dispatch event of attempt k at `site`, with the key the broker derives for it.
+std::string keyed(OJ event, const std::string& site, uint64_t k, int64_t attempt = 0) {
+    event["site"] = site;
+    event["k"] = k;
+    event["attempt"] = attempt;
+    event["idempotency_key"] = remit::idempotencyKey(kRoot, site, k);
+    if (!event.contains("run_id")) event["run_id"] = kRoot;
+    return event.dump();
+}
+std::string okCall(const std::string& site, uint64_t k) {
+    return keyed({{"event", "call"}, {"resource", "a"}, {"args", OJ::object()}, {"status", "ok"}, {"result", 1}}, site, k);
+}
+std::string failedCall(const std::string& site, uint64_t k, int64_t attempt = 0) {
+    return keyed({{"event", "call"}, {"resource", "b"}, {"args", OJ::object()}, {"status", "error"},
+                  {"error", {{"code", "R0501"}, {"message", "x"}}}},
+                 site, k, attempt);
+}
+std::string dispatch(const std::string& site, uint64_t k, int64_t attempt = 0, OJ approval = nullptr) {
+    return keyed({{"event", "dispatch"}, {"resource", "b"}, {"args_sha256", "d"}, {"approval", approval}}, site, k,
+                 attempt);
+}
+
+std::filesystem::path tempPath(const std::string& name) {
+    return std::filesystem::temp_directory_path() / ("remit-unit-" + std::to_string(::getpid()) + "-" + name);
+}
+
+void writeFile(const std::filesystem::path& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+}
+
+std::string readFile(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Writes `events` with remit's TraceWriter (so with their chains) and returns the file's text.
+std::string writtenTrace(const std::filesystem::path& path, const std::vector<std::string>& events) {
+    {
+        remit::TraceWriter w;
+        std::string error;
+        REQUIRE(w.open(path.string(), error));
+        for (const std::string& e : events) REQUIRE(w.emit(OJ::parse(e)));
+    }
+    return readFile(path);
+}
 
 }  // namespace
 
-TEST_CASE("replay plan: failed calls are replayed, except those that stopped a resumed run") {
+TEST_CASE("replay plan: failed calls are replayed, except those that ended a resumed run") {
     using namespace remit;
     std::string error;
-    TraceFile failed = traceOf({kStart, kOkCall, kFailedCall, R"({"event":"run_end","status":"error","code":"R0501"})"});
+    TraceFile failed = traceOf({kStart, okCall("main#0", 0), failedCall("main#1", 0),
+                                R"({"event":"run_end","status":"error","code":"R0501"})"});
     CHECK(planFromTrace(failed, "t.jsonl", ReplayPurpose::Replay, error).calls.size() == 2);
     CHECK(planFromTrace(failed, "t.jsonl", ReplayPurpose::Resume, error).calls.size() == 1);
-    TraceFile paused = traceOf({kStart, kOkCall, kFailedCall, R"({"event":"run_end","status":"pending_approval"})"});
+    TraceFile paused = traceOf({kStart, okCall("main#0", 0), failedCall("main#1", 0),
+                                R"({"event":"run_end","status":"pending_approval"})"});
     ReplayPlan plan = planFromTrace(paused, "t.jsonl", ReplayPurpose::Resume, error);
     CHECK(error.empty());
     CHECK(plan.calls.size() == 2);  // the run moved past the failure (an `else`) before it paused
     CHECK(plan.liveAfter);
 }
 
+TEST_CASE("replay plan: a run killed after a failed attempt keeps it, so its resume goes on to the retry") {
+    // Issue #14, item 1: dropping the failed first attempt made the resume send the first attempt
+    // again, pair it with the in-flight retry's key, and give that key to the next call.
+    using namespace remit;
+    std::string error;
+    TraceFile killed = traceOf({kStart, failedCall("main#0", 0), dispatch("main#0", 1, 1)});
+    ReplayPlan plan = planFromTrace(killed, "t.jsonl", ReplayPurpose::Resume, error);
+    CHECK(error.empty());
+    REQUIRE(plan.calls.size() == 1);
+    REQUIRE(plan.inFlight.size() == 1);
+    CHECK(plan.inFlight[0].k == 1);
+    CHECK(plan.inFlight[0].attempt == 1);
+    CHECK(plan.inFlight[0].idempotencyKey == idempotencyKey(kRoot, "main#0", 1));
+}
+
 TEST_CASE("replay plan: a dispatch without its call event is in flight, carried over by a resume") {
     using namespace remit;
     std::string error;
-    TraceFile t = traceOf({kStart, R"({"event":"dispatch","run_id":"r1","resource":"a","site":"main#0","idempotency_key":"k0","args_sha256":"d"})",
-                           kOkCall,
-                           R"({"event":"dispatch","run_id":"r1","resource":"c","site":"main#2","idempotency_key":"k2","args_sha256":"d2","approval":{"digest":"g","approved_by":"ann"}})"});
+    TraceFile t = traceOf({kStart, dispatch("main#0", 0), okCall("main#0", 0),
+                           dispatch("main#2", 0, 0, {{"digest", "g"}, {"approved_by", "ann"}})});
     ReplayPlan plan = planFromTrace(t, "t.jsonl", ReplayPurpose::Resume, error);
+    INFO(error);
     REQUIRE(plan.inFlight.size() == 1);
-    CHECK(plan.inFlight[0].idempotencyKey == "k2");
+    CHECK(plan.inFlight[0].idempotencyKey == idempotencyKey(kRoot, "main#2", 0));
     CHECK(plan.inFlight[0].approval["approved_by"] == "ann");
     // A resume that has not reached it yet carries it in run_start.
-    nlohmann::ordered_json start = nlohmann::ordered_json::parse(kStart);
+    OJ start = OJ::parse(kStart);
     start["in_flight"] = inFlightJson(plan.inFlight);
     TraceFile resumed = traceOf({start.dump()});
-    CHECK(planFromTrace(resumed, "t2.jsonl", ReplayPurpose::Resume, error).inFlight.size() == 1);
+    ReplayPlan again = planFromTrace(resumed, "t2.jsonl", ReplayPurpose::Resume, error);
+    CHECK(error.empty());
+    REQUIRE(again.inFlight.size() == 1);
+    CHECK(again.inFlight[0].k == 0);
+}
+
+TEST_CASE("replay plan: a resume that stopped while replaying continues from its parent's plan") {
+    using namespace remit;
+    std::string error;
+    OJ start = OJ::parse(kStart);
+    start["run_id"] = "20260101-120001-a1b2c3";
+    start["resumed_from"] = kRoot;
+    start["replaying"] = 2;
+    OJ copy = OJ::parse(okCall("main#0", 0));
+    copy["replayed"] = true;
+    ReplayPlan plan = planFromTrace(traceOf({start.dump(), copy.dump()}), "t.jsonl", ReplayPurpose::Resume, error);
+    CHECK(error.empty());
+    CHECK(plan.replayUnfinished);
+    OJ copy2 = OJ::parse(okCall("main#0", 1));
+    copy2["replayed"] = true;
+    plan = planFromTrace(traceOf({start.dump(), copy.dump(), copy2.dump()}), "t.jsonl", ReplayPurpose::Resume, error);
+    CHECK_FALSE(plan.replayUnfinished);
 }
 
 TEST_CASE("replay plan: hostile traces are errors naming the line, never exceptions") {
     using namespace remit;
+    OJ start = OJ::parse(kStart);
+    auto startWith = [&](const char* key, OJ value) {
+        OJ s = start;
+        s[key] = std::move(value);
+        return s.dump();
+    };
+    OJ otherKey = OJ::parse(okCall("main#0", 0));
+    otherKey["idempotency_key"] = idempotencyKey(kRoot, "main#0", 1);  // a digit changed, say
+    OJ otherK = OJ::parse(okCall("main#0", 0));
+    otherK["k"] = 3;
+    OJ inFlight = OJ::parse(dispatch("main#0", 0));
+    OJ badInFlightKey = inFlight;
+    badInFlightKey["idempotency_key"] = "00000000000000000000000000000000";
+    OJ badInFlightRun = inFlight;
+    badInFlightRun["run_id"] = "../../etc";
     for (std::vector<std::string> lines : std::vector<std::vector<std::string>>{
              {R"({"event":"call"})"},
              {R"({"event":"run_start","run_id":1,"program_hash":"h","inputs":{}})"},
@@ -356,28 +483,259 @@ TEST_CASE("replay plan: hostile traces are errors naming the line, never excepti
              {kStart, R"({"event":"call","resource":"a","site":"main#0","args":{},"status":"ok"})"},
              {kStart, R"({"event":"call","resource":"a","site":"main#0","args":{},"status":"maybe"})"},
              {kStart, R"({"event":"dispatch","idempotency_key":7})"},
-             {R"({"event":"run_start","run_id":"r","program_hash":"h","inputs":{},"path":3})"}}) {
+             {startWith("path", 3)},
+             // Ids that name paths (issue #14, item 6).
+             {startWith("idempotency_root", "../../outside")},
+             {startWith("idempotency_root", "/tmp/elsewhere")},
+             {startWith("run_id", "../x")},
+             {startWith("resumed_from", "20260101-120000-A1B2C3")},
+             {startWith("in_flight", OJ::array({badInFlightRun}))},
+             // Keys are recomputed (item 3).
+             {kStart, otherKey.dump()},
+             {kStart, otherK.dump()},
+             {startWith("in_flight", OJ::array({badInFlightKey}))},
+             {kStart, R"({"event":"pending_approval","digest":"4f"})"}}) {
         std::string error;
         planFromTrace(traceOf(lines), "t.jsonl", ReplayPurpose::Resume, error);
         CHECK_MESSAGE(error.starts_with("t.jsonl:"), lines.back());
     }
 }
 
-TEST_CASE("trace reading: a last line cut short is a warning, a broken line elsewhere an error") {
+TEST_CASE("trace reading: a last line cut short is a warning, a damaged record anywhere an error") {
     using namespace remit;
-    auto path = std::filesystem::temp_directory_path() / ("remit-trace-" + std::to_string(::getpid()) + ".jsonl");
-    auto write = [&](const std::string& text) {
-        std::FILE* f = std::fopen(path.c_str(), "wb");
-        std::fwrite(text.data(), 1, text.size(), f);
-        std::fclose(f);
-    };
-    write(std::string(kStart) + "\n" + R"({"event":"call","reso)");
+    auto path = tempPath("trace.jsonl");
+    std::string text = writtenTrace(path, {kStart, okCall("main#0", 0), okCall("main#0", 1)});
     TraceFile t = readTrace(path.string());
     CHECK(t.error.empty());
+    REQUIRE(t.events.size() == 3);
+    CHECK_FALSE(t.events[1].contains("chain"));  // readers never see the checksum
+    size_t lastStart = text.rfind('\n', text.size() - 2) + 1;
+    // Cut at every byte of the last record: a warning, and the records before it intact.
+    for (size_t cut = lastStart + 1; cut < text.size() - 1; ++cut) {
+        writeFile(path, text.substr(0, cut));
+        t = readTrace(path.string());
+        CHECK(t.error.empty());
+        CHECK(t.events.size() == 2);
+        CHECK(t.warning.find(":3: the last line is cut short") != std::string::npos);
+    }
+    writeFile(path, text.substr(0, text.size() - 1));  // only the newline is missing: complete
+    CHECK(readTrace(path.string()).events.size() == 3);
+    // A flipped bit anywhere is refused with its line (the last line's newline included).
+    for (size_t i = 0; i < text.size(); ++i) {
+        std::string damaged = text;
+        damaged[i] = static_cast<char>(damaged[i] ^ (1 << (i % 7)));
+        writeFile(path, damaged);
+        t = readTrace(path.string());
+        size_t line = static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(i), '\n')) + 1;
+        if (text[i] == '\n' && i + 1 < text.size()) {
+            CHECK_MESSAGE(!t.error.empty(), i);  // two records run together
+            continue;
+        }
+        CHECK_MESSAGE(t.error.find(":" + std::to_string(line) + ":") != std::string::npos, i, " ", t.error);
+        CHECK(t.events.empty());
+    }
+    // A record removed: the next one no longer chains.
+    size_t secondEnd = text.find('\n', text.find('\n') + 1);
+    writeFile(path, text.substr(0, text.find('\n') + 1) + text.substr(secondEnd + 1));
+    CHECK(readTrace(path.string()).error.find(":2: damaged record: its checksum does not match") != std::string::npos);
+    // A trace from before chains: refused for resume and replay, shown by `trace`.
+    writeFile(path, canonicalJson(OJ::parse(kStart)) + "\n");
+    CHECK(readTrace(path.string()).error.find(":1: the trace has no record checksums") != std::string::npos);
+    t = readTrace(path.string(), TraceCheck::AllowUnchained);
+    CHECK(t.error.empty());
     CHECK(t.events.size() == 1);
-    CHECK(t.warning.find(":2: the last line is cut short") != std::string::npos);
-    write(std::string(kStart) + "\n{broken\n" + kOkCall + "\n");
-    t = readTrace(path.string());
-    CHECK(t.error.find(":2:") != std::string::npos);
+    CHECK(t.warning.find("unverified") != std::string::npos);
     std::filesystem::remove(path);
+}
+
+TEST_CASE("ids read from files are checked against their formats") {
+    using namespace remit;
+    CHECK(isRunId("20260101-120000-a1b2c3"));
+    for (const char* bad : {"", "20260101-120000-a1b2c", "20260101-120000-A1B2C3", "../20260101-120000-a1b2c",
+                            "2026010a-120000-a1b2c3", "20260101_120000-a1b2c3", "/tmp/x"})
+        CHECK_FALSE(isRunId(bad));
+    CHECK(isLowerHex(std::string(64, 'a'), 64));
+    CHECK_FALSE(isLowerHex("4f", 64));
+    CHECK_FALSE(isLowerHex(std::string(64, 'A'), 64));
+}
+
+namespace {
+
+// An adapter with effects that de-duplicates by idempotency key, as docs/adapters.md recommends:
+// a key it has seen gets the reply it got the first time (failures included). The first attempt
+// for "u0" fails.
+struct DedupAdapter final : remit::Adapter {
+    std::map<std::string, remit::AdapterReply> replies;
+    std::vector<std::string> keys;  // every request's key, in order
+    std::set<std::string> tried;    // ids attempted (a real service remembers across runs)
+    size_t performed = 0;
+    remit::AdapterReply perform(const remit::AdapterRequest& r) override {
+        keys.push_back(r.idempotencyKey);
+        if (auto it = replies.find(r.idempotencyKey); it != replies.end()) return it->second;
+        ++performed;
+        std::string id = r.args.value("id", "");
+        bool fail = id == "u0" && tried.insert(id).second;
+        remit::AdapterReply reply = fail ? remit::AdapterReply{false, nullptr, std::nullopt, nullptr, "CapabilityFailed", "flaky"}
+                                         : remit::AdapterReply{true, OJ("page " + id), std::nullopt, OJ::object(), "", ""};
+        replies[r.idempotencyKey] = reply;
+        return reply;
+    }
+    const char* kind() const override { return "process"; }
+};
+
+const char* kPages =
+    "program p\nuses crm.lookup\nfn main(ticket: Str) -> Str {\n"
+    "  let pages = for u in [\"u0\", \"u1\"] {\n    crm.lookup(u) retry 1 else \"none\"\n  }\n"
+    "  return join(pages, \",\")\n}\n";
+
+std::vector<std::string> dispatchedKeys(const std::vector<nlohmann::json>& events) {
+    std::vector<std::string> out;
+    for (const auto& e : events)
+        if (e["event"] == "dispatch") out.push_back(e["idempotency_key"].get<std::string>());
+    return out;
+}
+
+// The trace of `events` up to and including the `n`-th dispatch, as a killed run leaves it.
+remit::TraceFile killedAfterDispatch(const Outcome& out, size_t n) {
+    remit::TraceFile t;
+    size_t seen = 0;
+    for (size_t i = 0; i < out.events.size() && seen < n; ++i) {
+        t.events.push_back(out.events[i]);
+        t.lines.push_back(out.lines[i]);
+        if (out.events[i]["event"] == "dispatch") ++seen;
+    }
+    return t;
+}
+
+}  // namespace
+
+TEST_CASE("resume: a retry in flight keeps its key, and the next call gets its own (issue #14, item 1)") {
+    using namespace remit;
+    auto program = compile(kPages);
+    HostModel host = hostFrom(kLaxHost);
+    DedupAdapter reference;
+    Outcome uninterrupted = runWith(program, host, Policy::allowAllPolicy(), reference);
+    REQUIRE(uninterrupted.status == RunStatus::Completed);
+    std::vector<std::string> keys = dispatchedKeys(uninterrupted.events);
+    REQUIRE(keys.size() == 3);  // u0 fails, u0 again, u1
+
+    // Killed after the retry of u0 was dispatched and performed, before its reply was recorded.
+    DedupAdapter adapter;
+    Outcome killedRun = runWith(program, host, Policy::allowAllPolicy(), adapter);
+    TraceFile killed = killedAfterDispatch(killedRun, 2);
+    std::string error;
+    ReplayPlan plan = planFromTrace(killed, "t.jsonl", ReplayPurpose::Resume, error);
+    INFO(error);
+    REQUIRE(plan.inFlight.size() == 1);
+    adapter.keys.clear();
+    Outcome resumed = runWith(program, host, Policy::allowAllPolicy(), adapter, "t", RunConfig{&plan});
+    REQUIRE(resumed.status == RunStatus::Completed);
+    CHECK(adapter.performed == 3);  // each effect once, across both runs
+    CHECK(dispatchedKeys(resumed.events) == std::vector<std::string>{keys[1], keys[2]});
+    bool sawResult = false;
+    for (const auto& e : resumed.events)
+        if (e["event"] == "call" && e["k"] == 1) {
+            CHECK(e["in_flight_retry"]["run_id"] == "20260101-000000-abcdef");
+            CHECK(e["result"] == "page u0");
+        } else if (e["event"] == "call" && e["site"] == "main#0" && e["args"]["id"] == "u1") {
+            CHECK(e["result"] == "page u1");
+            sawResult = true;
+        }
+    CHECK(sawResult);
+}
+
+TEST_CASE("resume: fixtures answer the next call as in the uninterrupted run") {
+    using namespace remit;
+    auto program = compile(kPages);
+    HostModel host = hostFrom(kLaxHost);
+    const char* doc = R"({"capabilities": {"crm.lookup": [{"args": {"id": "u0"}, "error": "flaky"},
+                                                          {"args": {"id": "u0"}, "output": "page u0"},
+                                                          {"args": {"id": "u1"}, "output": "page u1"}]}})";
+    auto first = fixtures(doc);
+    Outcome run = runWith(program, host, Policy::allowAllPolicy(), *first);
+    REQUIRE(run.status == RunStatus::Completed);
+    // Killed after the failed first attempt was recorded: the resume replays it, and its retry
+    // gets the entry after it, not the failure again.
+    TraceFile killed = killedAfterDispatch(run, 1);
+    killed.events.push_back(run.events[killed.events.size()]);  // the failed call event
+    killed.lines.push_back(killed.lines.size() + 1);
+    std::string error;
+    ReplayPlan plan = planFromTrace(killed, "t.jsonl", ReplayPurpose::Resume, error);
+    REQUIRE(plan.calls.size() == 1);
+    auto fresh = fixtures(doc);
+    Outcome resumed = runWith(program, host, Policy::allowAllPolicy(), *fresh, "t", RunConfig{&plan});
+    REQUIRE(resumed.status == RunStatus::Completed);
+    CHECK(dispatchedKeys(resumed.events) ==
+          std::vector<std::string>{dispatchedKeys(run.events)[1], dispatchedKeys(run.events)[2]});
+}
+
+TEST_CASE("broker: nothing is dispatched once the trace cannot be written (issue #14, item 2)") {
+    using namespace remit;
+    auto program = compile(kPages);
+    HostModel host = hostFrom(kLaxHost);
+    for (size_t failAt = 1; failAt <= 7; ++failAt) {
+        CAPTURE(failAt);
+        DedupAdapter adapter;
+        Outcome out = runWith(program, host, Policy::allowAllPolicy(), adapter, "t", RunConfig{nullptr, kRoot, failAt});
+        REQUIRE(out.status == RunStatus::Failed);
+        CHECK(out.error->code == DiagCode::R0702);
+        CHECK(out.ioError.find("cannot write the trace (No space left on device)") != std::string::npos);
+        // Every dispatch that went out has its record on disk.
+        CHECK(adapter.keys == dispatchedKeys(out.events));
+    }
+}
+
+TEST_CASE("approval store: one use per attempt, unreadable stores and locks change nothing (items 7, 8)") {
+    using namespace remit;
+    auto dir = tempPath("state");
+    std::filesystem::create_directories(dir);
+    std::string store = (dir / "approvals.json").string();
+    ApprovalStore s(store);
+    std::string error;
+    REQUIRE(s.load(error));
+    nlohmann::json request = {{"resource", "pay"}};
+    std::string digest(64, 'a');
+    CHECK_FALSE(s.decide(digest, request, kRoot, "key1", error));
+    CHECK(error.empty());
+    REQUIRE(s.approve(digest, "ann", error));
+    CHECK(s.decide(digest, request, kRoot, "key1", error) == std::optional<std::string>("ann"));
+    // The same attempt again (its run stopped before recording the call): still its one use.
+    CHECK(s.decide(digest, request, "20260101-120001-a1b2c3", "key1", error) == std::optional<std::string>("ann"));
+    // Another attempt with the same arguments needs an approval of its own.
+    CHECK_FALSE(s.decide(digest, request, kRoot, "key2", error));
+    CHECK(error.empty());
+    std::string saved = readFile(store);
+    CHECK_FALSE(std::filesystem::exists(store + ".tmp"));
+    // A leftover of a killed writer (of an earlier version) is cleaned up by the next save.
+    writeFile(store + ".tmp12345", "{");
+    REQUIRE(s.approve(digest, "bob", error));
+    CHECK_FALSE(std::filesystem::exists(store + ".tmp12345"));
+    saved = readFile(store);
+
+    // A lock that cannot be opened: no lock, no write.
+    std::filesystem::rename(store + ".lock", store + ".lock.moved");
+    std::filesystem::create_directory(store + ".lock");
+    writeFile(store + ".lock/x", "");  // a directory cannot be opened for locking... as a file
+    error.clear();
+    CHECK_FALSE(s.decide(std::string(64, 'b'), request, kRoot, "key3", error));
+    CHECK(error.find("cannot lock the approval store") != std::string::npos);
+    error.clear();
+    CHECK_FALSE(s.approve(digest, "eve", error));
+    CHECK(error.find("cannot lock the approval store") != std::string::npos);
+    CHECK(readFile(store) == saved);
+    std::filesystem::remove_all(store + ".lock");
+    std::filesystem::rename(store + ".lock.moved", store + ".lock");
+
+    // A store that cannot be read (here: a directory where the file should be) is not empty.
+    std::filesystem::rename(store, store + ".saved");
+    std::filesystem::create_directory(store);
+    ApprovalStore unreadable(store);
+    error.clear();
+    CHECK_FALSE(unreadable.load(error));
+    CHECK(error.find("cannot read the approval store") != std::string::npos);
+    error.clear();
+    CHECK_FALSE(unreadable.decide(digest, request, kRoot, "key4", error));
+    CHECK_FALSE(error.empty());
+    CHECK(std::filesystem::is_directory(store));  // nothing was written over it
+    std::filesystem::remove_all(dir);
 }
