@@ -708,6 +708,15 @@ private:
         if (t->k == K::Unit) t = tInt();
         Ex a = expr(Want{t, true}, depth - 1, indent, interp);
         Ex b = expr(Want{t, true}, depth - 1, indent, interp);
+        if (t->k == K::Record && t->fields.size() > 1 && !interp && !ordered && rng_.chance(40)) {
+            // The same fields in another order: records compare as maps (and one fits the other).
+            std::vector<std::pair<std::string, T>> fields = t->fields;
+            std::reverse(fields.begin(), fields.end());
+            Ex other = expr(Want{tRecord(fields), true}, depth - 1, indent);
+            if (other.type->k == K::Record && a.type->k == K::Record && sameShape(a.type, t) && fits(other.type, a.type) &&
+                fits(a.type, other.type))
+                return {a, other};
+        }
         // Records join only with the same fields in order; an unsure pair is compared by a field.
         if (!sameShape(a.type, b.type)) return {atom("1", tInt()), atom("1", tInt())};
         // An enum compared with a string literal outside it is E0111: use one of its options.
@@ -803,6 +812,13 @@ private:
             return atom(out + "\"", tStr());
         });
         add(6, [=, this]() -> std::optional<Ex> { return atom("str(" + sub(randomType(1), depth, indent).code + ")", tStr()); });
+        // str() of a Unit value shows its labels: a Unit capability's result, a Unit helper's
+        // return, an if whose branches are Unit (Unit carrying the condition's labels).
+        add(3, [=, this]() -> std::optional<Ex> {
+            std::optional<std::string> u = unitValue(depth, indent);
+            if (!u) return std::nullopt;
+            return atom("str(" + *u + ")", tStr());
+        });
         add(6, [=, this]() -> std::optional<Ex> {
             static const std::vector<std::string> fs = {"lower", "upper", "trim"};
             return atom(rng_.pick(fs) + "(" + sub(tStr(), depth, indent).code + ")", tStr());
@@ -836,6 +852,33 @@ private:
         if (rng_.chance(30))
             if (std::optional<Ex> f = fieldOf(Want{tStr()})) return *f;
         return expr(Want{rng_.chance(80) ? tInt() : tFloat()}, std::min(depth - 1, 2), 0, true);
+    }
+
+    // An expression of type Unit: a call of a Unit capability or helper, or an if/else whose
+    // branches end in one.
+    std::optional<std::string> unitValue(int depth, int indent) {
+        std::vector<const CapSpec*> caps;
+        for (const CapSpec& c : caps_)
+            if (c.ret->k == K::Unit && on("host-calls") && effects_ < 10) caps.push_back(&c);
+        std::vector<const FnSpec*> helpers;
+        for (const FnSpec& f : fns_)
+            if (f.index > fn_ && !f.skip && f.ret->k == K::Unit) helpers.push_back(&f);
+        auto call = [&]() -> std::optional<std::string> {
+            if (!caps.empty() && (helpers.empty() || rng_.chance(60))) return capabilityCall(*rng_.pick(caps), depth, indent).code;
+            if (helpers.empty()) return std::nullopt;
+            const FnSpec* f = rng_.pick(helpers);
+            return f->name + "(" + arguments(f->params, depth, indent) + ")";
+        };
+        if (depth > 1 && rng_.chance(50)) {
+            Ex c = expr(Want{tBool()}, depth - 1, indent);
+            std::optional<std::string> a = call();
+            if (!a) return std::nullopt;
+            std::string out = "if " + c.code + " {\n" + pad(indent + 1) + *a + "\n" + pad(indent) + "}";
+            if (rng_.chance(50))
+                if (std::optional<std::string> b = call()) out += " else {\n" + pad(indent + 1) + *b + "\n" + pad(indent) + "}";
+            return out;
+        }
+        return call();
     }
 
     void listChoices(const Add& add, const Want& w, int depth, int indent, bool interp) {

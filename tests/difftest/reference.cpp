@@ -732,6 +732,11 @@ private:
         }
         frame_ = saved;
         --depth_;
+        // A function without a result type returns Unit, whatever its last statement computed.
+        // The docs say that `return e` adds the pc's tags to e; for a bare `return`, and for
+        // falling off the end, they say nothing, and the VM and the checker give Unit no labels
+        // (a Unit is the same value on every path). docs/testing.md lists this reading.
+        if (!fn.ret || (typeOf(fn.ret->id) && typeOf(fn.ret->id)->kind == TypeKind::Unit)) result = unitVal();
         return result;
     }
 
