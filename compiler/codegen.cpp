@@ -348,7 +348,8 @@ private:
         return false;
     }
     // A walkExpr visitor setting `found` on a call that is not a builtin, or on an if, for or
-    // match whose own blocks write a variable or return (nested blocks are visited in turn).
+    // match whose own blocks write a variable or return (nested blocks are visited in turn), or,
+    // in strict flows, on any for.
     auto pcReader(bool& found) const {
         return [this, &found](const Expr& e, int) {
             switch (e.kind) {
@@ -362,7 +363,8 @@ private:
                     found = found || writesOrReturns(*i.thenBlock) || (i.elseBlock && writesOrReturns(*i.elseBlock));
                     break;
                 }
-                case ExprKind::For: found = found || writesOrReturns(*e.as<ForExpr>().body); break;
+                // Strict flows: a for's list carries the pc it ends under (TAINTPC).
+                case ExprKind::For: found = found || strict_ || writesOrReturns(*e.as<ForExpr>().body); break;
                 case ExprKind::Match:
                     for (const MatchArm& a : e.as<MatchExpr>().arms) found = found || writesOrReturns(*a.body);
                     break;
@@ -898,14 +900,15 @@ void Generator::matchExpr(const MatchExpr& e, uint16_t dest) {
     bool wantValue = needValue && !isKind(typeOf(e), ValueType::Unit);  // as for if
     uint16_t armDest = wantValue ? dest : kNoReg;
     // A variable's own register when no arm reassigns it (its tags are read after the arms, by
-    // ADDLABELS); otherwise a copy, as for any other expression.
+    // ADDLABELS) and the match's value does not go there (`x = f() else (match x {...})`: the
+    // arms would overwrite x first); otherwise a copy, as for any other expression.
     uint16_t subject = kNoReg;
     if (e.subject->kind == ExprKind::Name) {
         const std::string& name = e.subject->as<NameExpr>().name;
         const Local* local = findLocal(name);
         bool reassigned = false;
         for (const MatchArm& arm : e.arms) reassigned = reassigned || assignsVariable(*arm.body, name);
-        if (local && !reassigned) subject = local->reg;
+        if (local && !reassigned && local->reg != dest) subject = local->reg;
     }
     if (subject == kNoReg) {
         subject = allocReg();

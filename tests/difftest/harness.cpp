@@ -324,6 +324,8 @@ CaseReport runCase(const Case& c, const std::string& tracePath) {
             vm.code = code(f.error.code);
             vm.line = f.span.line;
             vm.col = f.span.col;
+            vm.endLine = f.span.endLine;
+            vm.endCol = f.span.endCol;
             vm.message = f.error.message;
             report.vmEnd = vm.code;
         }

@@ -40,7 +40,8 @@ std::string describe(const Outcome& o) {
     switch (o.status) {
         case Outcome::Status::Completed: return "completed with " + o.value.dump();
         case Outcome::Status::Failed:
-            return fmt::format("failed with {} at {}:{}{}", o.code, o.line, o.col, o.message.empty() ? "" : " (" + o.message + ")");
+            return fmt::format("failed with {} at {}:{}-{}:{}{}", o.code, o.line, o.col, o.endLine, o.endCol,
+                               o.message.empty() ? "" : " (" + o.message + ")");
         case Outcome::Status::Limit: return "hit a run limit";
     }
     return "?";
@@ -60,7 +61,8 @@ std::vector<std::string> compareOutcomes(const Outcome& vm, const Outcome& ref) 
     bool same = vm.status == ref.status;
     if (same && vm.status == Outcome::Status::Completed) same = vm.value.dump() == ref.value.dump();
     if (same && vm.status == Outcome::Status::Failed)
-        same = vm.code == ref.code && vm.line == ref.line && vm.col == ref.col;
+        same = vm.code == ref.code && vm.line == ref.line && vm.col == ref.col && vm.endLine == ref.endLine &&
+               vm.endCol == ref.endCol;
     if (!same) out.push_back(fmt::format("outcome:\n    vm:        {}\n    reference: {}", describe(vm), describe(ref)));
     return out;
 }

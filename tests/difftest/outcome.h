@@ -30,7 +30,7 @@ struct Outcome {
     enum class Status { Completed, Failed, Limit };
     Status status = Status::Completed;
     std::string code;        // Failed: "R0101", ...
-    uint32_t line = 0, col = 0;  // Failed: where
+    uint32_t line = 0, col = 0, endLine = 0, endCol = 0;  // Failed: where (the span)
     std::string message;     // Failed: for reports only, never compared
     nlohmann::json value;    // Completed: the labelled result
     std::vector<nlohmann::json> events;

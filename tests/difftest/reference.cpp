@@ -399,6 +399,8 @@ public:
             out.code = e.code;
             out.line = e.span.line;
             out.col = e.span.col;
+            out.endLine = e.span.endLine;
+            out.endCol = e.span.endCol;
             out.message = e.message;
         } catch (const OutOfFuel&) {
             out.status = Outcome::Status::Limit;

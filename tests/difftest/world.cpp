@@ -14,7 +14,8 @@ json intAnswer(Rng& rng) {
 }
 
 json floatAnswer(Rng& rng) {
-    static const std::vector<double> pool = {0.5, 1.5, 2.0, -0.25, 3.0, 0.1, 2.675, 1e16, 1e-05, -7.5, 0.0, 1e300};
+    static const std::vector<double> pool = {0.5, 1.5, 2.0, -0.25, 3.0, 0.1, 2.675, 1e16, 1e-05, -7.5, 0.0, 1e300,
+                                             -0.0, 5e-324, 1.7976931348623157e308, 9007199254740993.0, 0.30000000000000004};
     // An integer for a Float type is converted by whoever receives it.
     if (rng.chance(15)) return json(rng.range(-3, 9));
     return json(rng.pick(pool));
@@ -31,6 +32,7 @@ json answerOf(TypeRef type, Rng& rng, int depth) {
         case TypeKind::Float: return floatAnswer(rng);
         case TypeKind::Str:
             if (!type->options.empty()) return rng.pick(type->options);
+            if (rng.chance(3)) return "cr\r\nlf";  // no source literal can spell a \r
             return rng.pick(stringPool());
         case TypeKind::Enum: return rng.pick(type->options);
         case TypeKind::List: {
@@ -106,7 +108,8 @@ const std::vector<std::string>& stringPool() {
     static const std::vector<std::string> pool = {
         "a", "b", "c", "yes", "no", "refund", "spam", "", " x ", "hello world", "a,b,,c", "Straße", "ΣΑΣ ΟΔΟΣ",
         "ﬁne", "İstanbul", "日本語", "naïve café", "\u00a0pad\u2003", " 42 ", "-7", "1_000", "3.5", "٣", "1e3", "nan",
-        "x\ty", "line\nbreak", "quote\"d", "back\\slash", "{brace}", "😀 emoji", "A-1001", "ok", "Ok", "OK"};
+        "x\ty", "line\nbreak", "quote\"d", "back\\slash", "{brace}", "😀 emoji", "A-1001", "ok", "Ok", "OK",
+        "#not a comment", "e\u0301", "ǅ", "ﬃ", "ΌΣΟΣ"};
     return pool;
 }
 
