@@ -1,11 +1,11 @@
 // remit_difftest: the differential test's driver (docs/testing.md "Differential testing").
 //
 //   remit_difftest [--count N] [--seed S] [--mode default|strict|both] [--jobs J] [--out DIR]
-//                  [--disable F1,F2] [--max-reject-percent P] [--quiet]
+//                  [--disable F1,F2] [--max-reject-percent P] [--stats FILE]
 //       generates N programs from seeds S, S+1, ..., runs each in the VM and the reference (in
 //       both flow modes with --mode both: N cases per mode), prints the counts, writes each
 //       divergent case to DIR/<mode>-<seed>/ and exits 1 if there was one (or if more than P % of
-//       the programs were rejected).
+//       the programs were rejected). --stats writes the counts to FILE as JSON.
 //   remit_difftest --replay PATH...
 //       runs saved cases (a case directory, or a directory holding them) and exits 1 unless
 //       every one compares equal.
@@ -131,7 +131,6 @@ struct RunOptions {
     unsigned jobs = 1;
     std::string out = "/tmp/remit-difftest-failures";
     GeneratorOptions gen;
-    bool quiet = false;
 };
 
 // Runs seeds first, first+step, ... (count of them) in every mode.
@@ -177,7 +176,7 @@ uint64_t checkerRejections(const Stats& s) {
     return n;
 }
 
-int runMany(const RunOptions& o, std::optional<double> maxRejectPercent) {
+int runMany(const RunOptions& o, std::optional<double> maxRejectPercent, const std::string& statsFile) {
     auto t0 = std::chrono::steady_clock::now();
     Stats total;
     if (o.jobs <= 1) {
@@ -221,6 +220,12 @@ int runMany(const RunOptions& o, std::optional<double> maxRejectPercent) {
     }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     print(total, seconds);
+    if (!statsFile.empty()) {
+        if (FILE* f = std::fopen(statsFile.c_str(), "w")) {
+            fmt::print(f, "{}\n", total.toJson().dump());
+            std::fclose(f);
+        }
+    }
     uint64_t rejections = checkerRejections(total);
     fmt::print("checker rejections (E0301, E0403, E0404): {} ({})\n", rejections, percent(rejections, total.generated));
     if (maxRejectPercent && 100.0 * static_cast<double>(rejections) > *maxRejectPercent * static_cast<double>(total.generated)) {
@@ -278,7 +283,7 @@ int replay(const std::vector<std::string>& paths) {
 int usage() {
     fmt::print(stderr,
                "usage: remit_difftest [--count N] [--seed S] [--mode default|strict|both] [--jobs J] [--out DIR]\n"
-               "                      [--disable F1,F2] [--max-reject-percent P]\n"
+               "                      [--disable F1,F2] [--max-reject-percent P] [--stats FILE]\n"
                "       remit_difftest --replay PATH...\n"
                "       remit_difftest --print SEED [--mode strict]\n");
     return 2;
@@ -291,6 +296,7 @@ int main(int argc, char** argv) {
     RunOptions o;
     std::optional<uint64_t> printSeed;
     std::optional<double> maxReject;
+    std::string statsFile;
     std::vector<std::string> replayPaths;
     bool replaying = false;
     try {
@@ -304,7 +310,7 @@ int main(int argc, char** argv) {
             else if (a == "--seed") o.seed = std::stoull(value());
             else if (a == "--jobs") o.jobs = static_cast<unsigned>(std::stoul(value()));
             else if (a == "--out") o.out = value();
-            else if (a == "--quiet") o.quiet = true;
+            else if (a == "--stats") statsFile = value();
             else if (a == "--max-reject-percent") maxReject = std::stod(value());
             else if (a == "--print") printSeed = std::stoull(value());
             else if (a == "--replay") replaying = true;
@@ -341,5 +347,5 @@ int main(int argc, char** argv) {
                    c.host, c.policy, c.inputs.dump(), c.worldSeed, c.source);
         return 0;
     }
-    return runMany(o, maxReject);
+    return runMany(o, maxReject, statsFile);
 }
