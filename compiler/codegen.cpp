@@ -864,8 +864,9 @@ void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
     if (fused) {
         toElse = *fused;
     } else {
-        // The condition is copied when its tags are needed after the branches, which may reassign it.
-        if (needValue) {
+        // The condition is copied when its tags are needed after the branches, which may reassign
+        // it: by the value's ADDLABELS, or (strict flows) by the raise after an if that guards an exit.
+        if (needValue || (strict_ && ifGuardsExit(e))) {
             cond = allocReg();
             expr(*e.cond, cond);
         } else {

@@ -568,7 +568,7 @@ private:
                 add(effects_ < 8 ? 8 : 0, [&]() -> std::optional<Ex> { return callCapability(w, depth, indent); });
                 add(effects_ < 8 ? 5 : 0, [&]() -> std::optional<Ex> { return askModel(w, depth, indent); });
             }
-            add(2, [&]() -> std::optional<Ex> { return indexOrFirst(w, depth, indent); });
+            add(4, [&]() -> std::optional<Ex> { return indexOrFirst(w, depth, indent); });
         }
         switch (t->k) {
             case K::Int: intChoices(add, w, depth, indent, interp); break;
