@@ -796,9 +796,12 @@ Info Checker::statements(const std::vector<StmtPtr>& stmts, size_t from, const C
                 IfParts parts = ifParts(e, ctx);
                 raisePc(parts.cond.taint);  // strict: the rest runs only because the guard held
                 noteType(e, arena_.unit());
-                // The block's value is the rest's (unreachable, Never, when both branches return).
+                // The block's value is the rest's (unreachable, Never, when both branches return:
+                // then the rest is still checked, so its calls are resolved and its errors found,
+                // but what it would call never counts).
                 Info restInfo{arena_.never(), {}, {}};
                 if (!(thenReturns && elseReturns)) restInfo = statements(stmts, i + 1, ctx);
+                else statements(stmts, i + 1, Ctx{ctx.scope, ctx.pc, ctx.loopDepth, false});
                 const Effects& rest = restInfo.eff;
                 Effects branch;
                 if (thenReturns && !elseReturns) branch = maxOf(parts.thenInfo.eff, sum(parts.elseInfo.eff, rest));
@@ -1646,22 +1649,56 @@ Info Checker::modelCall(const CallExpr& e, const Ctx& ctx) {
                fmt::format("'{}.ask' takes an output type and a prompt, plus an optional context: argument", target),
                e.span);
     Info result{out, {}, {}};
+    Taint promptTaint, contextTaint;
     for (size_t i = 0; i < positional.size(); ++i) {
         Info p = expr(*positional[i]->value, ctx);
         if (i == 0 && !p.type->isStringLike() && p.type->kind != remit::TypeKind::Never)
             report(DiagCode::E0103, fmt::format("prompt must be Str, found {}", showType(p.type)),
                    positional[i]->value->span, {}, {}, mismatch("Str", p.type));
         unionInto(result.taint, p.taint);
+        if (i == 0) promptTaint = p.taint;
         addInto(result.eff, p.eff);
     }
     if (context) {
         Info c = expr(*context->value, ctx);
         unionInto(result.taint, c.taint);
+        contextTaint = c.taint;
         addInto(result.eff, c.eff);
     }
     // Stricter than the prototype: a model answering under tagged control flow carries those tags.
-    unionInto(result.taint, pcAt(ctx));
-    if (ctx.record) siteFor(e, model, agent ? std::optional<std::string>(agent->name) : std::nullopt);
+    const Taint pc = pcAt(ctx);
+    unionInto(result.taint, pc);
+    if (ctx.record) {
+        SiteRecord& site = siteFor(e, model, agent ? std::optional<std::string>(agent->name) : std::nullopt);
+        // Models have no approve tags of their own; the policy's grant may add some, as for a
+        // capability (its parameters are `prompt` and `context`), or ask for every call.
+        if (const Grant* grant = opts_.policy ? opts_.policy->grantFor(model) : nullptr) {
+            auto addReason = [&](std::string reason) {
+                auto& reasons = site.info.reasons;
+                if (std::find(reasons.begin(), reasons.end(), reason) == reasons.end())
+                    reasons.push_back(std::move(reason));
+            };
+            if (grant->approvalAlways) {
+                site.info.approval = Approval::Always;
+                addReason("policy requires approval for every call");
+            }
+            for (const auto& [param, data] : {std::pair<const char*, const Taint*>{"prompt", &promptTaint},
+                                              std::pair<const char*, const Taint*>{"context", &contextTaint}}) {
+                auto tags = grant->approve.find(param);
+                if (tags == grant->approve.end()) continue;
+                for (const std::string& t : tags->second) {
+                    bool viaData = data->count(t) > 0, viaControl = pc.count(t) > 0;
+                    if (!viaData && !viaControl) continue;
+                    std::set<std::string> sources;
+                    if (viaData) sources.insert(data->at(t).begin(), data->at(t).end());
+                    if (viaControl) sources.insert(pc.at(t).begin(), pc.at(t).end());
+                    addReason(fmt::format("'{}' may be {} ({}: {})", param, t, viaData ? "data" : "control flow",
+                                          joinList(std::vector<std::string>(sources.begin(), sources.end()))));
+                    if (site.info.approval == Approval::None) site.info.approval = Approval::Possible;
+                }
+            }
+        }
+    }
     if (e.retry && *e.retry < 0) report(DiagCode::E0107, "a retry count cannot be negative", e.span);
     uint64_t attempts = 1 + static_cast<uint64_t>(std::max<int64_t>(0, e.retry.value_or(0)));
     result.eff[model] = saturatingAdd(result.eff[model], attempts);
