@@ -1270,10 +1270,12 @@ bool Checker::hasLoopCarriedVars(const Block& b) const {
     bool found = false;
     std::function<void(const Block&, bool)> inBlock;
     std::function<void(const Expr&, bool)> inExpr = [&](const Expr& e, bool inLoop) {
-        bool bodyInLoop = inLoop || e.kind == ExprKind::For;
-        // A loop's filter runs once per iteration, as its body does.
+        bool isLoop = e.kind == ExprKind::For;
+        bool bodyInLoop = inLoop || isLoop;
+        // A loop's filter runs once per iteration, as its body does; its list once.
+        const Expr* iter = isLoop ? e.as<ForExpr>().iter.get() : nullptr;
         forEachChild(
-            e, [&](const Expr& child) { inExpr(child, bodyInLoop && &child != e.as<ForExpr>().iter.get()); },
+            e, [&](const Expr& child) { inExpr(child, isLoop && &child == iter ? inLoop : bodyInLoop); },
             [&](const Block& inner) { inBlock(inner, bodyInLoop); });
     };
     inBlock = [&](const Block& block, bool inLoop) {
