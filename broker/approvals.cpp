@@ -17,6 +17,8 @@
 
 #include "runtime/canonical_json.h"
 #include "runtime/hash.h"
+#include "runtime/files.h"
+#include "runtime/json_text.h"
 
 namespace remit {
 
@@ -28,6 +30,9 @@ std::string approvalDigest(const std::string& programHash, const std::string& si
 }
 
 namespace {
+
+// The largest approval store read: thousands of pending calls with their arguments fit easily.
+constexpr size_t kMaxStoreBytes = size_t(64) << 20;
 
 double unixNow() {
     using namespace std::chrono;
@@ -80,30 +85,28 @@ bool writeAll(int fd, const std::string& text) {
 }  // namespace
 
 bool ApprovalStore::load(std::string& error) {
-    int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT) {  // no store yet: the only store that is empty
-        for (const char* section : {"approved", "consumed", "pending"}) data_[section] = nlohmann::json::object();
-        return true;
-    }
-    std::string text;
-    bool readOk = fd >= 0;
-    char buffer[1 << 16];
-    while (readOk) {
-        ssize_t n = ::read(fd, buffer, sizeof buffer);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) readOk = false;
-        if (n <= 0) break;
-        text.append(buffer, static_cast<size_t>(n));
-    }
-    int readErrno = errno;
-    if (fd >= 0) ::close(fd);
-    if (!readOk) {
-        error = fmt::format("cannot read the approval store {} ({}); nothing was changed", path_,
-                            std::strerror(readErrno));
+    // A regular file of bounded size and nesting (runtime/json_text.h), so a FIFO, a device or a
+    // store nested 200,000 deep is an error, never a hang or a crash.
+    std::string text, problem;
+    if (std::optional<FileProblem> unreadable = readRegularFile(path_, kMaxStoreBytes, text)) {
+        if (unreadable->missing) {  // no store yet: the only store that is empty
+            for (const char* section : {"approved", "consumed", "pending"}) data_[section] = nlohmann::json::object();
+            return true;
+        }
+        error = fmt::format("cannot read the approval store {}: {}; nothing was changed", path_, unreadable->message);
         return false;
     }
-    nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
-    if (parsed.is_discarded() || !parsed.is_object()) {
+    if (text.size() > kMaxStoreBytes) {
+        error = tooLargeMessage(path_, kMaxStoreBytes, "an approval store");
+        return false;
+    }
+    std::optional<nlohmann::json> doc = parseJsonText(path_, text, problem);
+    if (!doc) {
+        error = fmt::format("{} is not a valid approval store: {}", path_, problem);
+        return false;
+    }
+    nlohmann::json& parsed = *doc;
+    if (!parsed.is_object()) {
         error = fmt::format("{} is not a valid approval store (expected a JSON object)", path_);
         return false;
     }

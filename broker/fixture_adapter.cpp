@@ -4,10 +4,8 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "runtime/canonical_json.h"
+#include "runtime/json_text.h"
 #include "runtime/source.h"
 
 namespace remit {
@@ -138,20 +136,14 @@ nlohmann::ordered_json shapeAnswer(const nlohmann::json& answer, const nlohmann:
 }
 
 std::unique_ptr<FixtureAdapter> FixtureAdapter::load(const std::string& path, std::string& error, std::string& hint) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        error = fmt::format("cannot read fixtures {}", path);
-        return nullptr;
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, false);
-    if (doc.is_discarded()) {
-        error = fmt::format("{} is not valid JSON", path);
+    // A regular file of bounded size and nesting (runtime/json_text.h): a FIFO, /dev/zero or
+    // JSON nested 200,000 deep is refused before anything is built from it.
+    std::optional<nlohmann::json> doc = readJsonFile(path, kMaxFixtureBytes, "a fixtures file", error);
+    if (!doc) {
         hint = kHint;
         return nullptr;
     }
-    return fromJson(std::move(doc), path, error, hint);
+    return fromJson(std::move(*doc), path, error, hint);
 }
 
 std::unique_ptr<FixtureAdapter> FixtureAdapter::fromJson(nlohmann::json doc, const std::string& file,

@@ -27,6 +27,9 @@
 
 namespace remit {
 
+// The largest fixture file read (as for an inputs file).
+constexpr size_t kMaxFixtureBytes = size_t(64) << 20;
+
 class FixtureAdapter final : public Adapter {
 public:
     // Reads and validates `path`. On failure returns null with `error` (naming the file) and `hint`.

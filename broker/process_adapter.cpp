@@ -22,6 +22,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "runtime/files.h"
+#include "runtime/json_text.h"
+
 extern char** environ;
 
 namespace remit {
@@ -33,7 +36,7 @@ using Json = nlohmann::ordered_json;
 
 // Replies nested deeper than this are refused before parsing (the trace writer and the broker
 // recurse over results).
-constexpr int kMaxReplyDepth = 512;
+constexpr size_t kMaxReplyDepth = 512;
 constexpr std::size_t kReadChunk = 64 * 1024;
 
 AdapterReply failure(const char* code, std::string message) {
@@ -87,30 +90,14 @@ ssize_t writeNoSigpipe(int fd, const char* data, std::size_t size) {
     return n;
 }
 
-// Maximum nesting of arrays/objects in a JSON text, ignoring brackets inside strings.
-int jsonDepth(const std::string& s) {
-    int depth = 0, maxDepth = 0;
-    bool inString = false, escaped = false;
-    for (char c : s) {
-        if (inString) {
-            if (escaped) escaped = false;
-            else if (c == '\\') escaped = true;
-            else if (c == '"') inString = false;
-        } else if (c == '"') {
-            inString = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > maxDepth) maxDepth = depth;
-        } else if (c == ']' || c == '}') {
-            --depth;
-        }
-    }
-    return maxDepth;
-}
-
 const char* jsonTypeName(const Json& j) { return j.type_name(); }
 
 bool findOnPath(const std::string& program) {
-    if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0;
+    // A directory is "executable" to access(2) too; only a regular file can be run.
+    if (program.find('/') != std::string::npos) {
+        struct stat st {};
+        return ::stat(program.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(program.c_str(), X_OK) == 0;
+    }
     const char* path = std::getenv("PATH");
     std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
     std::size_t start = 0;
@@ -454,7 +441,7 @@ private:
     // id matches, a problem means the stream is out of step (Broken: restart the process); after,
     // the reply is merely invalid.
     Outcome interpret(const std::string& line, uint64_t id, bool& stale) {
-        if (jsonDepth(line) > kMaxReplyDepth)
+        if (jsonNestsDeeperThan(line, kMaxReplyDepth))
             return broken("adapter reply nests deeper than " + std::to_string(kMaxReplyDepth) + " levels");
         Json j;
         try {
@@ -618,8 +605,12 @@ std::unique_ptr<Adapter> makeArgvAdapter(std::vector<std::string> argv, const ch
         return nullptr;
     }
     if (!findOnPath(argv[0])) {
-        error = "adapter program '" + argv[0] + "' not found" +
-                (argv[0].find('/') == std::string::npos ? " on PATH" : " or not executable");
+        std::string fileKind = argv[0].find('/') == std::string::npos ? "" : nonRegularKind(argv[0]);
+        if (!fileKind.empty())
+            error = "adapter program '" + argv[0] + "' is " + fileKind + ", not a program";
+        else
+            error = "adapter program '" + argv[0] + "' not found" +
+                    (argv[0].find('/') == std::string::npos ? " on PATH" : " or not executable");
         return nullptr;
     }
     return std::make_unique<ProcessAdapter>(std::move(argv), kind, options);

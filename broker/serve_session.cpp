@@ -22,6 +22,7 @@
 #include "remit/remit.h"
 #include "runtime/diagnostics.h"
 #include "runtime/json_schema.h"
+#include "runtime/json_text.h"
 #include "runtime/source.h"
 #include "runtime/suggest.h"
 #include "runtime/value_json.h"
@@ -99,32 +100,6 @@ RuntimeError err(DiagCode code, std::string message, Json details = nullptr) {
 }
 
 // ---------------------------------------------------------------- request parsing
-
-// Rejects JSON nested deeper than kMaxJsonDepth before it is parsed, so no parser, printer or
-// destructor recursion depends on the client.
-bool depthWithin(std::string_view text, size_t maxDepth) {
-    size_t depth = 0;
-    bool inString = false, escaped = false;
-    for (char c : text) {
-        if (inString) {
-            if (escaped)
-                escaped = false;
-            else if (c == '\\')
-                escaped = true;
-            else if (c == '"')
-                inString = false;
-            continue;
-        }
-        if (c == '"')
-            inString = true;
-        else if (c == '[' || c == '{') {
-            if (++depth > maxDepth) return false;
-        } else if ((c == ']' || c == '}') && depth > 0) {
-            --depth;
-        }
-    }
-    return true;
-}
 
 // Field readers: each returns false with `problem` set.
 struct Fields {
@@ -303,7 +278,9 @@ std::optional<Request> parseRequest(std::string_view line, Json& reply) {
     };
     if (line.size() > kMaxRequestBytes)
         return bad(nullptr, {}, fmt::format("the request line is longer than {} bytes", kMaxRequestBytes));
-    if (!depthWithin(line, kMaxJsonDepth))
+    // Deeper JSON is refused before it is parsed, so no parser, printer or destructor recursion
+    // depends on the client.
+    if (jsonNestsDeeperThan(line, kMaxJsonDepth))
         return bad(nullptr, {}, fmt::format("the request is nested deeper than {} levels", kMaxJsonDepth));
     Json j;
     try {

@@ -18,8 +18,18 @@
 
 #include "runtime/canonical_json.h"
 #include "runtime/hash.h"
+#include "runtime/files.h"
+#include "runtime/json_text.h"
 
 namespace remit {
+
+namespace {
+
+// The largest trace read back: every call's arguments and result, for runs far longer than any
+// bounded program makes.
+constexpr size_t kMaxTraceBytes = size_t(1) << 30;
+
+}  // namespace
 
 TraceWriter::~TraceWriter() {
     if (fd_ >= 0) ::close(fd_);
@@ -114,11 +124,13 @@ bool isLowerHex(const std::string& s, size_t n) {
 
 TraceFile readTrace(const std::string& path, TraceCheck check, size_t maxRecords) {
     TraceFile out;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        out.error = fmt::format("cannot read {}", path);
+    // A regular file of bounded size (runtime/files.h): a FIFO or a device is an error, not a hang.
+    std::string text;
+    if (std::optional<FileProblem> problem = readRegularFile(path, kMaxTraceBytes, text)) {
+        out.error = problem->message;
         return out;
     }
+    std::istringstream in(std::move(text));
     auto damaged = [&](size_t lineNo, const std::string& what) {
         out.error = fmt::format("{}:{}: {}", path, lineNo, what);
         out.events.clear();
@@ -131,6 +143,10 @@ TraceFile readTrace(const std::string& path, TraceCheck check, size_t maxRecords
     while (out.events.size() < maxRecords && std::getline(in, line)) {
         ++lineNo;
         bool complete = !in.eof();  // the line ended with a newline
+        // Nesting is bounded before the line is parsed (runtime/json_text.h): the events are copied
+        // and compared recursively later.
+        if (jsonNestsDeeperThan(line, kMaxJsonNesting))
+            return damaged(lineNo, fmt::format("the event is nested deeper than {} levels", kMaxJsonNesting));
         nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
         if (event.is_discarded() && !complete) {
             // The last line, without its newline. A write cut short leaves a prefix of a record,

@@ -116,7 +116,7 @@ private:
 };
 
 std::optional<Json> Server::parse(std::string_view text, Json& error) const {
-    if (mcp::nestsTooDeep(text, kMaxMessageDepth)) {
+    if (jsonNestsDeeperThan(text, kMaxMessageDepth)) {
         error = errorReply(nullptr, kParseError,
                            fmt::format("Parse error: JSON nested deeper than {} levels", kMaxMessageDepth));
         return std::nullopt;

@@ -31,6 +31,7 @@
 
 #include "cli/commands.h"
 #include "cli/http_server.h"
+#include "runtime/files.h"
 #include "runtime/hash.h"
 
 namespace remit::cli::mcp {
@@ -48,6 +49,7 @@ constexpr size_t kMaxSessions = 4096;
 // An X-Forwarded-For entry longer than any address is cut: it becomes a key id and a usage row.
 constexpr size_t kMaxClientBytes = 64;
 constexpr size_t kMaxKeysDepth = 16;
+constexpr size_t kMaxKeysBytes = size_t(16) << 20;
 
 struct Key {
     std::string id;
@@ -57,21 +59,17 @@ using Keys = std::map<std::string, Key>;  // by the SHA-256 hex of the token
 
 // Reads keys.json. On failure returns nullopt with `problem` naming the file and what is wrong.
 std::optional<Keys> loadKeys(const std::string& path, std::string& problem) {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) {
-        problem = fmt::format("cannot read keys file '{}': {}", path,
-                              std::filesystem::exists(path, ec) ? "it is not a regular file" : "no such file");
+    std::string text;
+    if (std::optional<FileProblem> bad = readRegularFile(path, kMaxKeysBytes, text)) {
+        problem = fmt::format("cannot read keys file '{}': {}", path, bad->missing ? "no such file" : bad->message);
         return std::nullopt;
     }
-    std::ifstream in(path, std::ios::binary);
-    std::string text;
-    if (in) text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    if (!in) {
-        problem = fmt::format("cannot read keys file '{}': {}", path, std::strerror(errno));
+    if (text.size() > kMaxKeysBytes) {
+        problem = fmt::format("cannot read keys file '{}': {}", path, tooLargeMessage(path, kMaxKeysBytes, "a keys file"));
         return std::nullopt;
     }
     std::optional<nlohmann::json> doc =
-        parseJsonText(fmt::format("keys file '{}'", path), text, kMaxKeysDepth, problem);
+        parseJsonText(fmt::format("keys file '{}'", path), text, problem, kMaxKeysDepth);
     if (!doc) return std::nullopt;
     auto fail = [&](std::string what) {
         problem = fmt::format("keys file '{}': {}", path, what);

@@ -341,30 +341,6 @@ struct Args {
 
 // ---------------------------------------------------------------- JSON text and tokens
 
-std::optional<nlohmann::json> parseJsonText(std::string_view what, const std::string& text, size_t maxDepth,
-                                            std::string& error) {
-    if (nestsTooDeep(text, maxDepth)) {
-        error = fmt::format("invalid JSON in {}: nested deeper than {} levels", what, maxDepth);
-        return std::nullopt;
-    }
-    try {
-        return nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-        size_t at = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-        size_t line = 1, col = 1;
-        for (size_t i = 0; i < at; ++i) {
-            if (text[i] == '\n') {
-                ++line;
-                col = 1;
-            } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
-                ++col;
-            }
-        }
-        error = fmt::format("invalid JSON in {} at line {}, column {}", what, line, col);
-        return std::nullopt;
-    }
-}
-
 std::string randomHex(size_t bytes) {
     std::vector<unsigned char> random(bytes);
     // Failure means the system has no entropy to give; a guessable token would be worse than none.
@@ -372,27 +348,6 @@ std::string randomHex(size_t bytes) {
     std::string out;
     for (unsigned char b : random) out += fmt::format("{:02x}", b);
     return out;
-}
-
-bool nestsTooDeep(std::string_view text, size_t maxDepth) {
-    size_t depth = 0;
-    bool inString = false;
-    for (size_t i = 0; i < text.size(); ++i) {
-        char c = text[i];
-        if (inString) {
-            if (c == '\\')
-                ++i;
-            else if (c == '"')
-                inString = false;
-        } else if (c == '"') {
-            inString = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > maxDepth) return true;
-        } else if ((c == ']' || c == '}') && depth > 0) {
-            --depth;
-        }
-    }
-    return false;
 }
 
 // ---------------------------------------------------------------- embedded text
@@ -625,9 +580,9 @@ struct Tools::Impl {
             return nullptr;
         }
         std::string error, hint;
-        std::optional<nlohmann::json> fixtureDoc = parseJsonText("fixtures", *a.get("fixtures"), kMaxJsonDepth, error);
+        std::optional<nlohmann::json> fixtureDoc = parseJsonText("fixtures", *a.get("fixtures"), error, kMaxJsonDepth);
         std::optional<nlohmann::json> inputsDoc;
-        if (fixtureDoc) inputsDoc = parseJsonText("inputs", a.get("inputs").value_or("{}"), kMaxJsonDepth, error);
+        if (fixtureDoc) inputsDoc = parseJsonText("inputs", a.get("inputs").value_or("{}"), error, kMaxJsonDepth);
         if (!fixtureDoc || !inputsDoc) {
             rejected = errorsResult({error});
             return nullptr;
@@ -852,7 +807,10 @@ std::optional<ToolOutcome> Tools::call(std::string_view name, const Json& argume
     Args args;
     bool tooLong = false;
     if (arguments.is_object()) {
-        for (const auto& [key, value] : arguments.items()) {
+        for (const auto& item : arguments.items()) {
+            // Not a structured binding: clang 14 cannot capture one in the lambda below.
+            const std::string& key = item.key();
+            const Json& value = item.value();
             auto p = std::find_if(spec->params.begin(), spec->params.end(),
                                   [&](const ParamSpec& x) { return key == x.name; });
             if (p == spec->params.end()) {

@@ -29,6 +29,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/json_text.h"
+
 namespace remit::cli::mcp {
 
 using Json = nlohmann::ordered_json;
@@ -108,18 +110,8 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-// Parses JSON text that came from outside (a tool argument, a keys file). On failure returns
-// nullopt with `error` saying "invalid JSON in WHAT at line L, column C" or that it nests deeper
-// than `maxDepth` — never the parser's exception text.
-std::optional<nlohmann::json> parseJsonText(std::string_view what, const std::string& text, size_t maxDepth,
-                                            std::string& error);
-
 // `bytes` random bytes from OpenSSL's generator as lowercase hex: run tokens, session ids.
 std::string randomHex(size_t bytes);
-
-// Whether JSON text nests deeper than `maxDepth` (inside strings nothing counts): such text is
-// refused before it is parsed, so no recursive parser, validator or printer meets it.
-bool nestsTooDeep(std::string_view text, size_t maxDepth);
 
 // The fixed message of an internal failure (no exception text, path or address).
 inline constexpr const char* kHostErrorMessage = "internal error: the request could not be completed";

@@ -31,6 +31,7 @@
 #include "compiler/parser.h"
 #include "remit/remit.h"
 #include "runtime/canonical_json.h"
+#include "runtime/json_text.h"
 #include "runtime/source.h"
 #include "runtime/value_json.h"
 #include "vm/api.h"
@@ -44,6 +45,21 @@ namespace {
 constexpr size_t kMaxRbcBytes = size_t(256) << 20;
 
 bool isBytecodePath(const std::string& path) { return path.size() > 4 && path.ends_with(".rbc"); }
+
+constexpr size_t kMaxInputsBytes = size_t(64) << 20;
+
+// "an array", "a string", ...: what a JSON document is, for messages.
+std::string jsonTypeArticle(const nlohmann::json& j) {
+    std::string name = j.type_name();
+    return (name == "array" || name == "object" ? "an " : "a ") + name;
+}
+
+// The shortest prefixes (at least 12 digits) that tell two hashes apart, for messages.
+std::pair<std::string, std::string> distinctPrefixes(const std::string& a, const std::string& b) {
+    size_t n = 12;
+    while (n < std::max(a.size(), b.size()) && a.substr(0, n) == b.substr(0, n)) ++n;
+    return {a.substr(0, n), b.substr(0, n)};
+}
 
 // A program ready to run or disassemble, from a .rmt (checked and compiled in memory) or a .rbc.
 struct ProgramSource {
@@ -224,17 +240,20 @@ bool collectInputs(std::string_view tool, const Args& args, const LoadedProgram&
     const Function& main = program.module().functions[program.entry()];
     given = nlohmann::json::object();
     if (const std::string* inputsFile = args.value("--inputs")) {
-        std::string text;
-        if (auto err = readSource(*inputsFile, size_t(64) << 20, text)) {
-            fmt::print(stderr, "{}: error: {}\n", tool, err->message);
+        // Each problem is named for what it is: a file that is missing, special, too large, not
+        // JSON (with the line and column), nested too deep, or JSON but not an object.
+        std::string error;
+        std::optional<nlohmann::json> parsed = readJsonFile(*inputsFile, kMaxInputsBytes, "an inputs file", error);
+        if (!parsed) {
+            fmt::print(stderr, "{}: error: {}\n", tool, error);
             return false;
         }
-        nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
-        if (parsed.is_discarded() || !parsed.is_object()) {
-            fmt::print(stderr, "{}: error: {} must hold a JSON object of inputs\n", tool, *inputsFile);
+        if (!parsed->is_object()) {
+            fmt::print(stderr, "{}: error: {} must hold a JSON object of inputs (name: value), not {}\n", tool,
+                       *inputsFile, jsonTypeArticle(*parsed));
             return false;
         }
-        given = std::move(parsed);
+        given = std::move(*parsed);
     }
     for (const auto& [flag, value] : args.options) {
         if (flag != "-i" && flag != "--input") continue;
@@ -255,13 +274,13 @@ bool collectInputs(std::string_view tool, const Args& args, const LoadedProgram&
             given[name] = text;  // a Str input is taken literally
             continue;
         }
-        nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
-        if (parsed.is_discarded()) {
-            fmt::print(stderr, "{}: error: input '{}' is not valid JSON for type {}\n", tool, name,
-                       type ? showType(type) : "?");
+        std::string error;
+        std::optional<nlohmann::json> parsed = parseJsonText("input '" + name + "'", text, error);
+        if (!parsed) {
+            fmt::print(stderr, "{}: error: {} (type {} is given as JSON)\n", tool, error, type ? showType(type) : "?");
             return false;
         }
-        given[name] = std::move(parsed);
+        given[name] = std::move(*parsed);
     }
     return true;
 }
@@ -468,10 +487,12 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
         if (hostAst && !diags.hasErrors()) resolveHost(*hostAst, *hostPath, setup.host, diags);
         if (diags.hasErrors()) return rejected(diags);
         if (setup.host.hash != module.hostHash) {
+            auto [built, here] = distinctPrefixes(module.hostHash, setup.host.hash);
             fmt::print(stderr,
-                       "{}: error: {} was built for another host interface than {} (host hash {} vs {})\n"
+                       "{}: error: {} was built for another host interface than {} (host hash {} in the "
+                       "artifact, {} here)\n"
                        "  hint: rebuild it with `remitc build` against this host, or pass --host\n",
-                       tool, source.file, *hostPath, module.hostHash.substr(0, 12), setup.host.hash.substr(0, 12));
+                       tool, source.file, *hostPath, built, here);
             return kFailure;
         }
         if (allowAll) {
@@ -520,7 +541,14 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
     if (setup.policy && setup.policy->limits.maxWallMs) limits.maxWallMs = static_cast<uint64_t>(*setup.policy->limits.maxWallMs);
     try {
         if (auto n = parseLimitFlag(tool, args, "--max-steps")) limits.maxSteps = *n;
-        if (auto n = parseLimitFlag(tool, args, "--max-memory")) limits.maxMemory = static_cast<size_t>(*n);
+        if (auto n = parseLimitFlag(tool, args, "--max-memory")) {
+            if (*n > kMaxMemoryBudget) {
+                fmt::print(stderr, "{}: error: --max-memory {} is more than the {} bytes (32 GiB) a run can have\n", tool,
+                           *n, kMaxMemoryBudget);
+                return kUsage;
+            }
+            limits.maxMemory = static_cast<size_t>(*n);
+        }
         if (auto n = parseLimitFlag(tool, args, "--max-wall-ms")) limits.maxWallMs = *n;
     } catch (const std::invalid_argument&) {
         return kUsage;
@@ -786,7 +814,8 @@ std::optional<std::string> newestResumeOf(std::string_view tool, const std::file
     std::map<std::string, std::string> newestChild;  // resumed_from -> newest run id (ids sort by time)
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(runsDir, ec)) {
-        if (entry.path().extension() != ".jsonl") continue;
+        // Only regular files: opening a FIFO named like a trace would wait forever.
+        if (entry.path().extension() != ".jsonl" || !entry.is_regular_file(ec)) continue;
         TraceFile first = readTrace(entry.path().string(), TraceCheck::AllowUnchained, 1);
         if (!first.error.empty()) {
             fmt::print(stderr, "{}: error: cannot tell which run {} continues: {}\n", tool, entry.path().string(),

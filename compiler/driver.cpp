@@ -11,27 +11,16 @@
 #include "compiler/ast_equal.h"
 #include "compiler/formatter.h"
 #include "compiler/parser.h"
+#include "runtime/files.h"
 
 namespace remit {
 
 namespace fs = std::filesystem;
 
 std::optional<IoError> readSource(const std::string& path, size_t maxBytes, std::string& text) {
-    std::error_code ec;
-    fs::file_status status = fs::status(path, ec);
-    if (ec || !fs::exists(status)) return IoError{fmt::format("no such file: {}", path)};
-    if (fs::is_directory(status)) return IoError{fmt::format("{} is a directory, not a file", path)};
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return IoError{fmt::format("cannot read {}: {}", path, std::strerror(errno))};
-    text.clear();
-    // Read at most one byte past the limit: enough for the lexer to report E0003 without holding
-    // a huge file in memory.
-    char buffer[1 << 16];
-    while (in && text.size() <= maxBytes) {
-        in.read(buffer, sizeof buffer);
-        text.append(buffer, static_cast<size_t>(in.gcount()));
-    }
-    if (in.bad()) return IoError{fmt::format("cannot read {}: {}", path, std::strerror(errno))};
+    // At most one byte past the limit is read: enough for the lexer to report E0003 without holding
+    // a huge file in memory. A directory, FIFO or device is refused, never read.
+    if (std::optional<FileProblem> problem = readRegularFile(path, maxBytes, text)) return IoError{problem->message};
     return std::nullopt;
 }
 
@@ -70,7 +59,9 @@ std::optional<std::string> findHostInterface(const std::string& programPath) {
     if (ec) return std::nullopt;
     while (true) {
         fs::path candidate = dir / "host.rmti";
-        if (fs::is_regular_file(candidate, ec)) {
+        // The first host.rmti that exists is the one: a directory or FIFO of that name is reported
+        // when it is read, rather than skipped for a parent's host interface without a word.
+        if (fs::exists(candidate, ec)) {
             // Name it as the user would: relative to the current directory when that is shorter.
             fs::path relative = fs::relative(candidate, fs::current_path(ec), ec);
             if (!ec && !relative.empty() && relative.native().size() < candidate.native().size())
@@ -85,7 +76,8 @@ std::optional<std::string> findHostInterface(const std::string& programPath) {
 std::optional<std::string> findPolicy(const std::string& programPath) {
     fs::path candidate = fs::path(programPath).parent_path() / "policy.toml";
     std::error_code ec;
-    if (fs::is_regular_file(candidate, ec)) return candidate.string();
+    // Found when it exists at all: reading it says so if it is not a regular file.
+    if (fs::exists(candidate, ec)) return candidate.string();
     return std::nullopt;
 }
 

@@ -59,6 +59,13 @@ bool isDigit(char c) { return c >= '0' && c <= '9'; }
 bool isIdentStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool isIdentChar(char c) { return isIdentStart(c) || isDigit(c); }
 
+// A literal as a message quotes it: whole when short, else its start and end (a 400-digit literal
+// would make the message unreadable).
+std::string shortLiteral(std::string_view text) {
+    if (text.size() <= 40) return std::string(text);
+    return fmt::format("{}...{} ({} characters)", text.substr(0, 20), text.substr(text.size() - 10), text.size());
+}
+
 class Lexer {
 public:
     Lexer(std::string_view text, std::string_view file, const FrontendLimits& limits, DiagnosticList& diags,
@@ -353,15 +360,26 @@ private:
         Token t = make(Tok::Int, begin, span);
         if (isFloat || suffix) {
             double value = 0;
-            std::from_chars(digits.data(), digits.data() + digits.size(), value);
+            // from_chars leaves `value` alone when the literal is out of range (it used to stay
+            // 0.0, so 1e309 written out in digits was silently zero, and a host `cost` of it free).
+            auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+            bool outOfRange = ec == std::errc::result_out_of_range;
+            // Out of range with a non-zero digit before the point: too large; else it underflows.
+            bool tooLarge = outOfRange && digits.find_first_not_of('0') < digits.find('.');
             if (suffix) {
                 t.kind = Tok::Duration;
                 value *= durationScale;
             } else {
                 t.kind = Tok::Float;
             }
-            if (!std::isfinite(value)) {
-                error(DiagCode::E0001, fmt::format("number literal '{}' is too large", t.text), span);
+            std::string shown = shortLiteral(t.text);
+            if (tooLarge || (!outOfRange && !std::isfinite(value))) {
+                error(DiagCode::E0001, fmt::format("number literal '{}' is too large", shown), span,
+                      "a Float is at most about 1.8 x 10^308, a number of 309 digits before the point");
+                value = 0;
+            } else if (outOfRange) {
+                error(DiagCode::E0001, fmt::format("number literal '{}' is too small to be a Float", shown), span,
+                      "the smallest Float above 0.0 is about 4.9 x 10^-324; write 0.0 if you mean zero");
                 value = 0;
             }
             t.floatValue = value;

@@ -595,6 +595,23 @@ uint64_t shallowHash(const Value& v) {
     return 0;
 }
 
+// The bytes shallowHash reads.
+size_t shallowHashWork(const Value& v) { return v.kind() == ValueKind::Str ? v.asStr().size() : sizeof(Value); }
+
+// The bytes equalityHash reads, for the work it is charged: its strings in full.
+size_t equalityHashWork(const Value& v) {
+    size_t bytes = shallowHashWork(v);
+    if (v.kind() == ValueKind::List) {
+        const auto& items = v.asList().items;
+        for (size_t i = 0; i < std::min<size_t>(items.size(), 16); ++i) bytes += shallowHashWork(items[i]);
+    } else if (v.kind() == ValueKind::Record) {
+        const RecordObject& record = v.asRecord();
+        for (size_t i = 0; i < record.values.size(); ++i)
+            bytes += record.shape->names[i].size() + shallowHashWork(record.values[i]);
+    }
+    return bytes;
+}
+
 // One level into containers: a list's first few items in order, a record's fields as a set of
 // (name, value) pairs (records compare as maps). Cheap, and enough to spread lists of records or
 // of small lists; deeper structure is left to valuesEqual.
@@ -618,9 +635,14 @@ uint64_t equalityHash(const Value& v) {
 std::optional<Value> builtinLen(Heap& heap, std::span<const Value> args) {
     const Value& x = args[0];
     size_t length;
-    if (x.kind() == ValueKind::Str) length = codePointCount(x.asStr());
-    else if (x.kind() == ValueKind::List) length = x.asList().items.size();
-    else return wrongArgs(heap, BuiltinId::Len, "a List or Str", args);
+    if (x.kind() == ValueKind::Str) {
+        if (!heap.work(x.asStr().size())) return std::nullopt;  // code points are counted
+        length = codePointCount(x.asStr());
+    } else if (x.kind() == ValueKind::List) {
+        length = x.asList().items.size();
+    } else {
+        return wrongArgs(heap, BuiltinId::Len, "a List or Str", args);
+    }
     return withTopLabels(heap, Value::integer(static_cast<int64_t>(length)), args);
 }
 
@@ -719,6 +741,7 @@ std::optional<Value> changeCase(Heap& heap, BuiltinId id, std::span<const Value>
     std::optional<Labels> labels = topLabels(heap, args);
     if (!labels) return std::nullopt;
     std::string_view text = s.asStr();
+    if (!heap.work(text.size())) return std::nullopt;  // the scan below; the output is charged as it is built
     // Unchanged ASCII text (the common case for identifiers and codes) shares the object.
     bool changes = false;
     for (char b : text) {
@@ -749,6 +772,7 @@ std::optional<Value> builtinTrim(Heap& heap, std::span<const Value> args) {
     if (!labels) return std::nullopt;
     std::string_view text = s.asStr();
     std::string_view stripped = stripSpace(text);
+    if (!heap.work(text.size() - stripped.size())) return std::nullopt;  // the whitespace scanned
     if (stripped.size() == text.size()) return labelled(s, *labels);
     return heap.makeStr(stripped, labels->tags, labels->prov);
 }
@@ -757,13 +781,18 @@ std::optional<Value> builtinContains(Heap& heap, std::span<const Value> args) {
     const Value& container = args[0];
     const Value& item = args[1];
     if (container.kind() == ValueKind::Str && item.kind() == ValueKind::Str) {
-        bool found = container.asStr().find(item.asStr()) != std::string_view::npos;
-        return withTopLabels(heap, Value::boolean(found), args);
+        std::optional<size_t> at = findText(heap, container.asStr(), item.asStr());
+        if (!at) return std::nullopt;
+        return withTopLabels(heap, Value::boolean(*at != std::string_view::npos), args);
     }
     if (container.kind() != ValueKind::List)
         return wrongArgs(heap, BuiltinId::Contains, "(List, any value) or (Str, Str)", args);
-    const auto& items = container.asList().items;
-    bool found = std::any_of(items.begin(), items.end(), [&](const Value& x) { return valuesEqual(x, item); });
+    bool found = false;
+    for (const Value& x : container.asList().items) {
+        std::optional<bool> equal = valuesEqual(heap, x, item);
+        if (!equal) return std::nullopt;
+        if ((found = *equal)) break;
+    }
     // As `item in container`: the answer depends on every element and on all of the item.
     std::optional<Labels> labels = topAndContentLabels(heap, args, container);
     if (!labels || !addContent(heap, *labels, item)) return std::nullopt;
@@ -775,6 +804,7 @@ std::optional<Value> affix(Heap& heap, BuiltinId id, std::span<const Value> args
         return wrongArgs(heap, id, "(Str, Str)", args);
     std::string_view s = args[0].asStr();
     std::string_view part = args[1].asStr();
+    if (!heap.work(std::min(s.size(), part.size()))) return std::nullopt;
     bool result = id == BuiltinId::StartsWith ? s.starts_with(part) : s.ends_with(part);
     return withTopLabels(heap, Value::boolean(result), args);
 }
@@ -795,7 +825,9 @@ std::optional<Value> builtinReplace(Heap& heap, std::span<const Value> args) {
     std::string_view text = args[0].asStr();
     std::string_view old = args[1].asStr();
     std::string_view replacement = args[2].asStr();
-    if (!old.empty() && text.find(old) == std::string_view::npos) return labelled(args[0], *labels);
+    std::optional<size_t> first = findText(heap, text, old);
+    if (!first) return std::nullopt;
+    if (!old.empty() && *first == std::string_view::npos) return labelled(args[0], *labels);
     std::optional<TextBuilder> out = startText(heap, *labels);
     if (!out) return std::nullopt;
     if (old.empty()) {
@@ -809,10 +841,15 @@ std::optional<Value> builtinReplace(Heap& heap, std::span<const Value> args) {
         if (!out->put(replacement)) return std::nullopt;
         return out->finish();
     }
+    // Linear search (findText), and every piece written is charged, so one big replace is stopped
+    // by the step and time limits as it goes.
     size_t from = 0;
-    for (size_t hit = text.find(old); hit != std::string_view::npos; hit = text.find(old, from)) {
+    for (size_t hit = *first; hit != std::string_view::npos;) {
         if (!out->put(text.substr(from, hit - from)) || !out->put(replacement)) return std::nullopt;
         from = hit + old.size();
+        std::optional<size_t> next = findText(heap, text, old, from);
+        if (!next) return std::nullopt;
+        hit = *next;
     }
     if (!out->put(text.substr(from))) return std::nullopt;
     return out->finish();
@@ -827,16 +864,26 @@ std::optional<Value> builtinSplit(Heap& heap, std::span<const Value> args) {
     if (separator.empty()) return evalError(heap, BuiltinId::Split, "empty separator");
     std::optional<Labels> labels = topLabels(heap, args);
     if (!labels) return std::nullopt;
+    // The pieces are counted first, so the list is allocated (and charged) once; both passes
+    // search in linear time and are charged (findText).
     size_t pieces = 1;
-    for (size_t hit = text.find(separator); hit != std::string_view::npos;
-         hit = text.find(separator, hit + separator.size()))
-        ++pieces;
+    for (size_t from = 0;; ++pieces) {
+        std::optional<size_t> hit = findText(heap, text, separator, from);
+        if (!hit) return std::nullopt;
+        if (*hit == std::string_view::npos) break;
+        from = *hit + separator.size();
+    }
     std::optional<Value> out = heap.newList(pieces, labels->tags, labels->prov);
     if (!out) return std::nullopt;
     // Every piece carries the arguments' labels, as the list does.
     size_t from = 0;
     for (size_t i = 0; i < pieces; ++i) {
-        size_t hit = i + 1 < pieces ? text.find(separator, from) : text.size();
+        size_t hit = text.size();
+        if (i + 1 < pieces) {
+            std::optional<size_t> found = findText(heap, text, separator, from);
+            if (!found) return std::nullopt;
+            hit = *found;
+        }
         std::optional<Value> piece = heap.makeStr(text.substr(from, hit - from), labels->tags, labels->prov);
         if (!piece || !heap.appendInPlace(*out, *piece)) return std::nullopt;
         from = hit + separator.size();
@@ -856,6 +903,7 @@ std::optional<Value> builtinJoin(Heap& heap, std::span<const Value> args) {
     std::string scalar;
     bool first = true;
     for (const Value& item : xs.asList().items) {
+        if (!heap.work(sizeof(Value))) return std::nullopt;  // the text is charged as it is built
         if (!first && !out->put(separator)) return std::nullopt;
         first = false;
         bool ok;
@@ -883,6 +931,7 @@ std::optional<Value> builtinSum(Heap& heap, std::span<const Value> args) {
     int64_t intSum = 0;
     double floatSum = 0;
     bool isFloat = false;
+    if (!heap.work(xs.asList().items.size() * sizeof(Value))) return std::nullopt;
     for (const Value& item : xs.asList().items) {
         if (item.kind() == ValueKind::Int && !isFloat) {
             if (__builtin_add_overflow(intSum, item.asInt(), &intSum)) {
@@ -924,6 +973,7 @@ std::optional<Value> pickOfList(Heap& heap, BuiltinId id, std::span<const Value>
     if (xs.kind() != ValueKind::List) return wrongArgs(heap, id, "a List of numbers", args);
     const auto& items = xs.asList().items;
     if (items.empty()) return evalError(heap, id, fmt::format("{}() arg is an empty sequence", nameOf(id)));
+    if (!heap.work(items.size() * sizeof(Value))) return std::nullopt;
     const Value* best = nullptr;
     for (const Value& item : items) {
         if (!item.isNumber()) {
@@ -1008,6 +1058,9 @@ std::optional<Value> builtinInt(Heap& heap, std::span<const Value> args) {
             return withTopLabels(heap, Value::integer(*truncated), args);
         }
         case ValueKind::Str: {
+            // The text is copied (and, for underscores, copied again) while it is parsed.
+            ScratchCharge copies(heap);
+            if (!copies.reserve(2 * x.asStr().size()) || !heap.work(2 * x.asStr().size())) return std::nullopt;
             int64_t value = 0;
             switch (parseIntLiteral(asciiForNumber(x.asStr()), value)) {
                 case ParseStatus::Ok:
@@ -1037,6 +1090,9 @@ std::optional<Value> builtinFloat(Heap& heap, std::span<const Value> args) {
         case ValueKind::Float:
             return withTopLabels(heap, x, args);
         case ValueKind::Str: {
+            // The text is copied (and, for underscores, copied again) while it is parsed.
+            ScratchCharge copies(heap);
+            if (!copies.reserve(2 * x.asStr().size()) || !heap.work(2 * x.asStr().size())) return std::nullopt;
             double value = 0;
             switch (parseFloatLiteral(asciiForNumber(x.asStr()), value)) {
                 case ParseStatus::Ok:
@@ -1075,15 +1131,26 @@ std::optional<Value> builtinUnique(Heap& heap, std::span<const Value> args) {
     // `previous[k]` links kept item k to the one before it with the same hash. Linear for lists
     // of scalars and strings; only values whose hashes collide are compared pairwise.
     constexpr size_t kNone = SIZE_MAX;
+    // The side tables are charged while they live: about this much per item.
+    constexpr size_t kTableBytesPerItem = 2 * sizeof(size_t) + 48;
+    ScratchCharge tables(heap);
+    if (!tables.reserve(items.size() * kTableBytesPerItem)) return std::nullopt;
     std::vector<size_t> kept;  // indexes into items
     std::vector<size_t> previous;
     std::unordered_map<uint64_t, size_t> latest;
     latest.reserve(items.size());
     for (size_t i = 0; i < items.size(); ++i) {
+        if (!heap.work(equalityHashWork(items[i]))) return std::nullopt;
         uint64_t h = equalityHash(items[i]);
         auto [slot, inserted] = latest.try_emplace(h, kNone);
         bool seen = false;
-        for (size_t k = slot->second; k != kNone && !seen; k = previous[k]) seen = valuesEqual(items[kept[k]], items[i]);
+        // Items whose hashes collide are compared pairwise: charged, so that many colliding
+        // items are stopped by the run's limits rather than taking quadratic time unchecked.
+        for (size_t k = slot->second; k != kNone && !seen; k = previous[k]) {
+            std::optional<bool> equal = valuesEqual(heap, items[kept[k]], items[i]);
+            if (!equal) return std::nullopt;
+            seen = *equal;
+        }
         if (seen) continue;
         previous.push_back(slot->second);
         slot->second = kept.size();

@@ -6,19 +6,70 @@
 #include <algorithm>
 #include <cassert>
 #include <new>
+#include <type_traits>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 namespace remit {
 
 namespace {
 
 // What a string's buffer costs beyond its object: nothing while it fits the small-string buffer
-// inside std::string, else its capacity plus the terminating NUL.
-size_t strBufferBytes(size_t capacity) { return capacity <= std::string().capacity() ? 0 : capacity + 1; }
+// inside std::string; else the block libstdc++ allocates (at least twice the small buffer when it
+// leaves it), its terminating NUL and malloc's overhead.
+constexpr size_t kSmallString = 15;  // std::string().capacity() in libstdc++
+size_t strBufferBytes(size_t capacity) {
+    return capacity <= kSmallString ? 0 : std::max(capacity, 2 * kSmallString) + 1 + kAllocationOverhead;
+}
 
-size_t listBufferBytes(size_t capacity) { return capacity * sizeof(Value); }
+size_t listBufferBytes(size_t capacity) { return capacity == 0 ? 0 : capacity * sizeof(Value) + kAllocationOverhead; }
 
-// Capacity after growth: at least double, so n appends cost O(n) in total.
-size_t grownCapacity(size_t current, size_t needed) { return std::max({needed, current * 2, size_t(4)}); }
+// What an object costs besides its buffer.
+template <class Object>
+constexpr size_t objectBytes() {
+    return sizeof(Object) + kAllocationOverhead;
+}
+
+// count * size, or SIZE_MAX when that does not fit: what an impossible request needed, for messages.
+size_t saturatingBytes(size_t count, size_t size) { return count > SIZE_MAX / size ? SIZE_MAX : count * size; }
+
+// How the two kinds of growable buffer are charged, for growBuffer.
+struct StrBuffer {
+    static constexpr size_t kElementBytes = 1;
+    static constexpr size_t kMaxElements = kMaxMemoryBudget;
+    static size_t bytes(size_t capacity) { return strBufferBytes(capacity); }
+    // The largest capacity whose buffer fits in `budget` bytes (0 when none beyond the small one).
+    static size_t capacityWithin(size_t budget) {
+        return budget > 2 * kSmallString + 1 + kAllocationOverhead ? budget - 1 - kAllocationOverhead : 0;
+    }
+};
+struct ListBuffer {
+    static constexpr size_t kElementBytes = sizeof(Value);
+    static constexpr size_t kMaxElements = kMaxMemoryBudget / sizeof(Value);
+    static size_t bytes(size_t capacity) { return listBufferBytes(capacity); }
+    static size_t capacityWithin(size_t budget) {
+        return budget > kAllocationOverhead ? (budget - kAllocationOverhead) / sizeof(Value) : 0;
+    }
+};
+
+#if defined(__GLIBC__)
+// glibc raises its mmap threshold each time a large block is freed (up to 32 MiB), after which
+// large buffers come from the main heap and stay resident once freed: a string that grows by
+// doubling then leaves every old copy in the process's memory (RSS reached 4x max_memory). A
+// fixed threshold turns the dynamic adjustment off, so every block of 128 KiB or more is mapped
+// on its own and returned to the system when it is freed.
+void fixMallocThresholds() {
+    static const bool fixed = [] {
+        mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+        return true;
+    }();
+    (void)fixed;
+}
+#else
+void fixMallocThresholds() {}
+#endif
 
 }  // namespace
 
@@ -29,6 +80,23 @@ Heap::Heap(size_t budgetBytes, uint32_t maxTagSets, uint64_t maxProvNodes)
     // Only the tables' growth is charged: their fixed part is the VM's, not the program's, so an
     // empty heap has liveBytes() == 0.
     tableBytes_ = tags_.bytesUsed() + prov_.bytesUsed();
+    fixMallocThresholds();
+}
+
+ScratchCharge::~ScratchCharge() { heap_.credit(bytes_); }
+
+bool ScratchCharge::reserve(size_t bytes) {
+    if (bytes <= bytes_) return true;
+    if (!heap_.charge(bytes - bytes_)) return false;
+    bytes_ = bytes;
+    return true;
+}
+
+bool Heap::spendWork() {
+    uint64_t steps = workBytes_ / kWorkBytesPerStep;
+    workBytes_ %= kWorkBytesPerStep;
+    if (!meter_ || steps == 0) return true;
+    return meter_->spendSteps(steps);
 }
 
 Heap::~Heap() { assert(liveObjects_ == 0 && "every Value must be destroyed before its Heap"); }
@@ -52,6 +120,16 @@ void Heap::credit(size_t bytes) {
 
 void Heap::fail(RuntimeError error) {
     if (!error_) error_ = std::move(error);
+}
+
+void Heap::failAllocation(size_t bytes) {
+    // Not the run's budget: the process could not get the memory at all. Saying "max_memory"
+    // here would send the user to raise a limit the run was within.
+    fail(RuntimeError{DiagCode::R0701,
+                      fmt::format("out of memory: the system could not allocate {} bytes (the run held {} bytes, "
+                                  "within its max_memory of {} bytes)",
+                                  bytes, live_, budget_),
+                      nlohmann::ordered_json{{"limit", "system_memory"}, {"value", bytes}}});
 }
 
 void Heap::failMemory(size_t needed) {
@@ -98,7 +176,7 @@ Object* Heap::allocate(ValueKind kind, size_t charged) {
         return object;
     } catch (const std::bad_alloc&) {
         credit(charged);
-        failMemory(charged);
+        failAllocation(charged);
         return nullptr;
     }
 }
@@ -139,13 +217,14 @@ void Heap::destroy(HeapObject* object) {
 }
 
 std::optional<Value> Heap::makeStr(std::string_view bytes, TagSetId tags, ProvId prov) {
-    auto* object = allocate<StrObject>(ValueKind::Str, sizeof(StrObject) + strBufferBytes(bytes.size()));
+    auto* object = allocate<StrObject>(ValueKind::Str, objectBytes<StrObject>() + strBufferBytes(bytes.size()));
     if (!object) return std::nullopt;
     Value out = Value::adopt(object, tags, prov);
+    if (!work(bytes.size())) return std::nullopt;
     try {
         object->bytes.assign(bytes);
     } catch (const std::bad_alloc&) {
-        failMemory(bytes.size());
+        failAllocation(bytes.size());
         return std::nullopt;
     }
     return out;
@@ -153,16 +232,16 @@ std::optional<Value> Heap::makeStr(std::string_view bytes, TagSetId tags, ProvId
 
 std::optional<Value> Heap::newList(size_t capacity, TagSetId tags, ProvId prov) {
     if (capacity > kMaxMemoryBudget / sizeof(Value)) {
-        failMemory(kMaxMemoryBudget);
+        failMemory(saturatingBytes(capacity, sizeof(Value)));
         return std::nullopt;
     }
-    auto* object = allocate<ListObject>(ValueKind::List, sizeof(ListObject) + listBufferBytes(capacity));
+    auto* object = allocate<ListObject>(ValueKind::List, objectBytes<ListObject>() + listBufferBytes(capacity));
     if (!object) return std::nullopt;
     Value out = Value::adopt(object, tags, prov);
     try {
         object->items.reserve(capacity);
     } catch (const std::bad_alloc&) {
-        failMemory(listBufferBytes(capacity));
+        failAllocation(listBufferBytes(capacity));
         return std::nullopt;
     }
     return out;
@@ -181,7 +260,7 @@ std::optional<Value> Heap::makeList(std::span<const Value> items, TagSetId tags,
         deepProv = *p;
     }
     std::optional<Value> out = newList(items.size(), tags, prov);
-    if (!out) return std::nullopt;
+    if (!out || !work(items.size() * sizeof(Value))) return std::nullopt;
     auto& list = const_cast<ListObject&>(out->asList());
     list.items.assign(items.begin(), items.end());  // fits the reserved capacity: no allocation
     list.deepTags = deepTags;
@@ -226,14 +305,16 @@ std::optional<Value> Heap::makeRecord(const RecordShape* shape, std::span<const 
         deepTags = *t;
         deepProv = *p;
     }
-    auto* object = allocate<RecordObject>(ValueKind::Record, sizeof(RecordObject) + listBufferBytes(values.size()));
+    auto* object =
+        allocate<RecordObject>(ValueKind::Record, objectBytes<RecordObject>() + listBufferBytes(values.size()));
     if (!object) return std::nullopt;
     Value out = Value::adopt(object, tags, prov);
+    if (!work(values.size() * sizeof(Value))) return std::nullopt;
     try {
         object->values.reserve(values.size());
         object->values.assign(values.begin(), values.end());
     } catch (const std::bad_alloc&) {
-        failMemory(listBufferBytes(values.size()));
+        failAllocation(listBufferBytes(values.size()));
         return std::nullopt;
     }
     object->shape = shape;
@@ -244,47 +325,62 @@ std::optional<Value> Heap::makeRecord(const RecordShape* shape, std::span<const 
 
 // ---- Growth.
 
-// Grows an object's buffer (a list's items or a string's bytes) to hold `needed` elements,
-// charging the budget first: doubling when that fits, else exactly what is needed.
-template <class Object, class Buffer>
-bool Heap::growBuffer(Object& object, Buffer& buffer, size_t needed, size_t maxElements, size_t overflowDetail,
-                      size_t (*bufferBytes)(size_t)) {
+// Grows an object's buffer (a list's items or a string's bytes) to hold `needed` elements. The
+// new buffer is charged in full before it is allocated, while the old one is still charged (both
+// are alive during the copy), and the old one is credited once it is freed. Doubling keeps n
+// appends O(n) in total; when doubling does not fit, growing by half, and when that does not fit
+// either, to everything the budget has left, keeps it so near the limit too: each growth copies
+// the buffer once, never once per append. Copying is work.
+template <class Object, class Buffer, class Traits>
+bool Heap::growBuffer(Object& object, Buffer& buffer, size_t needed) {
     size_t capacity = buffer.capacity();
     if (needed <= capacity) return true;
-    if (needed > maxElements) {
-        failMemory(overflowDetail);
+    if (needed > Traits::kMaxElements) {
+        failMemory(saturatingBytes(needed, Traits::kElementBytes));
         return false;
     }
-    size_t target = grownCapacity(capacity, needed);
-    size_t extra = bufferBytes(target) - bufferBytes(capacity);
-    if (extra > available()) {  // doubling does not fit: the exact size might
-        target = needed;
-        extra = bufferBytes(target) - bufferBytes(capacity);
+    size_t target = 0;
+    for (size_t candidate : {std::max({needed, capacity * 2, size_t(4)}), std::max(needed, capacity + capacity / 2)}) {
+        if (Traits::bytes(candidate) <= available()) {
+            target = candidate;
+            break;
+        }
     }
-    if (!charge(extra)) return false;
+    if (target == 0) target = std::min(Traits::capacityWithin(available()), Traits::kMaxElements);
+    if (target < needed) {
+        failMemory(Traits::bytes(needed));
+        return false;
+    }
+    size_t oldBytes = Traits::bytes(capacity);
+    size_t newBytes = Traits::bytes(target);
+    if (!charge(newBytes)) return false;
+    if (!work(buffer.size() * Traits::kElementBytes)) {
+        credit(newBytes);
+        return false;
+    }
     try {
         // Into a fresh buffer: reserve() on a non-empty std::string rounds up to twice its old
         // capacity whatever is asked, which would leave the charge behind the memory held.
         Buffer fresh;
         fresh.reserve(target);
-        fresh.insert(fresh.end(), std::make_move_iterator(buffer.begin()), std::make_move_iterator(buffer.end()));
+        if constexpr (std::is_same_v<Buffer, std::string>)
+            fresh.append(buffer);  // insert() of iterators would build a temporary copy first
+        else
+            fresh.insert(fresh.end(), std::make_move_iterator(buffer.begin()), std::make_move_iterator(buffer.end()));
         buffer.swap(fresh);
     } catch (const std::bad_alloc&) {
-        credit(extra);
-        failMemory(extra);
+        credit(newBytes);
+        failAllocation(newBytes);
         return false;
     }
-    object.chargedBytes += extra;
+    credit(oldBytes);  // `fresh`, now the old buffer, is gone
+    object.chargedBytes = object.chargedBytes - oldBytes + newBytes;
     return true;
 }
 
-bool Heap::growList(ListObject& list, size_t needed) {
-    return growBuffer(list, list.items, needed, kMaxMemoryBudget / sizeof(Value), kMaxMemoryBudget, listBufferBytes);
-}
+bool Heap::growList(ListObject& list, size_t needed) { return growBuffer<ListObject, std::vector<Value>, ListBuffer>(list, list.items, needed); }
 
-bool Heap::growStr(StrObject& str, size_t needed) {
-    return growBuffer(str, str.bytes, needed, kMaxMemoryBudget, needed, strBufferBytes);
-}
+bool Heap::growStr(StrObject& str, size_t needed) { return growBuffer<StrObject, std::string, StrBuffer>(str, str.bytes, needed); }
 
 bool Heap::appendInPlace(Value& list, const Value& itemRef) {
     assert(list.kind() == ValueKind::List);
@@ -301,7 +397,7 @@ bool Heap::appendInPlace(Value& list, const Value& itemRef) {
     if (list.refCount() != 1) {
         // Shared: build the result beside it; the other holders keep the old list.
         std::optional<Value> copy = newList(current.items.size() + 1, list.tags(), list.prov());
-        if (!copy) return false;
+        if (!copy || !work((current.items.size() + 1) * sizeof(Value))) return false;
         auto& fresh = const_cast<ListObject&>(copy->asList());
         fresh.items.assign(current.items.begin(), current.items.end());
         fresh.items.push_back(std::move(item));
@@ -311,7 +407,7 @@ bool Heap::appendInPlace(Value& list, const Value& itemRef) {
         return true;
     }
     auto& unique = const_cast<ListObject&>(current);
-    if (!growList(unique, unique.items.size() + 1)) return false;
+    if (!growList(unique, unique.items.size() + 1) || !work(sizeof(Value))) return false;
     unique.items.push_back(std::move(item));
     unique.deepTags = *t;
     unique.deepProv = *p;
@@ -331,22 +427,23 @@ bool Heap::concatInPlace(Value& target, const Value& otherRef) {
         if (target.refCount() != 1) {
             std::string_view head = target.asStr();
             auto* object =
-                allocate<StrObject>(ValueKind::Str, sizeof(StrObject) + strBufferBytes(head.size() + tail.size()));
+                allocate<StrObject>(ValueKind::Str, objectBytes<StrObject>() + strBufferBytes(head.size() + tail.size()));
             if (!object) return false;
             Value fresh = Value::adopt(object, *tags, *prov);
+            if (!work(head.size() + tail.size())) return false;
             try {
                 object->bytes.reserve(head.size() + tail.size());
                 object->bytes.append(head);
                 object->bytes.append(tail);
             } catch (const std::bad_alloc&) {
-                failMemory(head.size() + tail.size());
+                failAllocation(head.size() + tail.size());
                 return false;
             }
             target = std::move(fresh);
             return true;
         }
         auto& unique = const_cast<StrObject&>(target.asStrObject());
-        if (!growStr(unique, unique.bytes.size() + tail.size())) return false;
+        if (!growStr(unique, unique.bytes.size() + tail.size()) || !work(tail.size())) return false;
         unique.bytes.append(tail);
         target.setTags(*tags);
         target.setProv(*prov);
@@ -360,7 +457,7 @@ bool Heap::concatInPlace(Value& target, const Value& otherRef) {
     if (!deepTags || !deepProv) return false;
     if (target.refCount() != 1) {
         std::optional<Value> copy = newList(head.items.size() + tail.items.size(), *tags, *prov);
-        if (!copy) return false;
+        if (!copy || !work((head.items.size() + tail.items.size()) * sizeof(Value))) return false;
         auto& fresh = const_cast<ListObject&>(copy->asList());
         fresh.items.assign(head.items.begin(), head.items.end());
         fresh.items.insert(fresh.items.end(), tail.items.begin(), tail.items.end());
@@ -370,7 +467,8 @@ bool Heap::concatInPlace(Value& target, const Value& otherRef) {
         return true;
     }
     auto& unique = const_cast<ListObject&>(head);
-    if (!growList(unique, unique.items.size() + tail.items.size())) return false;
+    if (!growList(unique, unique.items.size() + tail.items.size()) || !work(tail.items.size() * sizeof(Value)))
+        return false;
     unique.items.insert(unique.items.end(), tail.items.begin(), tail.items.end());
     unique.deepTags = *deepTags;
     unique.deepProv = *deepProv;
@@ -384,15 +482,16 @@ bool Heap::appendTextInPlace(Value& str, std::string_view text) {
     if (str.refCount() != 1) {
         std::string_view head = str.asStr();
         auto* object =
-            allocate<StrObject>(ValueKind::Str, sizeof(StrObject) + strBufferBytes(head.size() + text.size()));
+            allocate<StrObject>(ValueKind::Str, objectBytes<StrObject>() + strBufferBytes(head.size() + text.size()));
         if (!object) return false;
         Value fresh = Value::adopt(object, str.tags(), str.prov());
+        if (!work(head.size() + text.size())) return false;
         try {
             object->bytes.reserve(head.size() + text.size());
             object->bytes.append(head);
             object->bytes.append(text);
         } catch (const std::bad_alloc&) {
-            failMemory(head.size() + text.size());
+            failAllocation(head.size() + text.size());
             return false;
         }
         str = std::move(fresh);
@@ -400,11 +499,14 @@ bool Heap::appendTextInPlace(Value& str, std::string_view text) {
     }
     auto& unique = const_cast<StrObject&>(str.asStrObject());
     std::string aliased;
+    ScratchCharge aliasedCharge(*this);
     if (text.data() >= unique.bytes.data() && text.data() < unique.bytes.data() + unique.bytes.size()) {
-        aliased.assign(text);  // `text` is part of this string, whose buffer growth may move
+        // `text` is part of this string, whose buffer growth may move: copied first, and charged.
+        if (!aliasedCharge.reserve(strBufferBytes(text.size())) || !work(text.size())) return false;
+        aliased.assign(text);
         text = aliased;
     }
-    if (!growStr(unique, unique.bytes.size() + text.size())) return false;
+    if (!growStr(unique, unique.bytes.size() + text.size()) || !work(text.size())) return false;
     unique.bytes.append(text);
     return true;
 }

@@ -20,6 +20,13 @@
 //   freeing is iterative, so a deeply nested value is freed without deep recursion.
 // - Every Value allocated here must be destroyed before the Heap (asserted in debug builds).
 // - The budget is capped at kMaxMemoryBudget, which keeps reference counts within 32 bits.
+// - What is charged is what the allocator holds: an object's size, its buffer's capacity, and
+//   kAllocationOverhead for each block. A buffer that grows is charged in full before it is
+//   allocated, while the old one is still charged, so growth never holds memory the budget does
+//   not cover (docs/language.md, decision 46, states the bound).
+// - Work: every operation whose cost grows with its data (copying, scanning, building text)
+//   reports it to work(), which a running VM turns into steps and uses to read its clock, so no
+//   operation on large values escapes the step and time limits.
 #pragma once
 
 #include <cstddef>
@@ -43,6 +50,25 @@ namespace remit {
 
 constexpr size_t kDefaultMemoryBudget = size_t(256) << 20;  // 256 MiB (DESIGN.md A7)
 constexpr size_t kMaxMemoryBudget = size_t(32) << 30;       // 32 GiB: see HeapObject::refCount
+// What malloc adds to each block (its header and rounding on glibc, 64-bit): charged per block so
+// that many small objects cannot hold much more memory than the budget says.
+constexpr size_t kAllocationOverhead = 16;
+// Work is reported in bytes moved or scanned (a Value copied or compared counts as sizeof(Value)
+// bytes); this many bytes are one step.
+constexpr uint64_t kWorkBytesPerStep = 16;
+// Work is handed to the meter in batches of this many bytes: often enough to read the clock every
+// few microseconds of copying, rarely enough to cost nothing.
+constexpr uint64_t kWorkBatchBytes = uint64_t(64) << 10;
+
+// Who pays for work(): the running VM (vm/vm.cpp), which charges the steps and checks its step,
+// time and abort limits. Returns false after recording the reason with heap.fail().
+class WorkMeter {
+public:
+    virtual bool spendSteps(uint64_t steps) = 0;
+
+protected:
+    ~WorkMeter() = default;
+};
 
 // A runtime error as a value: what the VM reports as `runtime error[CODE]` (with the span of the
 // failing instruction, which it adds) and what `run --json` prints under "error".
@@ -50,6 +76,25 @@ struct RuntimeError {
     DiagCode code = DiagCode::R0101;
     std::string message;
     nlohmann::ordered_json details;  // structured payload (e.g. R0701 names the limit); null if none
+};
+
+class Heap;
+
+// Memory an operation holds outside heap objects while it works (a copy of a string, a side
+// table), charged for as long as it lives: reserve() raises the charge, the destructor gives it
+// back.
+class ScratchCharge {
+public:
+    explicit ScratchCharge(Heap& heap) : heap_(heap) {}
+    ~ScratchCharge();
+    ScratchCharge(const ScratchCharge&) = delete;
+    ScratchCharge& operator=(const ScratchCharge&) = delete;
+    // False (R0701 in the heap) when `bytes` in all do not fit the budget.
+    [[nodiscard]] bool reserve(size_t bytes);
+
+private:
+    Heap& heap_;
+    size_t bytes_ = 0;
 };
 
 class Heap {
@@ -111,6 +156,17 @@ public:
     const TagTable& tagTable() const { return tags_; }
     const ProvTable& provTable() const { return prov_; }
 
+    // ---- Work (see the invariants above). False, with error() set, when the meter stopped the
+    // run: the caller abandons the operation and fails. Without a meter (no VM running: inputs,
+    // host results, tests of the runtime) work is free.
+
+    [[nodiscard]] bool work(uint64_t bytes) {
+        workBytes_ += bytes;
+        return workBytes_ < kWorkBatchBytes || spendWork();
+    }
+    // Installs (or, with nullptr, removes) the meter work() reports to.
+    void setWorkMeter(WorkMeter* meter) { meter_ = meter; }
+
     // ---- Accounting.
 
     // Charges `bytes` against the budget (R0701 when it does not fit), for memory the VM holds on
@@ -133,6 +189,9 @@ public:
     void fail(RuntimeError error);
     // fail() with R0701 for the memory budget: `needed` more bytes did not fit.
     void failMemory(size_t needed);
+    // fail() with R0701 when the system refused an allocation of `bytes` that the budget allowed
+    // (details name "system_memory", not "max_memory").
+    void failAllocation(size_t bytes);
 
 private:
     friend void destroyHeapObject(HeapObject* object);
@@ -149,6 +208,10 @@ private:
     std::unordered_map<std::string, const RecordShape*> shapeIds_;  // names joined by '\0'
     std::vector<HeapObject*> dying_;                                // objects whose count reached zero, not yet freed
     bool freeing_ = false;
+    WorkMeter* meter_ = nullptr;
+    uint64_t workBytes_ = 0;  // reported but not yet handed to the meter
+
+    bool spendWork();
 
     std::optional<TagSetId> uniteTagsSlow(TagSetId a, TagSetId b);
     std::optional<ProvId> uniteProvSlow(ProvId a, ProvId b);
@@ -158,9 +221,8 @@ private:
     Object* allocate(ValueKind kind, size_t charged);
     bool growList(ListObject& list, size_t needed);
     bool growStr(StrObject& str, size_t needed);
-    template <class Object, class Buffer>
-    bool growBuffer(Object& object, Buffer& buffer, size_t needed, size_t maxElements, size_t overflowDetail,
-                    size_t (*bufferBytes)(size_t));
+    template <class Object, class Buffer, class Traits>
+    bool growBuffer(Object& object, Buffer& buffer, size_t needed);
 };
 
 }  // namespace remit

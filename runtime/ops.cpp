@@ -6,6 +6,7 @@
 #include <bit>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <unordered_set>
 #include <vector>
 
@@ -95,6 +96,7 @@ std::optional<Value> concatenate(Heap& heap, const Value& a, const Value& b) {
 struct StringSink {
     std::string& out;
     size_t maxBytes;
+    bool frames(size_t) { return true; }
     bool put(std::string_view text) {
         if (text.size() > maxBytes - std::min(maxBytes, out.size())) {
             out.append(text.substr(0, maxBytes - std::min(maxBytes, out.size())));
@@ -111,6 +113,8 @@ struct HeapStrSink {
     Heap& heap;
     Value& str;
     std::string buffer;
+    ScratchCharge stack{heap};  // writeValueText's open containers, as deep as the value
+    bool frames(size_t open) { return open % 1024 != 0 || stack.reserve((open + 1024) * 2 * sizeof(void*)); }
     bool put(std::string_view text) {
         buffer.append(text);
         return buffer.size() < 4096 || flush();
@@ -177,11 +181,13 @@ bool writeValueText(Sink& sink, const Value& root) {
     auto open = [&](const Value& v) {
         if (v.kind() == ValueKind::List) {
             if (v.asList().items.empty()) return sink.put("[]");
+            if (!sink.frames(stack.size())) return false;
             stack.push_back(Frame{&v, 0});
             return sink.put("[");
         }
         if (v.kind() == ValueKind::Record) {
             if (v.asRecord().values.empty()) return sink.put("{}");
+            if (!sink.frames(stack.size())) return false;
             stack.push_back(Frame{&v, 0});
             return sink.put("{");
         }
@@ -220,6 +226,10 @@ bool appendStrOf(Heap& heap, Value& str, const Value& v) {
 }
 
 std::optional<Value> orderingOp(Heap& heap, const Value& a, const Value& b, std::string_view op, bool (*accept)(int)) {
+    // Strings compare byte by byte: work.
+    if (a.kind() == ValueKind::Str && b.kind() == ValueKind::Str &&
+        !heap.work(std::min(a.asStr().size(), b.asStr().size())))
+        return std::nullopt;
     std::optional<int> order = compareOrdered(a, b);
     if (!order) return unsupported(heap, op, a, b);
     return labelTop(heap, Value::boolean(accept(*order)), a, b);
@@ -298,7 +308,13 @@ std::optional<int> compareOrdered(const Value& a, const Value& b) {
     return std::nullopt;
 }
 
-bool valuesEqual(const Value& a, const Value& b) {
+namespace {
+
+// The walk of valuesEqual, with `meter(bytes)` told of its work (false stops it: nullopt) and
+// `scratch(bytes)` asked before the work list or the memo grows to `bytes` in all (false stops it
+// too).
+template <class Meter, class Scratch>
+std::optional<bool> equalWalk(const Value& a, const Value& b, Meter&& meter, Scratch&& scratch) {
     // A work list of pairs still to compare. Pairs of containers already entered are remembered
     // (once the walk is big enough for it to matter), so a DAG of shared sub-values is compared
     // once per distinct pair of objects, not once per path. Remembering a pair on entry is sound:
@@ -312,13 +328,29 @@ bool valuesEqual(const Value& a, const Value& b) {
     };
     std::unordered_set<std::pair<const HeapObject*, const HeapObject*>, PairHash> seen;
     size_t visited = 0;
+    bool stopped = false;
+    // What the work list and the memo hold, rounded up to the next 1024 entries of each, so the
+    // scratch charge is asked about once per thousand.
+    constexpr size_t kMemoEntryBytes = 64;  // the pair, its hash node and bucket
+    size_t charged = 0;
+    auto fits = [&](size_t pairs) {
+        size_t bytes = ((pairs + seen.size()) / 1024 + 1) * 1024 * (sizeof(work[0]) + kMemoEntryBytes);
+        if (bytes <= charged) return true;
+        charged = bytes;
+        return scratch(bytes);
+    };
     auto seenBefore = [&](const HeapObject* x, const HeapObject* y) {
         if (++visited < kMemoAfter) return false;
+        if (!fits(work.size() + 1)) {
+            stopped = true;
+            return true;
+        }
         return !seen.emplace(x, y).second;
     };
     while (!work.empty()) {
         auto [x, y] = work.back();
         work.pop_back();
+        if (!meter(sizeof(Value))) return std::nullopt;
         ValueKind kx = x->kind();
         ValueKind ky = y->kind();
         if (kx != ky) {
@@ -345,14 +377,21 @@ bool valuesEqual(const Value& a, const Value& b) {
                 if (x->asFloat() != y->asFloat()) return false;
                 break;
             case ValueKind::Str:
-                if (x->object() != y->object() && x->asStr() != y->asStr()) return false;
+                if (x->object() == y->object()) break;
+                if (x->asStr().size() != y->asStr().size()) return false;
+                if (!meter(x->asStr().size())) return std::nullopt;
+                if (x->asStr() != y->asStr()) return false;
                 break;
             case ValueKind::List: {
                 if (x->object() == y->object()) break;  // immutable, so equal to itself
                 const auto& xs = x->asList().items;
                 const auto& ys = y->asList().items;
                 if (xs.size() != ys.size()) return false;
-                if (seenBefore(x->object(), y->object())) break;
+                if (seenBefore(x->object(), y->object())) {
+                    if (stopped) return std::nullopt;
+                    break;
+                }
+                if (!fits(work.size() + xs.size())) return std::nullopt;
                 for (size_t i = xs.size(); i-- > 0;) work.emplace_back(&xs[i], &ys[i]);
                 break;
             }
@@ -361,11 +400,16 @@ bool valuesEqual(const Value& a, const Value& b) {
                 const RecordObject& rx = x->asRecord();
                 const RecordObject& ry = y->asRecord();
                 if (rx.values.size() != ry.values.size()) return false;
-                if (seenBefore(x->object(), y->object())) break;
+                if (seenBefore(x->object(), y->object())) {
+                    if (stopped) return std::nullopt;
+                    break;
+                }
+                if (!fits(work.size() + rx.values.size())) return std::nullopt;
                 for (size_t i = rx.values.size(); i-- > 0;) {
                     size_t j = i;
                     if (rx.shape != ry.shape) {
                         // Records compare as maps: the same field names, in any order.
+                        if (!meter(ry.values.size() * sizeof(Value))) return std::nullopt;
                         std::optional<size_t> found = ry.shape->indexOf(rx.shape->names[i]);
                         if (!found) return false;
                         j = *found;
@@ -377,6 +421,29 @@ bool valuesEqual(const Value& a, const Value& b) {
         }
     }
     return true;
+}
+
+}  // namespace
+
+bool valuesEqual(const Value& a, const Value& b) {
+    return *equalWalk(a, b, [](uint64_t) { return true; }, [](size_t) { return true; });
+}
+
+std::optional<bool> valuesEqual(Heap& heap, const Value& a, const Value& b) {
+    ScratchCharge scratch(heap);  // the work list and the memo, while they live
+    return equalWalk(
+        a, b, [&](uint64_t bytes) { return heap.work(bytes); }, [&](size_t bytes) { return scratch.reserve(bytes); });
+}
+
+std::optional<size_t> findText(Heap& heap, std::string_view text, std::string_view needle, size_t from) {
+    if (from > text.size()) return std::string_view::npos;
+    if (needle.empty()) return from;
+    const void* hit = ::memmem(text.data() + from, text.size() - from, needle.data(), needle.size());
+    size_t at = hit ? static_cast<size_t>(static_cast<const char*>(hit) - text.data()) : std::string_view::npos;
+    // The bytes looked at: up to the end of the match, or the rest of the text.
+    size_t scanned = hit ? at + needle.size() - from : text.size() - from;
+    if (!heap.work(scanned)) return std::nullopt;
+    return at;
 }
 
 bool appendValueText(std::string& out, const Value& v, size_t maxBytes) {
@@ -463,11 +530,15 @@ std::optional<Value> logicalNot(Heap& heap, const Value& a) {
 // ---- Comparison.
 
 std::optional<Value> equals(Heap& heap, const Value& a, const Value& b) {
-    return labelDeep(heap, Value::boolean(valuesEqual(a, b)), a, b);
+    std::optional<bool> equal = valuesEqual(heap, a, b);
+    if (!equal) return std::nullopt;
+    return labelDeep(heap, Value::boolean(*equal), a, b);
 }
 
 std::optional<Value> notEquals(Heap& heap, const Value& a, const Value& b) {
-    return labelDeep(heap, Value::boolean(!valuesEqual(a, b)), a, b);
+    std::optional<bool> equal = valuesEqual(heap, a, b);
+    if (!equal) return std::nullopt;
+    return labelDeep(heap, Value::boolean(!*equal), a, b);
 }
 
 std::optional<Value> lessThan(Heap& heap, const Value& a, const Value& b) {
@@ -487,13 +558,17 @@ std::optional<Value> memberOf(Heap& heap, const Value& item, const Value& contai
     bool found = false;
     if (container.kind() == ValueKind::List) {
         for (const Value& element : container.asList().items) {
-            if (valuesEqual(item, element)) {
+            std::optional<bool> equal = valuesEqual(heap, item, element);
+            if (!equal) return std::nullopt;
+            if (*equal) {
                 found = true;
                 break;
             }
         }
     } else if (container.kind() == ValueKind::Str && item.kind() == ValueKind::Str) {
-        found = container.asStr().find(item.asStr()) != std::string_view::npos;
+        std::optional<size_t> at = findText(heap, container.asStr(), item.asStr());
+        if (!at) return std::nullopt;
+        found = *at != std::string_view::npos;
     } else {
         return unsupported(heap, "in", item, container);
     }
@@ -537,6 +612,8 @@ std::optional<Value> getFieldAt(Heap& heap, const Value& record, size_t position
 std::optional<Value> getField(Heap& heap, const Value& record, std::string_view name) {
     if (record.kind() != ValueKind::Record)
         return evalError(heap, fmt::format("field access on a {}", kindName(record.kind())));
+    // A lookup by name scans the shape's names: work (GETFIELD caches the position per shape).
+    if (!heap.work(record.asRecord().values.size() * sizeof(Value))) return std::nullopt;
     std::optional<size_t> position = record.asRecord().shape->indexOf(name);
     if (!position) {
         return evalError(heap, fmt::format("record has no field '{}'", name), nlohmann::ordered_json{{"field", name}});

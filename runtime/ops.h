@@ -79,6 +79,14 @@ std::string valueText(const Value& v);
 // and memoised on object pairs, so deep or heavily shared values compare without deep recursion
 // or exponential time.
 bool valuesEqual(const Value& a, const Value& b);
+// The same, reporting its work to heap.work() (a pair compared counts sizeof(Value) bytes, a
+// string its length, a field looked up by name its record's size): nullopt when a run limit
+// stopped it, with the reason in heap.error(). The memo it keeps is charged while it lives.
+std::optional<bool> valuesEqual(Heap& heap, const Value& a, const Value& b);
+// Where `needle` first occurs in `text` at or after `from` (npos if nowhere), in time linear in
+// the bytes searched (glibc's memmem; std::string_view::find is quadratic in the worst case), with
+// those bytes reported to heap.work(). nullopt when a run limit stopped it.
+std::optional<size_t> findText(Heap& heap, std::string_view text, std::string_view needle, size_t from = 0);
 // -1, 0 or 1 for number/number or Str/Str; nullopt for anything else.
 std::optional<int> compareOrdered(const Value& a, const Value& b);
 // Exact comparison of an Int with a finite Float: -1, 0 or 1.

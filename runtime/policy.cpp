@@ -14,6 +14,7 @@
 #include <toml++/toml.h>
 
 #include "runtime/hash.h"
+#include "runtime/heap.h"
 
 namespace remit {
 
@@ -57,6 +58,118 @@ std::string joinNames(std::span<const std::string_view> names) {
         out += name;
     }
     return out;
+}
+
+// The deepest nesting a policy can ask toml++ to build. Each dotted-key part, header part, array
+// and inline table is one more level, and toml++ frees its tables recursively, so a key of 150,000
+// parts (300 KB) overflowed the stack of `check`, `run` and a whole `mcp --http` server. A real
+// policy needs four levels ([grant."r".arg_prefix] path = [...]).
+constexpr size_t kMaxTomlNesting = 32;
+
+struct TomlTooDeep {
+    uint32_t line, col;
+};
+
+// Finds where `text` first nests deeper than kMaxTomlNesting, without parsing it: a linear scan
+// that knows TOML's strings, comments, headers, keys and values well enough to count levels
+// (dots between key parts, never inside strings or values such as 0.75). Keys, headers and
+// inline tables are one line each in TOML 1.0; multi-line strings and arrays are followed across
+// lines. For text that is not valid TOML the count is still an upper bound of what a parser that
+// accepted it would build.
+std::optional<TomlTooDeep> tomlTooDeep(std::string_view text) {
+    enum class Mode { Key, Header, Value, Rest };
+    struct Frame {
+        bool inlineTable;
+        size_t depth;  // the level of what this array or inline table contains
+    };
+    std::vector<Frame> frames;
+    Mode mode = Mode::Key;
+    size_t headerDepth = 0;  // levels of the last [header]
+    size_t parts = 0;        // key or header parts so far (0: nothing seen yet)
+    size_t valueDepth = 0;   // the level a value at this point would be built at
+    uint32_t line = 1;
+    size_t lineStart = 0;
+    auto base = [&] { return frames.empty() ? headerDepth : frames.back().depth; };
+    auto at = [&](size_t i) {
+        return TomlTooDeep{line, static_cast<uint32_t>(codePointCount(text.substr(lineStart, i - lineStart)) + 1)};
+    };
+    for (size_t i = 0; i < text.size(); ++i) {
+        char c = text[i];
+        if (c == '\n') {
+            ++line;
+            lineStart = i + 1;
+            if (frames.empty()) mode = Mode::Key, parts = 0;  // the next expression
+            continue;
+        }
+        if (c == '#') {  // a comment runs to the end of the line
+            while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+            continue;
+        }
+        if (c == '"' || c == '\'') {
+            // A string, as a quoted key part or a value: skip to its end (a one-line string also
+            // ends at the newline, which is then seen above).
+            std::string_view quote = text.substr(i, 3) == std::string(3, c) ? text.substr(i, 3) : text.substr(i, 1);
+            size_t j = i + quote.size();
+            while (j < text.size() && text.substr(j, quote.size()) != quote) {
+                if (text[j] == '\n') {
+                    if (quote.size() == 1) break;
+                    ++line;
+                    lineStart = j + 1;
+                }
+                j += c == '"' && text[j] == '\\' ? 2 : 1;
+            }
+            i = j < text.size() && text[j] == '\n' ? j - 1 : std::min(text.size(), j + quote.size()) - 1;
+            if (mode == Mode::Key || mode == Mode::Header) parts = std::max<size_t>(parts, 1);
+            continue;
+        }
+        if (c == ' ' || c == '\t' || c == '\r') continue;
+        switch (mode) {
+            case Mode::Key:
+                if (c == '[' && frames.empty() && parts == 0) {
+                    mode = Mode::Header;
+                    if (i + 1 < text.size() && text[i + 1] == '[') ++i;  // [[array of tables]]
+                } else if (c == '.') {
+                    if (base() + ++parts > kMaxTomlNesting) return at(i);
+                } else if (c == '=') {
+                    valueDepth = base() + std::max<size_t>(parts, 1);
+                    if (valueDepth > kMaxTomlNesting) return at(i);
+                    mode = Mode::Value;
+                } else if (c == '}' && !frames.empty() && frames.back().inlineTable) {
+                    frames.pop_back();  // an empty inline table, or one after a trailing comma
+                    mode = Mode::Value;
+                    valueDepth = base();
+                } else {
+                    parts = std::max<size_t>(parts, 1);
+                }
+                break;
+            case Mode::Header:
+                if (c == '.') {
+                    if (++parts > kMaxTomlNesting) return at(i);
+                } else if (c == ']') {
+                    headerDepth = std::max<size_t>(parts, 1);
+                    mode = Mode::Rest;
+                } else {
+                    parts = std::max<size_t>(parts, 1);
+                }
+                break;
+            case Mode::Value:
+                if (c == '[' || c == '{') {
+                    if (valueDepth + 1 > kMaxTomlNesting) return at(i);
+                    frames.push_back(Frame{c == '{', ++valueDepth});
+                    if (c == '{') mode = Mode::Key, parts = 0;
+                } else if ((c == ']' || c == '}') && !frames.empty()) {
+                    frames.pop_back();
+                    valueDepth = base();
+                } else if (c == ',' && !frames.empty()) {
+                    if (frames.back().inlineTable) mode = Mode::Key, parts = 0;
+                    valueDepth = base();
+                }
+                break;
+            case Mode::Rest:
+                break;  // after a header only a comment may follow
+        }
+    }
+    return std::nullopt;
 }
 
 Span spanOf(const toml::source_region& region) {
@@ -243,6 +356,14 @@ private:
                 error(spanOf(v.source()),
                       fmt::format("{} in [limits] must be a positive integer, got {}", name, describe(v)),
                       fmt::format("e.g. {}; leave it out for the default", example));
+                continue;
+            }
+            if (name == "max_memory" && static_cast<uint64_t>(integer->get()) > kMaxMemoryBudget) {
+                // The heap cannot account more; clamping quietly would report the wrong limit.
+                error(spanOf(v.source()),
+                      fmt::format("max_memory in [limits] is {} bytes, more than the {} bytes (32 GiB) a run can have",
+                                  integer->get(), kMaxMemoryBudget),
+                      "lower it to at most 34359738368");
                 continue;
             }
             *target = integer->get();
@@ -485,6 +606,14 @@ Policy Policy::allowAllPolicy() {
 std::optional<Policy> parsePolicy(const std::string& file, std::string_view text, DiagnosticList& diags) {
     std::vector<Diagnostic> found;
     PolicyParser parser(file, found);
+    if (std::optional<TomlTooDeep> deep = tomlTooDeep(text)) {
+        // Before toml++ sees it: it would build (and recursively free) one table per level.
+        parser.error(Span{deep->line, deep->col, deep->line, deep->col + 1},
+                     fmt::format("policy nests keys, tables or arrays more than {} levels deep", kMaxTomlNesting),
+                     "a policy needs at most four levels, as in [grant.\"repo.edit\".arg_prefix]");
+        addSorted(std::move(found), diags);
+        return std::nullopt;
+    }
     toml::table root;
     try {
         root = toml::parse(text);

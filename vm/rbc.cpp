@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include "runtime/hash.h"
 #include "vm/verifier.h"
 
 namespace remit {
@@ -48,6 +49,9 @@ constexpr uint32_t kMaxSections = 64;  // a longer table is rejected before it i
 class Writer {
 public:
     std::string out;
+    // Writing what the program hash covers rather than the file: the fields that only say where
+    // things came from (the source file name, spans) are left out (programHashOf).
+    bool forHash = false;
 
     void u8(uint8_t v) { out += static_cast<char>(v); }
     void u16(uint16_t v) { le(v, 2); }
@@ -224,7 +228,7 @@ private:
 
 void writeMeta(Writer& w, const Module& m) {
     w.str(m.programName);
-    w.str(m.sourceFile);
+    if (!w.forHash) w.str(m.sourceFile);
     w.optF64(m.budgetUsd);
     w.u32(m.entry);
 }
@@ -387,7 +391,7 @@ void writeSites(Writer& w, const Module& m) {
         w.flag(s.hasFallback);
         w.u32(s.askType);
         w.u32(s.function);
-        w.span(s.span);
+        if (!w.forHash) w.span(s.span);
     }
 }
 void readSites(Reader& r, Module& m) {
@@ -436,7 +440,7 @@ void writeTests(Writer& w, const Module& m) {
         w.str(t.name);
         w.optStr(t.fixtures);
         w.u32(t.function);
-        w.span(t.span);
+        if (!w.forHash) w.span(t.span);
     }
 }
 void readTests(Reader& r, Module& m) {
@@ -461,18 +465,19 @@ struct SectionSpec {
     const char* name;
     void (*write)(Writer&, const Module&);
     void (*read)(Reader&, Module&);
+    bool hashed;  // part of what the program hash covers (docs/bytecode.md, "The program hash")
 };
 constexpr SectionSpec kSections[] = {
-    {"meta", writeMeta, readMeta},
-    {"constants", writeConstants, readConstants},
-    {"shapes", writeShapes, readShapes},
-    {"types", writeTypes, readTypes},
-    {"functions", writeFunctions, readFunctions},
-    {"debug", writeDebug, readDebug},
-    {"sites", writeSites, readSites},
-    {"agents", writeAgents, readAgents},
-    {"tests", writeTests, readTests},
-    {"manifest", writeManifest, readManifest},
+    {"meta", writeMeta, readMeta, true},
+    {"constants", writeConstants, readConstants, true},
+    {"shapes", writeShapes, readShapes, true},
+    {"types", writeTypes, readTypes, true},
+    {"functions", writeFunctions, readFunctions, true},
+    {"debug", writeDebug, readDebug, false},
+    {"sites", writeSites, readSites, true},
+    {"agents", writeAgents, readAgents, true},
+    {"tests", writeTests, readTests, true},
+    {"manifest", writeManifest, readManifest, false},
 };
 static_assert(std::size(kSections) == kSectionCount);
 
@@ -571,6 +576,25 @@ std::string readLayout(std::string_view bytes, Module& m, std::array<SectionEntr
 
 }  // namespace
 
+std::string programHashOf(const Module& module) {
+    // Each hashed section as the file encodes it (less the source file name and spans), preceded
+    // by its length, after a version tag: bump the tag whenever what is covered changes.
+    std::string covered = "remit-module-hash-v1\n";
+    for (const SectionSpec& section : kSections) {
+        if (!section.hashed) continue;
+        Writer w;
+        w.forHash = true;
+        section.write(w, module);
+        Writer length;
+        length.u64(w.out.size());
+        covered += length.out;
+        covered += w.out;
+    }
+    return sha256Hex(covered);
+}
+
+void sealProgramHash(Module& module) { module.programHash = programHashOf(module); }
+
 std::string writeRbc(const Module& module) {
     std::array<std::string, kSectionCount> bodies;
     for (uint32_t i = 0; i < kSectionCount; ++i) {
@@ -603,6 +627,23 @@ void resealRbc(std::string& bytes) {
     putLE(bytes, kRbcChecksumOffset, checksumOf(bytes), 8);
 }
 
+void resealRbcWithProgramHash(std::string& bytes) {
+    resealRbc(bytes);
+    // Parse without verifying: the hash covers fields, whatever they hold.
+    auto module = std::make_unique<Module>();
+    std::array<SectionEntry, kSectionCount> sections{};
+    if (!readLayout(bytes, *module, sections).empty()) return;
+    for (const SectionEntry& s : sections) {
+        Reader r(bytes, s.offset, s.size, sectionName(s.id));
+        kSections[s.id - 1].read(r, *module);
+        r.finish();
+        if (!r.ok()) return;
+    }
+    std::string hash = programHashOf(*module);
+    std::copy(hash.begin(), hash.end(), bytes.begin() + kProgramHashOffset);
+    resealRbc(bytes);
+}
+
 RbcLoadResult loadRbc(std::string_view bytes) {
     RbcLoadResult result;
     auto module = std::make_unique<Module>();
@@ -619,7 +660,18 @@ RbcLoadResult loadRbc(std::string_view bytes) {
         }
     }
     result.error = verifyModule(*module);
-    if (result.error.empty()) result.module = std::move(module);
+    if (!result.error.empty()) return result;
+    // The header's program hash is a claim; what binds approvals, resumes and traces is the hash
+    // of what was just verified. They must agree, or a file could borrow another program's
+    // approvals by copying its hash (and the file would not be canonical).
+    if (std::string computed = programHashOf(*module); computed != module->programHash) {
+        result.error = fmt::format(
+            "program hash: the header says {} but the module's content hashes to {} (the file was changed "
+            "after it was built)",
+            module->programHash, computed);
+        return result;
+    }
+    result.module = std::move(module);
     return result;
 }
 

@@ -21,7 +21,7 @@
 
 namespace remit {
 
-constexpr uint32_t kRbcVersion = 2;
+constexpr uint32_t kRbcVersion = 3;
 
 // The fixed header: magic (8), version (4), flags (4), checksum (8), program hash (64), host hash
 // (64), section count (4). The checksum is XXH3_64bits of every byte after the checksum field.
@@ -45,10 +45,23 @@ struct RbcLoadResult {
 // section and element, or the function and instruction index).
 [[nodiscard]] RbcLoadResult loadRbc(std::string_view bytes);
 
+// The program hash of a module: SHA-256 over everything it runs — every section but the debug
+// spans and the manifest, less the source file name and site and test spans — so it is the same
+// for every build of the same code (also after `remitc fmt` or a comment), and any change of
+// behaviour changes it. This, not a header field, is what binds approvals, resumes and traces:
+// loadRbc refuses a file whose header disagrees, and buildProgram seals what it generates.
+// docs/bytecode.md, "The program hash", lists exactly what is covered.
+std::string programHashOf(const Module& module);
+// Sets module.programHash = programHashOf(module).
+void sealProgramHash(Module& module);
+
 // Recomputes the checksum of `bytes` in place (when it is at least kRbcChecksumEnd bytes long).
 // For tests and the fuzzer, which edit files on purpose and want the parser, not the checksum,
 // to judge the edit.
 void resealRbc(std::string& bytes);
+// Also rewrites the header's program hash to the hash of the sections as they parse (when they
+// do), then the checksum: an edit then reaches the verifier and the VM, not the hash check.
+void resealRbcWithProgramHash(std::string& bytes);
 
 // Builds TypeRefs for module.types in `arena`, index for index. Entries refer only to earlier
 // entries (the verifier guarantees it), so one pass in order suffices. Defined in vm/module.cpp.

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/builtins.h"
+#include "runtime/json_text.h"
 
 namespace remit {
 
@@ -130,10 +131,13 @@ private:
             return fmt::format("budget: {} is not a finite amount of at least 0", *m_.budgetUsd);
         if (m_.entry != kNoType && m_.entry >= m_.functions.size())
             return fmt::format("entry: function {} does not exist ({} functions)", m_.entry, m_.functions.size());
-        // accept() parses without building a tree, so a deeply nested manifest costs no recursion.
+        // accept() parses without building a tree; the nesting bound protects the tools that do
+        // build one from it and print or copy it recursively (`remitc manifest`, `run`).
         size_t start = m_.manifestJson.find_first_not_of(" \t\r\n");
         if (start == std::string::npos || m_.manifestJson[start] != '{' || !nlohmann::json::accept(m_.manifestJson))
             return "manifest: not a JSON object";
+        if (jsonNestsDeeperThan(m_.manifestJson, kMaxJsonNesting))
+            return fmt::format("manifest: nested deeper than {} levels", kMaxJsonNesting);
         return {};
     }
 

@@ -6,9 +6,13 @@
 //
 // Budgets are charged where control can repeat: a back-edge (FORLOOP, or any backward jump a
 // forged file might contain) charges the length of the code it jumps back over, and a call charges
-// the callee's length, so `steps` is an upper bound on the instructions executed. The wall clock
-// and the abort flag are read every kCheckInterval charges, so an abort takes effect within a
-// bounded amount of work.
+// the callee's length, so `steps` is an upper bound on the instructions executed. Work inside an
+// instruction that grows with its data — copying, scanning, building text in the heap, the
+// builtins and the generic operations — is charged too, one step per kWorkBytesPerStep bytes
+// (runtime/heap.h `work`), through the WorkMeter this run installs while it executes. The wall
+// clock and the abort flag are read whenever kCheckSteps more steps have been charged, and at
+// every batch of work, so time is checked by elapsed work: an abort or the wall limit takes effect
+// within a bounded amount of it, however the work is spread over instructions.
 //
 // Labels: every value carries tags and provenance; the current control tags (the pc) are a
 // TagSetId in the loop, saved in a register by PCENTER and restored by PCLEAVE, inherited by
@@ -43,7 +47,9 @@ uint32_t LoadedProgram::findFunction(std::string_view name) const {
 
 namespace {
 
-constexpr uint32_t kCheckInterval = 1024;  // charges between wall-clock and abort checks
+// Steps between readings of the wall clock and the abort flag: a few tens of microseconds of
+// instructions (reading the clock costs about 20 ns).
+constexpr int64_t kCheckSteps = 1 << 14;
 
 struct Frame {
     uint32_t function;
@@ -81,7 +87,7 @@ struct FieldCache {
 
 }  // namespace
 
-struct Run::Impl {
+struct Run::Impl final : WorkMeter {
     std::shared_ptr<const LoadedProgram> program;
     const Module& module;
     VmLimits limits;
@@ -91,6 +97,7 @@ struct Run::Impl {
     FrameStack frames;
     std::vector<size_t> cacheOffset;  // per function: its first entry in fieldCache
     std::vector<FieldCache> fieldCache;
+    std::vector<const RecordShape*> shapes;  // module.shapes, interned in the heap
 
     RunStatus status = RunStatus::NotStarted;
     HostCall call;
@@ -105,14 +112,15 @@ struct Run::Impl {
 
     int64_t stepsLeft;
     uint64_t stepsCharged = 0;
-    uint32_t untilCheck = kCheckInterval;
+    int64_t checkAt;  // the limits are checked once stepsLeft is at or below this
     std::chrono::nanoseconds vmTime{0};
     std::chrono::steady_clock::time_point sliceStart;
     std::atomic<bool> abortRequested{false};
 
     Impl(std::shared_ptr<const LoadedProgram> p, VmLimits l)
         : program(std::move(p)), module(program->module()), limits(l), heap(l.maxMemory),
-          stepsLeft(static_cast<int64_t>(std::min<uint64_t>(l.maxSteps, INT64_MAX))) {}
+          stepsLeft(static_cast<int64_t>(std::min<uint64_t>(l.maxSteps, INT64_MAX))),
+          checkAt(std::max<int64_t>(stepsLeft - kCheckSteps, -1)) {}
 
     ~Impl() {
         // Values before the heap that owns their objects.
@@ -131,14 +139,22 @@ struct Run::Impl {
         return fail(std::move(error), f.function, pc);
     }
     // Charges `steps`; false (with heap's error set) when a limit is reached. The clock and the
-    // abort flag are read on every kCheckInterval-th charge only.
+    // abort flag are read only once kCheckSteps more have been charged (checkAt is never below
+    // -1, so the step limit itself is checked exactly).
     REMIT_ALWAYS_INLINE bool charge(uint64_t steps) {
         stepsLeft -= static_cast<int64_t>(steps);
         stepsCharged += steps;
-        if (stepsLeft >= 0 && --untilCheck != 0) return true;
+        if (stepsLeft > checkAt) return true;
         return checkLimits();
     }
     bool checkLimits();
+    // WorkMeter: a batch of the heap's work, while execute() runs. It checks every limit at once,
+    // so a long operation is stopped between batches.
+    bool spendSteps(uint64_t steps) override {
+        stepsLeft -= static_cast<int64_t>(std::min<uint64_t>(steps, INT64_MAX / 2));
+        stepsCharged += steps;
+        return checkLimits();
+    }
     RunStatus completed(Value v, uint32_t function);
     RunStatus stopAtHostCall(uint32_t siteIndex, Value* window);
 };
@@ -156,6 +172,9 @@ bool Run::Impl::prepare() {
         fieldCache.resize(fieldCache.size() + f.code.size());
     }
     frames.reserve(module.functions.size() + 1);
+    shapes.reserve(module.shapes.size());
+    for (const std::vector<std::string>& names : module.shapes)
+        shapes.push_back(heap.recordShape(std::span<const std::string>(names)));
     constants.reserve(module.constants.size());
     for (const Constant& k : module.constants) {
         switch (k.kind) {
@@ -217,8 +236,7 @@ bool Run::Impl::checkLimits() {
                                {{"limit", "steps"}, {"value", limits.maxSteps}}});
         return false;
     }
-    if (untilCheck != 0) return true;
-    untilCheck = kCheckInterval;
+    checkAt = std::max<int64_t>(stepsLeft - kCheckSteps, -1);
     if (abortRequested.load(std::memory_order_relaxed)) {
         heap.fail(RuntimeError{DiagCode::R0702, "the run was aborted by the host", {}});
         return false;
@@ -258,6 +276,9 @@ static bool isExactDouble(const Value& x) {
     return x.kind() == ValueKind::Float || (x.kind() == ValueKind::Int && x.asInt() >= -kExact && x.asInt() <= kExact);
 }
 
+// Strings up to this long are compared in the fast path without charging their work.
+constexpr size_t kFlatCompareBytes = 256;
+
 // Equality of two unlabelled scalars or strings of the same kind: 1 or 0; -1 when the generic
 // (structural, labelling) comparison is needed. Forced inline: GCC stopped inlining it into the
 // dispatch loop once five handlers used it, and the call was 15% of a string `match`.
@@ -270,7 +291,10 @@ REMIT_ALWAYS_INLINE static int flatEqual(const Value& x, const Value& y) {
             // Strings that came from the same constant share one object.
             if (x.object() == y.object()) return 1;
             std::string_view a = x.asStr(), b = y.asStr();
-            return a.size() == b.size() && (a.empty() || (a[0] == b[0] && std::memcmp(a.data(), b.data(), a.size()) == 0));
+            if (a.size() != b.size()) return 0;
+            // A long comparison is work the generic path charges (valuesEqual with the heap).
+            if (a.size() > kFlatCompareBytes) return -1;
+            return a.empty() || (a[0] == b[0] && std::memcmp(a.data(), b.data(), a.size()) == 0);
         }
         case ValueKind::Unit: return 1;
         default: return -1;  // Float (-0.0, and 1 == 1.0 across kinds) and containers: the generic path
@@ -290,9 +314,15 @@ static RuntimeError malformed(std::string_view what) {
 #endif
 RunStatus Run::Impl::execute() {
     sliceStart = std::chrono::steady_clock::now();
+    // The heap's work is charged to this run only while it executes: converting inputs and host
+    // results happens outside the VM's time.
+    heap.setWorkMeter(this);
     struct SliceTimer {
         Impl& run;
-        ~SliceTimer() { run.vmTime += std::chrono::steady_clock::now() - run.sliceStart; }
+        ~SliceTimer() {
+            run.heap.setWorkMeter(nullptr);
+            run.vmTime += std::chrono::steady_clock::now() - run.sliceStart;
+        }
     } timer{*this};
 
     const Function* fn = &module.functions[frames.back().function];
@@ -574,7 +604,11 @@ dispatch:
         const Value& x = R[INS.a];
         const Value& k = constants[INS.b];
         int eq = flatEqual(x, k);
-        if (eq < 0) eq = valuesEqual(x, k) ? 1 : 0;
+        if (eq < 0) {
+            std::optional<bool> equal = valuesEqual(heap, x, k);  // charges its work
+            if (!equal) FAIL_HEAP();
+            eq = *equal ? 1 : 0;
+        }
         if (eq == 0) ip += INS.c;
         DISPATCH();
     }
@@ -636,11 +670,11 @@ dispatch:
         DISPATCH();
     }
     CASE(NEWRECORD) {
-        const std::vector<std::string>& names = module.shapes[INS.c];
-        const RecordShape* shape = heap.recordShape(std::span<const std::string>(names));
+        // The module's shapes were interned once in prepare(): no per-record lookup by names.
+        const RecordShape* shape = shapes[INS.c];
         Value* w = R + INS.b;
-        SET_FROM(R[INS.a], heap.makeRecord(shape, std::span<const Value>(w, names.size())));
-        for (size_t k = 0; k < names.size(); ++k) w[k] = Value();
+        SET_FROM(R[INS.a], heap.makeRecord(shape, std::span<const Value>(w, shape->names.size())));
+        for (size_t k = 0; k < shape->names.size(); ++k) w[k] = Value();
         DISPATCH();
     }
     CASE(INTERP) {
@@ -881,6 +915,7 @@ RunStatus Run::start(uint32_t function, std::vector<Value> args) {
     for (size_t k = 0; k < args.size(); ++k) r.stack[k] = std::move(args[k]);
     r.pc = 0;
     r.pcTags = kNoTags;
+    r.sliceStart = std::chrono::steady_clock::now();  // a long entry function reads the clock here
     if (!r.charge(fn.code.size())) return r.fail(r.heap.takeError(), function, 0);
     return r.execute();
 }

@@ -191,8 +191,8 @@ def test_fixture_problems_fail_one_test_only():
         expect(r.code == 1 and lines[-1] == "2 passed, 2 failed", "exit 1, the other tests run", r)
         expect(lines[3] == "  FAIL  gone: sub/p.rmt:16:1: fixtures file sub/fixtures/gone.json does not exist",
                "a missing fixture names the file, relative to the program's directory", r)
-        expect(lines[4] == "  FAIL  bad json: sub/p.rmt:20:1: sub/fixtures/bad.json is not valid JSON",
-               "malformed JSON names the file", r)
+        expect(lines[4] == "  FAIL  bad json: sub/p.rmt:20:1: invalid JSON in sub/fixtures/bad.json at line 1, column 4",
+               "malformed JSON names the file and where it breaks", r)
 
 
 def test_many_tests_are_fast():

@@ -1,23 +1,29 @@
-// libFuzzer harness for the .rbc loader and verifier (vm/rbc.h, vm/verifier.h) and the
-// disassembler (vm/disasm.h): the path every artifact takes before the VM runs it, so it must
-// survive any bytes without crashing, hanging, leaking or allocating without bound.
+// libFuzzer harness for the .rbc loader and verifier (vm/rbc.h, vm/verifier.h), the
+// disassembler (vm/disasm.h) and the VM (vm/vm.cpp): the path every artifact takes, so it must
+// survive any bytes without crashing, hanging, leaking, reading out of bounds or allocating
+// without bound.
 //
 // The input is a .rbc file. It is loaded as it is, which almost always stops at the checksum; so
-// it is also loaded with its checksum recomputed, which lets the fuzzer explore the section table,
-// the parser and the verifier. When that copy loads, the harness checks two promises and traps
-// if one breaks:
+// it is also loaded with its checksum and program hash recomputed, which lets the fuzzer explore
+// the section table, the parser and the verifier. When that copy loads, the harness checks two
+// promises and traps if one breaks:
 //   - a load gives exactly one of a module and a one-line error;
 //   - the encoding is canonical: writeRbc of the loaded module gives back exactly the bytes loaded.
-// It also disassembles the module (with and without source text) and materialises its types.
+// It also disassembles the module (with and without source text), materialises its types, and
+// runs it: main and every test function, under small limits, with every host call refused as a
+// deny-all broker would (tests/fuzz/run_module.h). A module the verifier accepts must run safely.
 //
 // Seeds: tests/fuzz/corpus/rbc (written by tests/unit/test_rbc.cpp). Build and run:
-// `scripts/fuzz rbc SECONDS`. Replay: build/fuzz/tests/fuzz/fuzz_rbc_replay FILE...
+// `scripts/fuzz rbc SECONDS`. Replay: build/fuzz/tests/fuzz/fuzz_rbc_replay FILE...; the
+// regressions it found are tests/fuzz/regressions/rbc-*, replayed by tests/unit/test_rbc.cpp.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 
+#include "remit/remit.h"
 #include "runtime/types.h"
+#include "tests/fuzz/run_module.h"
 #include "vm/disasm.h"
 #include "vm/rbc.h"
 
@@ -37,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     RbcLoadResult asIs = loadRbc(bytes);
     if ((asIs.module == nullptr) == asIs.error.empty()) broken("not exactly one of module and error", bytes);
 
-    resealRbc(bytes);
+    resealRbcWithProgramHash(bytes);
     RbcLoadResult result = loadRbc(bytes);
     if (!result.module) {
         if (result.error.empty() || result.error.find('\n') != std::string::npos)
@@ -53,5 +59,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     TypeArena arena;
     sink = sink + materializeTypes(module, arena).size();
     (void)sink;
+
+    auto program = std::make_shared<const LoadedProgram>(std::move(result.module));
+    fuzz::runEveryEntry(program);
     return 0;
 }

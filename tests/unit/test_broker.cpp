@@ -236,6 +236,7 @@ TEST_CASE("broker: an agent's max_calls holds even in a doctored artifact (R0402
     Module doctored = program->module();
     REQUIRE(doctored.agents.size() == 1);
     doctored.agents[0].maxCalls = 1;
+    sealProgramHash(doctored);  // a forger recomputes the content hash too
     LoadOutcome loaded = loadProgram(writeRbc(doctored));
     INFO(loaded.error);
     REQUIRE(loaded.program);

@@ -274,6 +274,26 @@ TEST_CASE("policy: wrong value types are E0504 at the value") {
     d = onlyError("[limits]\nmax_memory = \"256MB\"\n");
     CHECK(d.message == "max_memory in [limits] must be a positive integer, got \"256MB\"");
     checkSpan(d.span, 2, 14, 2, 21);
+
+    // More than the heap can account: refused, not clamped (a clamp made R0701 quote a limit the
+    // user never set).
+    d = onlyError("[limits]\nmax_memory = 40_000_000_000\n");
+    CHECK(d.message == "max_memory in [limits] is 40000000000 bytes, more than the 34359738368 bytes (32 GiB) a run can have");
+    checkSpan(d.span, 2, 14, 2, 28);
+}
+
+TEST_CASE("policy: numbers that overflow to infinity are E0504 where they are written") {
+    // A policy number is never taken as infinity (or, worse, as 0): toml++ refuses an exponent
+    // that overflows and a literal of more than 126 characters, and an explicit `inf` is refused
+    // by each key's own check above.
+    Diagnostic d = onlyError("[budget]\nmax_usd = 1e309\n");
+    CHECK(d.message == "policy is not valid TOML: error while parsing floating-point: '1e309' could not be interpreted as a value");
+    CHECK(d.span.line == 2);
+    d = onlyError("[budget]\nmax_usd = " + std::string(400, '9') + ".0\n");
+    CHECK(d.message.find("numeric value too long") != std::string::npos);
+    checkSpan(d.span, 2, 11, 2, 12);
+    d = onlyError("[grant.llm]\narg_max = { n = -inf }\n");
+    CHECK(d.message == "arg_max.n in [grant.llm] must be a finite number, got -inf");
 }
 
 TEST_CASE("policy: [flows] strict chooses strict flows") {
@@ -453,4 +473,42 @@ TEST_CASE("policy: allow-all grants everything without limits") {
     DiagnosticList diags;
     checkPolicyAgainstHost(policy, {}, diags);
     CHECK(diags.items().empty());
+}
+
+TEST_CASE("policy: nesting is bounded before toml++ builds anything") {
+    // 150,000 dotted-key parts (300 KB) overflowed the stack when toml++ freed its tables.
+    auto dotted = [](size_t parts) {
+        std::string key = "a";
+        for (size_t i = 1; i < parts; ++i) key += ".a";
+        return key;
+    };
+    const char* kMessage = "policy nests keys, tables or arrays more than 32 levels deep";
+    Diagnostic d = onlyError("[grant.llm]\n" + dotted(150'000) + " = 1\n");
+    CHECK(d.code == DiagCode::E0504);
+    CHECK(d.message == kMessage);
+    // [grant.llm] is two levels, so the key's 30th dot (column 60) starts the 33rd level.
+    checkSpan(d.span, 2, 60, 2, 61);
+    d = onlyError("[" + dotted(150'000) + "]\n");
+    CHECK(d.message == kMessage);
+    checkSpan(d.span, 1, 65, 1, 66);  // the 32nd dot
+    d = onlyError("[grant.llm]\narg_one_of = { x = " + std::string(100'000, '[') + " }\n");
+    CHECK(d.message == kMessage);
+    d = onlyError("x = {" + dotted(100) + " = 1}\n");
+    CHECK(d.message == kMessage);
+    d = onlyError("[[" + dotted(40) + "]]\n");
+    CHECK(d.message == kMessage);
+
+    // Dots in strings, quoted keys, comments and values are no levels; nor are many keys.
+    std::string wide = "[grant.\"a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t.u.v.w.x.y.z.0.1.2.3.4.5.6.7.8.9\"]\n"
+                       "# a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t.u.v.w.x.y.z.0.1.2.3.4.5.6.7.8.9\n"
+                       "arg_prefix = { path = [\"a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t.u.v.w.x.y.z.0.1.2.3.4\", "
+                       "'''x.y.z\n.a.b.c.[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[''']}\n"
+                       "arg_max = { n = 1.5 }\n"
+                       "[budget]\nmax_usd = 0.7500000000000000000000000000000000000000000000000000001\n";
+    Parsed ok = parse(wide);
+    CHECK(ok.diags.items().empty());
+    REQUIRE(ok.policy);
+    CHECK(ok.policy->grants.count("a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t.u.v.w.x.y.z.0.1.2.3.4.5.6.7.8.9") == 1);
+    Parsed proto = parse(kPrototypePolicy);
+    CHECK(proto.diags.items().empty());
 }

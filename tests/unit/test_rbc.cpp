@@ -22,7 +22,9 @@
 
 #include <fmt/format.h>
 
+#include "remit/remit.h"
 #include "runtime/builtins.h"
+#include "tests/fuzz/run_module.h"
 #include "vm/disasm.h"
 #include "vm/rbc.h"
 #include "vm/verifier.h"
@@ -58,6 +60,13 @@ Function function(std::string name, std::vector<std::string> params, std::vector
     return f;
 }
 
+// The module with its program hash computed from its content, as buildProgram leaves it and as
+// loadRbc requires of a file (a module edited after sealing must be sealed again to load).
+Module sealed(Module m) {
+    sealProgramHash(m);
+    return m;
+}
+
 Module emptyModule(std::string name) {
     Module m;
     m.programName = std::move(name);
@@ -73,7 +82,7 @@ Module minimalModule() {
     Module m = emptyModule("minimal");
     m.functions.push_back(function("main", {}, {}, kNoType, 0, {abc(Op::RETUNIT)}, {1}));
     m.entry = 0;
-    return m;
+    return sealed(std::move(m));
 }
 
 const char* const kSampleSource =
@@ -157,7 +166,7 @@ Module sampleModule() {
     m.tests = {{"adds", "fixtures.json", 2, {11, 1, 11, 39}}};
     m.entry = 0;
     m.manifestJson = R"({"program":"triage","budget_usd":0.5})";
-    return m;
+    return sealed(std::move(m));
 }
 
 // for x in xs if total <= x { total = total + x }: a loop with a back-edge, CLAMPK, a fused
@@ -188,7 +197,7 @@ Module loopModule() {
                                    },
                                    {2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 2, 4, 4, 4, 5}));
     m.entry = 0;
-    return m;
+    return sealed(std::move(m));
 }
 
 // a -> b -> c: the register stack is the deepest chain of frames (see the stack test).
@@ -198,7 +207,7 @@ Module chainModule() {
     m.functions.push_back(function("b", {}, {}, kNoType, 5, {abc(Op::CALL, 0, 2, 3), abc(Op::RETUNIT)}, {3, 3}));
     m.functions.push_back(function("c", {}, {}, kNoType, 6, {abc(Op::RETUNIT)}, {4}));
     m.entry = 0;
-    return m;
+    return sealed(std::move(m));
 }
 
 // ---- comparing modules field by field
@@ -395,6 +404,7 @@ TEST_CASE("rbc: awkward values survive the round trip") {
     m.types[2].max.reset();
     m.entry = kNoType;
     m.functions[0].spans[0] = {0xffffffff, 0, 7, 0xfffffffe};
+    sealProgramHash(m);
     auto loaded = loadOk(writeRbc(m));
     checkSame(m, *loaded);
 }
@@ -430,7 +440,7 @@ TEST_CASE("rbc: the encoding of one instruction and the header layout") {
     CHECK(bytes.substr(0, 8) == std::string("\x89RBC\r\n\x1a\n", 8));
     CHECK(getU32(bytes, 8) == kRbcVersion);
     CHECK(getU32(bytes, 12) == 0);
-    CHECK(bytes.substr(24, 64) == kHashA);
+    CHECK(bytes.substr(24, 64) == programHashOf(minimalModule()));
     CHECK(bytes.substr(88, 64) == kHashB);
     CHECK(getU32(bytes, 152) == 10);
     // The functions section (id 5) of `fn main() {}`: one function, its name, no parameters,
@@ -490,11 +500,11 @@ TEST_CASE("rbc: the header is checked") {
     CHECK(contains(loadError(bad), "not a .rbc file") == "not a .rbc file");
 
     bad = good;
-    putU32(bad, 8, 1);  // the version before the fused compare-and-branch opcodes
-    CHECK(contains(loadError(bad), "unsupported .rbc version 1 (this build reads version 2") ==
-          "unsupported .rbc version 1 (this build reads version 2");
-    putU32(bad, 8, 3);
-    CHECK(contains(loadError(bad), "unsupported .rbc version 3") == "unsupported .rbc version 3");
+    putU32(bad, 8, 2);  // the version whose header hash was not checked against the content
+    CHECK(contains(loadError(bad), "unsupported .rbc version 2 (this build reads version 3") ==
+          "unsupported .rbc version 2 (this build reads version 3");
+    putU32(bad, 8, 4);
+    CHECK(contains(loadError(bad), "unsupported .rbc version 4") == "unsupported .rbc version 4");
 
     bad = good;
     bad[good.size() - 3] ^= 0x20;  // inside the manifest
@@ -624,7 +634,8 @@ TEST_CASE("rbc: a flipped byte with a fresh checksum is rejected or re-encodes t
         for (unsigned char mask : {0x01, 0x10, 0x80}) {
             std::string bad = good;
             bad[i] = static_cast<char>(bad[i] ^ mask);
-            resealRbc(bad);
+            // With the program hash resealed too, the flip reaches the parser and the verifier.
+            resealRbcWithProgramHash(bad);
             RbcLoadResult r = loadRbc(bad);
             CAPTURE(i);
             if (r.module) {
@@ -692,6 +703,10 @@ std::vector<Rule> verifierRules() {
         {"manifest not JSON", [](Module& m) { m.manifestJson = "{\"a\":"; }, "manifest: not a JSON object"},
         {"manifest not an object", [](Module& m) { m.manifestJson = "[1]"; }, "manifest: not a JSON object"},
         {"manifest empty", [](Module& m) { m.manifestJson.clear(); }, "manifest: not a JSON object"},
+        // Valid JSON, but `remitc manifest` would overflow the stack printing it.
+        {"manifest nesting",
+         [](Module& m) { m.manifestJson = "{\"a\":" + std::string(200'000, '[') + std::string(200'000, ']') + "}"; },
+         "manifest: nested deeper than 256 levels"},
         {"float constant", [](Module& m) { m.constants[1].f = std::numeric_limits<double>::infinity(); },
          "constant 1: Float inf is not finite"},
         {"constant kind", [](Module& m) { m.constants[1].kind = static_cast<Constant::Kind>(9); },
@@ -1004,7 +1019,7 @@ TEST_CASE("materializeTypes: builds the checker's types index for index") {
 namespace {
 
 const char* const kSampleListing = R"(; Remit bytecode: program 'triage' from 'triage.rmt'
-; program hash  'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
+; program hash  '71dc23c2fe7cd51de62a490dbc08528eb9af67754c0f018769521d6bdb33b6a9'
 ; host hash     '0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef'
 ; budget        0.5 USD
 ; entry         fn 0 'main'
@@ -1117,4 +1132,76 @@ TEST_CASE("disasm: a loop, and hostile or unverified modules list without crashi
     CHECK(listing.find("'line\\x0abreak'") != std::string::npos);
     CHECK(listing.find("k2 \"" + std::string(40, 'y') + "\"...") != std::string::npos);
     CHECK(listing.find("\"" + std::string(100, 'y') + "\\n\"") != std::string::npos);
+}
+
+// ================================================================ the program hash
+
+TEST_CASE("rbc: the program hash is the content's, and the header must agree") {
+    const Module sample = sampleModule();
+    const std::string good = writeRbc(sample);
+    CHECK(good.substr(24, 64) == programHashOf(sample));
+
+    // Another program's hash in the header (the checksum fixed): refused, naming both.
+    const std::string other = programHashOf(minimalModule());
+    std::string forged = good;
+    std::copy(other.begin(), other.end(), forged.begin() + 24);
+    resealRbc(forged);
+    CHECK(loadError(forged) == "program hash: the header says " + other + " but the module's content hashes to " +
+                                   programHashOf(sample) + " (the file was changed after it was built)");
+    // resealRbcWithProgramHash repairs it (the tests' and the fuzzer's tool, not a loader path).
+    resealRbcWithProgramHash(forged);
+    CHECK(forged == good);
+
+    // What the hash ignores: where things came from.
+    Module m = sample;
+    m.sourceFile = "elsewhere/triage.rmt";
+    for (Function& f : m.functions)
+        for (DebugSpan& s : f.spans) s = at(s.line + 100, 9);
+    for (Site& s : m.sites) s.span = at(77, 1);
+    for (TestCase& t : m.tests) t.span = at(88, 1);
+    m.manifestJson = "{\"program\": \"reformatted\"}";
+    m.hostHash = std::string(64, 'c');
+    CHECK(programHashOf(m) == programHashOf(sample));
+
+    // What it covers: every field a run depends on.
+    const std::vector<std::pair<const char*, std::function<void(Module&)>>> changes = {
+        {"program name", [](Module& x) { x.programName = "triage2"; }},
+        {"budget", [](Module& x) { x.budgetUsd = 0.25; }},
+        {"entry", [](Module& x) { x.entry = 1; }},
+        {"a constant", [](Module& x) { x.constants[0].i = 43; }},
+        {"a shape", [](Module& x) { x.shapes[0][1] = "c"; }},
+        {"a type name", [](Module& x) { x.types[3].name = "Hat"; }},
+        {"an instruction", [](Module& x) { x.functions[1].code[0].b = 2; }},
+        {"a register count", [](Module& x) { x.functions[1].numRegs = 3; }},
+        {"a site's retry", [](Module& x) { x.sites[0].retry = 2; }},
+        {"a site's resource", [](Module& x) { x.sites[0].resource = "web.fetch"; }},
+        {"an agent's prompt", [](Module& x) { x.agents[0].system = "Be long."; }},
+        {"a test's fixtures", [](Module& x) { x.tests[0].fixtures = "other.json"; }},
+    };
+    for (const auto& change : changes) {
+        CAPTURE(change.first);
+        Module changed = sample;
+        change.second(changed);
+        CHECK(programHashOf(changed) != programHashOf(sample));
+    }
+}
+
+// ================================================================ running what loads
+
+TEST_CASE("vm: every entry of a loaded module runs under refusal, as the rbc fuzzer runs it") {
+    // tests/fuzz/run_module.h is the harness's runner: the samples (the fuzzer's seeds) run main
+    // and their test functions with every host call denied, then failing (retries, fallbacks).
+    for (const Module& m : {sampleModule(), minimalModule(), loopModule(), chainModule()}) {
+        CAPTURE(m.programName);
+        RbcLoadResult r = loadRbc(writeRbc(m));
+        REQUIRE(r.module);
+        auto program = std::make_shared<const LoadedProgram>(std::move(r.module));
+        size_t entries = (program->module().entry != kNoType ? 1 : 0) + program->module().tests.size();
+        CHECK(fuzz::runEveryEntry(program) == 2 * entries);
+    }
+    // The sample's main stops at its capability call: denied, the run fails with the denial.
+    RbcLoadResult r = loadRbc(writeRbc(sampleModule()));
+    REQUIRE(r.module);
+    auto program = std::make_shared<const LoadedProgram>(std::move(r.module));
+    CHECK(fuzz::runOne(program, program->entry(), fuzz::Refusal::Denied) == RunStatus::Failed);
 }

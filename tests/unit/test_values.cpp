@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/builtins.h"
 #include "runtime/canonical_json.h"
 #include "runtime/heap.h"
 #include "runtime/ops.h"
@@ -349,6 +350,93 @@ TEST_CASE("heap: the memory budget is enforced cleanly") {
         CHECK(failure(heap, toStr(heap, shared)).code == DiagCode::R0701);
     }
     CHECK(heap.liveObjects() == 0);
+    CHECK(heap.liveBytes() == 0);
+}
+
+namespace {
+
+// A WorkMeter that counts what it is charged and stops the run once `limit` steps are spent.
+struct CountingMeter final : WorkMeter {
+    Heap& heap;
+    uint64_t limit;
+    uint64_t spent = 0;
+    CountingMeter(Heap& h, uint64_t l) : heap(h), limit(l) { heap.setWorkMeter(this); }
+    ~CountingMeter() { heap.setWorkMeter(nullptr); }
+    bool spendSteps(uint64_t steps) override {
+        spent += steps;
+        if (spent <= limit) return true;
+        heap.fail(RuntimeError{DiagCode::R0701, "steps", {{"limit", "steps"}}});
+        return false;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("heap: growth near the budget copies once per growth, and holds only what is charged") {
+    const size_t budget = size_t(8) << 20;
+    Heap heap(budget);
+    {
+        CountingMeter meter(heap, UINT64_MAX);
+        Value s = str(heap, "x");
+        size_t appended = 0, previousCapacity = 0, growths = 0;
+        while (heap.appendTextInPlace(s, "0123456789")) {
+            ++appended;
+            size_t capacity = s.asStrObject().bytes.capacity();
+            if (capacity != previousCapacity) ++growths, previousCapacity = capacity;
+            // The old and the new buffer are both charged while the copy is made.
+            CHECK(heap.peakBytes() <= budget);
+        }
+        CHECK(heap.takeError().details["limit"] == "max_memory");
+        size_t length = s.asStr().size();
+        CHECK(length > budget / 3);  // doubling, then by half, then what is left
+        // Linear: every byte is copied a bounded number of times (the doubling sum, at most twice
+        // its length, plus the appends), not once per append as when the exact need was allocated.
+        CHECK(meter.spent * kWorkBytesPerStep <= 4 * length);
+        CHECK(growths < 40);
+        // A growth of the string from capacity c to 2c peaks at c + 2c charged, not 2c.
+        Heap small(1 << 20);
+        Value t = *small.makeStr(std::string(1000, 'a'));
+        size_t before = small.liveBytes();
+        REQUIRE(small.appendTextInPlace(t, std::string(500, 'b')));
+        CHECK(small.peakBytes() >= before + 2000);
+    }
+    CHECK(heap.liveBytes() == 0);
+}
+
+TEST_CASE("heap: work is charged to the meter, and a meter that says stop stops the operation") {
+    Heap heap(size_t(64) << 20);
+    {
+        Value big = str(heap, std::string(size_t(4) << 20, 'a'));
+        {
+            CountingMeter meter(heap, UINT64_MAX);
+            Value args[] = {big, str(heap, "a"), str(heap, "bb")};
+            std::optional<Value> out = callBuiltin(heap, BuiltinId::Replace, args);
+            REQUIRE(out);
+            // Scanning 4 MiB and writing 8 MiB: at least that much work.
+            CHECK(meter.spent * kWorkBytesPerStep >= (size_t(12) << 20));
+        }
+        {
+            // Stopped part of the way through: the builtin fails with the meter's error.
+            CountingMeter meter(heap, 1000);
+            Value args[] = {big, str(heap, "a"), str(heap, "bb")};
+            CHECK(failure(heap, callBuiltin(heap, BuiltinId::Replace, args)).details["limit"] == "steps");
+            CHECK(meter.spent < 10000);
+        }
+        Value copy = str(heap, std::string(size_t(4) << 20, 'a'));
+        {
+            // Equality and search are work too.
+            CountingMeter meter(heap, 100);
+            CHECK_FALSE(valuesEqual(heap, big, copy));
+            CHECK(heap.takeError().details["limit"] == "steps");
+        }
+        {
+            CountingMeter meter(heap, 100);
+            CHECK_FALSE(findText(heap, big.asStr(), "b"));
+            CHECK(heap.takeError().details["limit"] == "steps");
+        }
+        // Without a meter, work is free.
+        CHECK(valuesEqual(heap, big, copy) == std::optional<bool>(true));
+    }
     CHECK(heap.liveBytes() == 0);
 }
 

@@ -1,0 +1,40 @@
+// JSON text that comes from outside — inputs, fixtures, approval stores, trace lines, adapter
+// replies, serve and MCP requests, API keys — parsed with its nesting bounded first. nlohmann's
+// parser is iterative, but copying, comparing and printing a tree recurse once per level, so
+// text nested 200,000 deep would overflow the stack long after it parsed. Every reader goes
+// through here: text that nests deeper than its limit is refused before a tree exists.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace remit {
+
+// The default limit. A Remit value nests at most kMaxTypeDepth (128) levels, and the documents
+// that carry values (a trace event, an approval store entry, a fixture, a request) add a handful;
+// nothing legitimate comes near 256, and 256 levels of recursion are harmless on any stack.
+constexpr size_t kMaxJsonNesting = 256;
+
+// Whether JSON text opens more than `maxDepth` arrays and objects at once (brackets inside
+// strings do not count). Linear, no allocation; meaningful for any text, valid JSON or not.
+bool jsonNestsDeeperThan(std::string_view text, size_t maxDepth);
+
+// Parses `text`. On failure returns nullopt with `error` saying "invalid JSON in WHAT at line L,
+// column C" or "invalid JSON in WHAT: nested deeper than N levels" — never the parser's
+// exception text.
+std::optional<nlohmann::json> parseJsonText(std::string_view what, std::string_view text, std::string& error,
+                                            size_t maxDepth = kMaxJsonNesting);
+std::optional<nlohmann::ordered_json> parseOrderedJsonText(std::string_view what, std::string_view text,
+                                                           std::string& error, size_t maxDepth = kMaxJsonNesting);
+
+// Reads the regular file at `path` (runtime/files.h: at most `maxBytes`) and parses it as above,
+// naming the file in every message. `missing` is set when the file does not exist (some callers
+// treat that as "empty").
+std::optional<nlohmann::json> readJsonFile(const std::string& path, size_t maxBytes, std::string_view what,
+                                           std::string& error, bool* missing = nullptr,
+                                           size_t maxDepth = kMaxJsonNesting);
+
+}  // namespace remit
