@@ -307,13 +307,14 @@ CaseReport runCase(const Case& c, const std::string& tracePath) {
         options.programHash = loaded->module().programHash;
         options.host = &realHost;
         options.policy = &*policy;
-        options.adapter = &adapter;
+        options.adapterKind = adapter.kind();
         options.trace = &trace;
         options.approveAll = true;
         options.programBudget = loaded->module().budgetUsd;
         options.strictFlows = strict;
         Broker broker(options, run);
-        RunStatus status = broker.drive(run.start(loaded->entry(), std::move(args)));
+        run.start(loaded->entry(), std::move(args));
+        RunStatus status = driveWith(run, broker, &adapter);
         if (status == RunStatus::Completed) {
             vm.status = Outcome::Status::Completed;
             vm.value = vmLabelled(run.result(), heap);
