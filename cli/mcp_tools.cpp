@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include "runtime/hash.h"
+#include "session/run_lifecycle.h"
 #include <stdlib.h>
 
 #include <algorithm>
@@ -218,16 +219,6 @@ struct LiveRun {
         return renderText(d, &source);
     }
 
-    Json failureJson(const RunFailure& f) const {
-        const DiagInfo& info = diagInfo(f.error.code);
-        Json error = {{"code", info.code},
-                      {"name", info.name},
-                      {"message", f.error.message},
-                      {"line", f.span.line},
-                      {"col", f.span.col}};
-        if (!f.error.details.is_null()) error["details"] = f.error.details;
-        return error;
-    }
 
     Json resultJson() const {
         std::optional<Json> v = valueToJson(run->result(), kMaxRunResultBytes);
@@ -247,32 +238,6 @@ Json pendingJson(const PendingApproval& p) {
         {"resource", p.resource}, {"site", p.site}, {"args", p.args}, {"reasons", p.reasons}, {"digest", p.digest}};
 }
 
-// The values of main's parameters from a JSON object, typed and tagged per the host's `input`
-// lines. A message saying what does not fit, or empty.
-std::string inputValues(const LoadedProgram& program, const HostModel& host, Heap& heap, const nlohmann::json& given,
-                        std::vector<Value>& out) {
-    const Function& main = program.module().functions[program.entry()];
-    std::string takes =
-        main.paramNames.empty() ? std::string("no inputs") : fmt::format("{}", fmt::join(main.paramNames, ", "));
-    if (!given.is_object())
-        return fmt::format("inputs must be a JSON object with one entry per input of main (main takes {})", takes);
-    for (auto it = given.begin(); it != given.end(); ++it)
-        if (std::find(main.paramNames.begin(), main.paramNames.end(), it.key()) == main.paramNames.end())
-            return fmt::format("unknown input '{}': main takes {}", firstCodePoints(it.key(), 64), takes);
-    for (size_t p = 0; p < main.paramNames.size(); ++p) {
-        const std::string& name = main.paramNames[p];
-        auto it = given.find(name);
-        if (it == given.end()) return fmt::format("missing input '{}' (main takes {})", name, takes);
-        std::vector<std::string> tagNames = host.inputTags(name);
-        std::optional<TagSetId> tags = heap.internTags(std::span<const std::string>(tagNames));
-        if (!tags) return fmt::format("input '{}' does not fit in the run's memory limit", name);
-        ValueFromJson v = valueFromJson(heap, *it, program.type(main.paramTypes[p]), "input." + name, *tags);
-        if (v.mismatch) return fmt::format("input '{}' does not fit its type: {}", name, v.mismatch->text());
-        if (!v.value) return fmt::format("input '{}' does not fit in the run's memory limit", name);
-        out.push_back(std::move(*v.value));
-    }
-    return {};
-}
 
 // Arguments after validation: strings by name (absent and null are missing), and booleans.
 struct Args {
@@ -555,8 +520,9 @@ struct Tools::Impl {
         if (asked.maxMemory) limits.maxMemory = std::min(limits.maxMemory, static_cast<size_t>(*asked.maxMemory));
         if (asked.maxWallMs) limits.maxWallMs = std::min(limits.maxWallMs, static_cast<uint64_t>(*asked.maxWallMs));
         run->run = std::make_unique<Run>(run->program, limits);
-        if (std::string problem = inputValues(*run->program, run->host, run->run->heap(), *inputsDoc, run->args);
-            !problem.empty()) {
+        std::string problem;
+        run->args = mainArguments(*run->program, run->host, run->run->heap(), *inputsDoc, problem);
+        if (!problem.empty()) {
             rejected = errorsResult({problem});
             return nullptr;
         }
@@ -630,13 +596,13 @@ struct Tools::Impl {
         const RunFailure& f = run->run->failure();
         out["status"] = "failed";
         if (denied && f.error.code == DiagCode::R0302 && pending) {
-            Json error = run->failureJson(f);
+            Json error = failureJson(f);
             error["message"] = fmt::format("the approval of '{}' at {} was refused; the run stopped before the call",
                                            pending->resource, pending->site);
             out["error"] = std::move(error);
             out["denied"] = pendingJson(*pending);
         } else {
-            out["error"] = run->failureJson(f);
+            out["error"] = failureJson(f);
         }
         out["runtime_error"] = run->renderFailure(f);
         out["calls"] = run->calls();
