@@ -4,7 +4,7 @@
 // turn the call's mode into "ask" → the host performs, fails or denies the call → the result is
 // validated against the declared type (R0501, or R0502 for models) and tagged (declared ∪
 // argument tags ∪ pc − clears) on every node.
-#include "broker/serve_session.h"
+#include "session/serve_session.h"
 
 #include <fmt/format.h>
 
@@ -15,7 +15,8 @@
 #include <mutex>
 #include <set>
 
-#include "broker/broker.h"  // deniedArgument: the broker's deny-tag rule
+#include "broker/broker.h"
+#include "session/run_lifecycle.h"  // deniedArgument: the broker's deny-tag rule
 #include "compiler/ast.h"
 #include "compiler/checker.h"
 #include "compiler/parser.h"
@@ -654,16 +655,6 @@ Json Session::Impl::start() {
     if (auto s = stopped("compile")) return *s;
 
     // Inputs, typed and tagged per the host's `input` lines; then the run.
-    const Function& main = program->module().functions[program->entry()];
-    for (auto it = request.inputs.begin(); it != request.inputs.end(); ++it)
-        if (std::find(main.paramNames.begin(), main.paramNames.end(), it.key()) == main.paramNames.end()) {
-            finish(nullptr);
-            return errorReply(
-                request.id, request.session, "bad_request",
-                fmt::format("unknown input '{}': main takes {}", firstCodePoints(it.key(), 64),
-                            main.paramNames.empty() ? std::string("no inputs")
-                                                    : fmt::format("{}", fmt::join(main.paramNames, ", "))));
-        }
     VmLimits limits;
     limits.maxSteps = request.limits.steps;
     limits.maxMemory = static_cast<size_t>(request.limits.memory);
@@ -687,31 +678,11 @@ Json Session::Impl::start() {
     brokerOptions.strictFlows = request.strictFlows;
     brokerOptions.adapterKind = "host";
     broker = std::make_unique<Broker>(brokerOptions, *run);
-    std::vector<Value> args;
-    for (size_t p = 0; p < main.paramNames.size(); ++p) {
-        const std::string& name = main.paramNames[p];
-        auto it = request.inputs.find(name);
-        std::string problem;
-        if (it == request.inputs.end()) {
-            problem = fmt::format("missing input '{}' (main takes {})", name, fmt::join(main.paramNames, ", "));
-        } else {
-            std::vector<std::string> tagNames = host.inputTags(name);
-            std::optional<TagSetId> tags = run->heap().internTags(std::span<const std::string>(tagNames));
-            ValueFromJson v =
-                tags ? valueFromJson(run->heap(), *it, program->type(main.paramTypes[p]), "input." + name, *tags)
-                     : ValueFromJson{};
-            if (v.mismatch)
-                problem = fmt::format("input '{}' does not fit its type: {}", name, v.mismatch->text());
-            else if (!v.value)
-                problem = fmt::format("input '{}' does not fit in the run's memory limit", name);
-            else
-                args.push_back(std::move(*v.value));
-        }
-        if (!problem.empty()) {
-            args.clear();
-            finish(nullptr);
-            return errorReply(request.id, request.session, "bad_request", problem);
-        }
+    std::string problem;
+    std::vector<Value> args = mainArguments(*program, host, run->heap(), request.inputs, problem);
+    if (!problem.empty()) {
+        finish(nullptr);
+        return errorReply(request.id, request.session, "bad_request", problem);
     }
     return drive(request.id, run->start(program->entry(), std::move(args)));
 }
