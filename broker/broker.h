@@ -36,7 +36,7 @@
 #include "broker/approvals.h"
 #include "broker/replay.h"
 #include "broker/trace.h"
-#include "remit/remit.h"
+#include "vm/run.h"
 #include "runtime/host_model.h"
 #include "runtime/policy.h"
 

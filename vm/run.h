@@ -1,13 +1,13 @@
-// The embedding API of Remit (shared/DESIGN.md B1): compile source to a module or load a verified
-// .rbc, start a run with inputs, and step it until it completes, fails, or stops at a host call
-// (CALLCAP / ASKMODEL). The embedder — the broker of `remitvm run`, replay, `test`, the serve
-// protocol — performs or refuses the call and resumes the run with a result or an error. This is
-// the one seam between the VM and everything that acts in the world: the VM itself performs no
-// effect and applies no policy.
+// The VM's run interface (internal; embedders use include/remit/remit.hpp): a verified module,
+// started with tagged arguments, steps until it completes, fails, or stops at a host call
+// (CALLCAP / ASKMODEL). Whoever drives it — the broker's driveWith for `remitvm run`, replay and
+// `test`, the serve session, the embedding API — decides the call (broker/broker.h) and resumes the
+// run with a result or an error. This is the one seam between the VM and everything that acts in
+// the world: the VM itself performs no effect and applies no policy. (session/pipeline.h turns
+// source or .rbc bytes into a LoadedProgram.)
 //
-//     auto compiled = remit::compileProgram(source, "prog.rmt", hostSource, "host.rmti");
-//     remit::Run run(compiled.program, {});
-//     auto status = run.start(run.program().entry(), std::move(args));
+//     remit::Run run(program, {});
+//     auto status = run.start(program->entry(), std::move(args));
 //     while (status == remit::RunStatus::HostCall) {
 //         const remit::HostCall& call = run.hostCall();      // site, resource, tagged args, pc tags
 //         status = run.resumeWithResult(performTheCall(call));  // or resumeWithError(...)
@@ -30,7 +30,7 @@
 #include "runtime/heap.h"
 #include "runtime/types.h"
 #include "runtime/value.h"
-#include "vm/module.h"
+#include "bytecode/module.h"
 
 namespace remit {
 
@@ -51,21 +51,6 @@ private:
     std::unique_ptr<TypeArena> arena_;
     std::vector<TypeRef> types_;
 };
-
-// Source to program: check against the host interface, then generate and verify bytecode.
-struct CompileOutcome {
-    std::shared_ptr<const LoadedProgram> program;  // null unless the program checked
-    DiagnosticList diagnostics;                    // everything the checker (or a limit) reported
-};
-CompileOutcome compileProgram(std::string_view source, const std::string& file, std::string_view hostSource,
-                              const std::string& hostFile);
-
-// A .rbc file's bytes to program; `error` says what is wrong when the artifact does not load.
-struct LoadOutcome {
-    std::shared_ptr<const LoadedProgram> program;
-    std::string error;
-};
-LoadOutcome loadProgram(std::string_view rbcBytes);
 
 // The limits of one run (shared/DESIGN.md A7). Every run has all of them; no run is unbounded.
 struct VmLimits {
