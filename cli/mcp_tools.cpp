@@ -180,7 +180,7 @@ struct LiveRun {
 
     std::string renderFailure(const RunFailure& f) const {
         Diagnostic d = makeDiagnostic(f.error.code, f.error.message, kProgramFile,
-                                      Span{f.span.line, f.span.col, f.span.endLine, f.span.endCol});
+                                      f.span);
         d.details = f.error.details;
         SourceFile source(kProgramFile, programText);
         return renderText(d, &source);

@@ -217,7 +217,7 @@ struct Run::Impl {
         failure.col = f.span.col;
         failure.detailsJson = f.error.details.dump();
         remit::Diagnostic d = makeDiagnostic(f.error.code, f.error.message, program->programName,
-                                             Span{f.span.line, f.span.col, f.span.endLine, f.span.endCol});
+                                             f.span);
         d.details = f.error.details;
         SourceFile source(program->programName, program->programText);
         failure.rendered = renderText(d, &source);
