@@ -36,6 +36,15 @@ struct DiagInfo {
     std::string_view summary;
 };
 
+// A runtime error as a value — the third tier, beside compile-time diagnostics and internal
+// failures: what the VM, the builtins and the broker report, as `runtime error[CODE]` (the VM adds
+// the span of the failing instruction) and under "error" in `run --json`.
+struct RuntimeError {
+    DiagCode code = DiagCode::R0101;
+    std::string message;
+    nlohmann::ordered_json details;  // structured payload (e.g. R0701 names the limit); null if none
+};
+
 const DiagInfo& diagInfo(DiagCode code);
 std::optional<DiagCode> parseDiagCode(std::string_view text);
 // Every registered code, in table order (tests and docs walk it).
