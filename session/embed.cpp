@@ -273,10 +273,7 @@ CreateResult Run::create(const Program& program, const RunOptions& options) {
     limits.maxSteps = options.maxSteps;
     limits.maxMemory = static_cast<size_t>(options.maxMemoryBytes);
     limits.maxWallMs = options.maxWallMs;
-    const RunLimits& asked = impl->policy.limits;
-    if (asked.maxSteps) limits.maxSteps = std::min(limits.maxSteps, static_cast<uint64_t>(*asked.maxSteps));
-    if (asked.maxMemory) limits.maxMemory = std::min(limits.maxMemory, static_cast<size_t>(*asked.maxMemory));
-    if (asked.maxWallMs) limits.maxWallMs = std::min(limits.maxWallMs, static_cast<uint64_t>(*asked.maxWallMs));
+    limits = clampTo(limits, overlay(limits, impl->policy.limits));  // the policy only lowers the options
     impl->vm = std::make_unique<remit::Run>(p.loaded, limits);
     impl->runId = newRunId();
 
