@@ -12,6 +12,7 @@
 #include "broker/replay.h"
 #include "broker/trace.h"
 #include "cli/commands.h"
+#include "session/run_lifecycle.h"
 #include "runtime/canonical_json.h"
 
 namespace remit::cli {
@@ -62,7 +63,7 @@ int approveCommand(std::string_view tool, const std::vector<std::string>& argv) 
         return kUsage;
     }
     std::string key = args.positional[0];
-    ApprovalStore store((stateDirOf(args) / "approvals.json").string());
+    ApprovalStore store(approvalStorePath(stateDirOf(args)).string());
     std::string error;
     if (!store.load(error)) {
         fmt::print(stderr, "{}: error: {}\n", tool, error);
@@ -74,7 +75,7 @@ int approveCommand(std::string_view tool, const std::vector<std::string>& argv) 
     std::error_code ec;
     bool byRun = false;
     if (isRunId(key)) {
-        std::string runTrace = (stateDirOf(args) / "runs" / (key + ".jsonl")).string();
+        std::string runTrace = runTracePath(stateDirOf(args), key).string();
         if (std::filesystem::is_regular_file(runTrace, ec)) {
             TraceFile trace = readTrace(runTrace);
             if (!trace.error.empty()) {

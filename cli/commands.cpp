@@ -13,6 +13,7 @@
 #include "compiler/driver.h"
 #include "compiler/manifest.h"
 #include "session/pipeline.h"
+#include "session/run_lifecycle.h"
 
 namespace remit::cli {
 
@@ -42,7 +43,7 @@ std::string tracePathFor(std::string_view tool, const Args& args, const std::str
                    tool, run);
         return "";
     }
-    std::string path = (stateDirOf(args) / "runs" / (run + ".jsonl")).string();
+    std::string path = runTracePath(stateDirOf(args), run).string();
     if (!std::filesystem::is_regular_file(path, ec)) {
         fmt::print(stderr, "{}: error: no trace for run '{}' (looked for {})\n", tool, run, path);
         return "";

@@ -506,7 +506,7 @@ struct Tools::Impl {
         if (autoApprove) {
             options.approveAll = true;
         } else {
-            run->approvals = std::make_unique<ApprovalStore>((run->dir / "approvals.json").string());
+            run->approvals = std::make_unique<ApprovalStore>(approvalStorePath(run->dir).string());
             options.approvals = run->approvals.get();
         }
         run->broker = std::make_unique<Broker>(options, *run->run);

@@ -555,7 +555,7 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
 
     std::filesystem::path stateDir = stateDirOf(args);
     bool approveAll = args.has("--approve-all");
-    ApprovalStore approvals((stateDir / "approvals.json").string());
+    ApprovalStore approvals(approvalStorePath(stateDir).string());
     if (!approveAll) {
         std::string error;
         if (!approvals.load(error)) {
@@ -569,13 +569,13 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     if (!inputValues(tool, program, setup.host, run.heap(), givenInputs, inputs)) return kUsage;
     std::string runId = newRunId();
     std::string root = continuation ? continuation->idempotencyRoot : runId;
-    std::string tracePath = (stateDir / "runs" / (runId + ".jsonl")).string();
+    std::string tracePath = runTracePath(stateDir, runId).string();
     TraceWriter trace;
     RunLock lock;
     // A program with no capability or model call site cannot act on the world: it runs without a
     // trace (nothing to audit, approve or resume), and its output is the pure program's output.
     bool traced = !module.sites.empty();
-    if (std::string error; traced && !continuation && !lock.acquire((stateDir / "runs" / (root + ".lock")).string(), error)) {
+    if (std::string error; traced && !continuation && !lock.acquire(runLockPath(stateDir, root).string(), error)) {
         fmt::print(stderr, "{}: error: {}\n", tool, error);
         return kUsage;
     }
@@ -602,25 +602,22 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     if (args.has("--allow-all") && traced)
         fmt::print(stderr, "warning: --allow-all grants every host resource with no limits (development only)\n");
 
-    nlohmann::ordered_json start = {{"event", "run_start"},
-                                    {"run_id", runId},
-                                    {"idempotency_root", root},
-                                    {"program", module.programName},
-                                    {"path", source.file},
-                                    {"program_hash", module.programHash},
-                                    {"host_hash", module.hostHash},
-                                    {"policy_hash", setup.policy && !setup.policy->sha256.empty()
-                                                        ? nlohmann::ordered_json(setup.policy->sha256)
-                                                        : nlohmann::ordered_json(nullptr)},
-                                    {"inputs", givenInputs},
-                                    {"mode", mode},
-                                    {"replaying", continuation ? continuation->plan->calls.size() : 0}};
-    if (adapterCommand) start["adapter_command"] = *adapterCommand;
-    if (setup.strictFlows) start["strict_flows"] = true;
+    RunStart recorded;
+    recorded.runId = runId;
+    recorded.idempotencyRoot = root;
+    recorded.module = &module;
+    recorded.path = source.file;
+    recorded.policy = setup.policy ? &*setup.policy : nullptr;
+    recorded.inputs = givenInputs;
+    recorded.mode = mode;
+    recorded.strictFlows = setup.strictFlows;
+    recorded.adapterCommand = adapterCommand;
     if (continuation) {
-        start["resumed_from"] = continuation->resumedFrom;
-        if (!continuation->plan->inFlight.empty()) start["in_flight"] = inFlightJson(continuation->plan->inFlight);
+        recorded.replaying = continuation->plan->calls.size();
+        recorded.resumedFrom = continuation->resumedFrom;
+        if (!continuation->plan->inFlight.empty()) recorded.inFlight = inFlightJson(continuation->plan->inFlight);
     }
+    nlohmann::ordered_json start = runStartEvent(recorded);
     if (!trace.emit(start) || !trace.sync()) {
         std::error_code ec;
         std::filesystem::remove(tracePath, ec);  // nothing in it can be resumed
@@ -833,7 +830,7 @@ int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
 
     // One process at a time continues a run: the lock is taken before the newest trace is chosen.
     RunLock lock;
-    if (std::string error; !lock.acquire((runsDir / (root + ".lock")).string(), error)) {
+    if (std::string error; !lock.acquire(runLockPath(stateDirOf(args), root).string(), error)) {
         fmt::print(stderr, "{}: error: cannot resume: {}\n", tool, error);
         fmt::print(stderr, "  hint: wait for it to finish, then resume again\n");
         return kFailure;

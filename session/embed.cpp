@@ -288,7 +288,7 @@ CreateResult Run::create(const Program& program, const RunOptions& options) {
     b.adapterKind = "embedder";
     if (!options.stateDir.empty()) {
         impl->stateDir = options.stateDir;
-        impl->approvals = std::make_unique<ApprovalStore>((impl->stateDir / "approvals.json").string());
+        impl->approvals = std::make_unique<ApprovalStore>(approvalStorePath(impl->stateDir).string());
         b.approvals = impl->approvals.get();
         b.trace = &impl->trace;
     }
@@ -309,22 +309,19 @@ Status Run::start(std::string_view inputsJson) {
     if (!r.stateDir.empty()) {
         std::string error;
         if (r.approvals && !r.approvals->load(error)) return r.failBeforeRun("state", "StateError", error);
-        if (!r.lock.acquire((r.stateDir / "runs" / (r.runId + ".lock")).string(), error) ||
-            !r.trace.open((r.stateDir / "runs" / (r.runId + ".jsonl")).string(), error))
+        if (!r.lock.acquire(runLockPath(r.stateDir, r.runId).string(), error) ||
+            !r.trace.open(runTracePath(r.stateDir, r.runId).string(), error))
             return r.failBeforeRun("state", "StateError", error);
-        const Module& module = r.program->loaded->module();
-        Json start = {{"event", "run_start"},
-                    {"run_id", r.runId},
-                    {"idempotency_root", r.runId},
-                    {"program", module.programName},
-                    {"path", r.program->programName},
-                    {"program_hash", module.programHash},
-                    {"host_hash", module.hostHash},
-                    {"policy_hash", r.policy.sha256.empty() ? Json(nullptr) : Json(r.policy.sha256)},
-                    {"inputs", *given},
-                    {"mode", "embedder"},
-                    {"replaying", 0}};
-        if (r.program->strictFlows) start["strict_flows"] = true;
+        RunStart recorded;
+        recorded.runId = r.runId;
+        recorded.idempotencyRoot = r.runId;
+        recorded.module = &r.program->loaded->module();
+        recorded.path = r.program->programName;
+        recorded.policy = &r.policy;
+        recorded.inputs = *given;
+        recorded.mode = "embedder";
+        recorded.strictFlows = r.program->strictFlows;
+        Json start = runStartEvent(recorded);
         if (!r.trace.emit(start)) return r.failBeforeRun("state", "StateError", "the trace cannot be written");
     }
     return r.drive(r.vm->start(r.program->loaded->entry(), std::move(args)));
@@ -387,7 +384,7 @@ const Failure& Run::failure() const { return impl_->failure; }
 double Run::spentUsd() const { return impl_->broker->spent(); }
 const std::string& Run::runId() const { return impl_->runId; }
 std::string Run::tracePath() const {
-    return impl_->stateDir.empty() ? std::string() : (impl_->stateDir / "runs" / (impl_->runId + ".jsonl")).string();
+    return impl_->stateDir.empty() ? std::string() : runTracePath(impl_->stateDir, impl_->runId).string();
 }
 void Run::requestAbort() { impl_->vm->requestAbort(); }
 

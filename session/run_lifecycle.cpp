@@ -22,6 +22,37 @@ std::string newRunId() {
     return fmt::format("{}-{:06x}", stamp, random() & 0xffffff);
 }
 
+std::filesystem::path runTracePath(const std::filesystem::path& stateDir, std::string_view runId) {
+    return stateDir / "runs" / (std::string(runId) + ".jsonl");
+}
+
+std::filesystem::path runLockPath(const std::filesystem::path& stateDir, std::string_view idempotencyRoot) {
+    return stateDir / "runs" / (std::string(idempotencyRoot) + ".lock");
+}
+
+std::filesystem::path approvalStorePath(const std::filesystem::path& stateDir) { return stateDir / "approvals.json"; }
+
+nlohmann::ordered_json runStartEvent(const RunStart& s) {
+    using Json = nlohmann::ordered_json;
+    bool hashed = s.policy && !s.policy->sha256.empty();
+    Json start = {{"event", "run_start"},
+                  {"run_id", s.runId},
+                  {"idempotency_root", s.idempotencyRoot},
+                  {"program", s.module->programName},
+                  {"path", s.path},
+                  {"program_hash", s.module->programHash},
+                  {"host_hash", s.module->hostHash},
+                  {"policy_hash", hashed ? Json(s.policy->sha256) : Json(nullptr)},
+                  {"inputs", s.inputs},
+                  {"mode", s.mode},
+                  {"replaying", s.replaying}};
+    if (s.adapterCommand) start["adapter_command"] = *s.adapterCommand;
+    if (s.strictFlows) start["strict_flows"] = true;
+    if (s.resumedFrom) start["resumed_from"] = *s.resumedFrom;
+    if (!s.inFlight.is_null()) start["in_flight"] = s.inFlight;
+    return start;
+}
+
 VmLimits overlay(VmLimits limits, const RunLimits& policy) {
     // The policy parser keeps each value positive and max_memory at most 32 GiB (docs/policy.md).
     if (policy.maxSteps) limits.maxSteps = static_cast<uint64_t>(*policy.maxSteps);

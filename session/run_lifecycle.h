@@ -4,12 +4,14 @@
 // `run_start` and `run_end` events. One home for each, so the front ends cannot drift apart.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "bytecode/module.h"
 #include "vm/run.h"
 #include "runtime/host_model.h"
 #include "runtime/policy.h"
@@ -44,6 +46,31 @@ RunResult resultOf(Run& run);
 
 // A failure as the `--json` envelopes show it: {code, name, message, line, col, details?}.
 nlohmann::ordered_json failureJson(const RunFailure& failure);
+
+// Where a state directory keeps a run's records (docs/broker.md "Traces", "Resume and replay"):
+// the trace `runs/<run id>.jsonl`; the lock `runs/<idempotency root>.lock`, held by the one process that runs
+// or continues the run (a resume shares its run's root, so it takes the same lock); the approval
+// store `approvals.json`, shared by every run of the directory.
+std::filesystem::path runTracePath(const std::filesystem::path& stateDir, std::string_view runId);
+std::filesystem::path runLockPath(const std::filesystem::path& stateDir, std::string_view idempotencyRoot);
+std::filesystem::path approvalStorePath(const std::filesystem::path& stateDir);
+
+// What a trace's first event records about the run (docs/broker.md "Traces").
+struct RunStart {
+    std::string runId;
+    std::string idempotencyRoot;  // the run id, or for a resume the root of the run it continues
+    const Module* module = nullptr;  // program name, program and host hashes
+    std::string path;                // the program file as given
+    const Policy* policy = nullptr;  // its hash; null (or allow-all) records policy_hash null
+    nlohmann::json inputs = nlohmann::json::object();
+    std::string mode;                         // the adapter kind: fixtures, live, process, embedder
+    size_t replaying = 0;                     // calls a resume answers from the old trace
+    bool strictFlows = false;                 // recorded only when true
+    std::optional<std::string> adapterCommand;  // --adapter's command line
+    std::optional<std::string> resumedFrom;     // the run a resume continues
+    nlohmann::ordered_json inFlight;            // a resume's calls whose outcome is unknown (null: none)
+};
+nlohmann::ordered_json runStartEvent(const RunStart& start);
 
 // The `run_end` events (docs/broker.md "Traces").
 nlohmann::ordered_json runEndPaused(const std::string& runId, const std::string& digest);
