@@ -143,12 +143,7 @@ void printDiagnostics(const DiagnosticList& diags, const CheckOutcome* outcome, 
 }
 
 std::shared_ptr<const LoadedProgram> buildChecked(const CheckOutcome& outcome, DiagnosticList& diags) {
-    std::string error;
-    auto program = buildProgram(*outcome.program, *outcome.checked, outcome.file, error);
-    if (!program)
-        diags.add(makeDiagnostic(DiagCode::E0003, error, outcome.file, outcome.program->span,
-                                 "split the function or the program into smaller parts"));
-    return program;
+    return buildProgram(*outcome.program, *outcome.checked, outcome.file, diags);
 }
 
 std::shared_ptr<const LoadedProgram> compileChecked(const CheckOutcome& outcome, int& exit) {

@@ -467,10 +467,11 @@ struct Tools::Impl {
             rejected = errorsResult({hint.empty() ? error : fmt::format("{} (hint: {})", error, hint)});
             return nullptr;
         }
-        std::string buildError;
-        run->program = buildProgram(*c.program, *c.checked, kProgramFile, buildError);
+        DiagnosticList buildDiags;
+        run->program = buildProgram(*c.program, *c.checked, kProgramFile, buildDiags);
         if (!run->program) {
-            rejected = errorsResult({fmt::format("{}: error[E0003]: {}", kProgramFile, buildError)});
+            const Diagnostic& d = buildDiags.items().front();
+            rejected = errorsResult({fmt::format("{}: error[{}]: {}", kProgramFile, diagInfo(d.code).code, d.message)});
             return nullptr;
         }
         run->programText = *a.get("program");

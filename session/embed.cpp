@@ -80,13 +80,8 @@ CompileResult Program::compile(std::string_view source, std::string_view host, c
                                : textSources(options.hostName, std::string(host), "policy.toml", options.policyToml);
     CheckOutcome outcome = checkSources(options.programName, std::string(source), texts, check);
     std::shared_ptr<const LoadedProgram> loaded;
-    if (outcome.ok() && outcome.checked) {
-        std::string error;
-        loaded = buildProgram(*outcome.program, *outcome.checked, options.programName, error);
-        if (!loaded)
-            outcome.diags.add(makeDiagnostic(DiagCode::E0003, error, options.programName, outcome.program->span,
-                                             "split the function or the program into smaller parts"));
-    }
+    if (outcome.ok() && outcome.checked)
+        loaded = buildProgram(*outcome.program, *outcome.checked, options.programName, outcome.diags);
     std::vector<const SourceFile*> sources;
     for (const auto& [name, file] : outcome.sources) sources.push_back(file.get());
     collect(outcome.diags, sources, result.diagnostics, result.rendered);

@@ -11,8 +11,6 @@
 
 namespace remit {
 
-// Generates and verifies the bytecode of a program that checked. Null with `error` set when a
-// bytecode limit is exceeded (an E0003 message).
 // Source to program: check against the host interface, then generate and verify bytecode.
 struct CompileOutcome {
     std::shared_ptr<const LoadedProgram> program;  // null unless the program checked
@@ -28,7 +26,10 @@ struct LoadOutcome {
 };
 LoadOutcome loadProgram(std::string_view rbcBytes);
 
+// Generates and verifies the bytecode of a program that checked. A program over a bytecode limit
+// (docs/bytecode.md) gets the one E0003 every front end reports — at the program, with the hint to
+// split it — added to `diags`, and the result is null.
 std::shared_ptr<const LoadedProgram> buildProgram(const ast::Program& program, const CheckResult& check,
-                                                  const std::string& file, std::string& error);
+                                                  const std::string& file, DiagnosticList& diags);
 
 }  // namespace remit

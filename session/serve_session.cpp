@@ -629,11 +629,10 @@ Json Session::Impl::start() {
     if (auto s = stopped("check")) return *s;
 
     // Compile.
-    std::string error;
-    program = buildProgram(*ast, check, kProgramFile, error);
+    DiagnosticList buildDiags;
+    program = buildProgram(*ast, check, kProgramFile, buildDiags);
     if (!program) {
-        diags.emplace_back(Stage::Parse, makeDiagnostic(DiagCode::E0003, error, kProgramFile, ast->span,
-                                                        "split the function or the program into smaller parts"));
+        take(buildDiags, Stage::Parse);
         return rejected(diags, required);
     }
     host = std::move(check.host);

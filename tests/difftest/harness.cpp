@@ -272,9 +272,9 @@ CaseReport runCase(const Case& c, const std::string& tracePath) {
         report.uncheckedPolicy = true;
     }
 
-    std::string buildError;
-    std::shared_ptr<const LoadedProgram> loaded = buildProgram(*program, *checked, kProgramFile, buildError);
-    if (!loaded) return divergent("build failed", {buildError});
+    DiagnosticList buildDiags;
+    std::shared_ptr<const LoadedProgram> loaded = buildProgram(*program, *checked, kProgramFile, buildDiags);
+    if (!loaded) return divergent("build failed", {buildDiags.items().front().message});
 
     // ---- The VM, through the real broker.
     VmLimits limits;
