@@ -125,7 +125,8 @@ CheckOutcome checkSources(const std::string& programName, std::string programTex
     auto source = std::make_unique<SourceFile>(programName, std::move(programText));
     out.program = parseProgram(*source, out.diags, options.limits);
     out.sources[programName] = std::move(source);
-    if (out.diags.hasErrors()) return out;
+    bool programParsed = !out.diags.hasErrors() && out.program;
+    if (!programParsed && !options.hostDespiteProgramErrors) return out;
 
     std::string hostText;
     if (auto err = provider.host(out.hostPath, hostText)) {
@@ -140,7 +141,7 @@ CheckOutcome checkSources(const std::string& programName, std::string programTex
     auto hostSource = std::make_unique<SourceFile>(*out.hostPath, std::move(hostText));
     out.host = parseHost(*hostSource, out.diags, options.limits);
     out.sources[*out.hostPath] = std::move(hostSource);
-    if (out.diags.hasErrors() || !out.host) return out;
+    if (!programParsed || out.diags.hasErrors() || !out.host) return out;
 
     HostModel host;
     resolveHost(*out.host, *out.hostPath, host, out.diags);

@@ -44,6 +44,10 @@ struct CheckOptions {
     bool strictFlows = false;               // --strict-flows; a policy's [flows] strict = true also sets it
     FrontendLimits limits;
     std::function<bool()> interrupted = {};  // CheckerOptions::interrupted (serve's deadline and abort)
+    // Parse the host interface even when the program does not parse, so that one answer names the
+    // problems of both (serve, whose host writes the one and a model the other). The command line
+    // stops at the program's errors, as the prototype does.
+    bool hostDespiteProgramErrors = false;
 };
 
 // Everything `check` learns about one program file. Sources are kept so diagnostics can be

@@ -19,6 +19,7 @@
 #include "session/run_lifecycle.h"  // deniedArgument: the broker's deny-tag rule
 #include "compiler/ast.h"
 #include "compiler/checker.h"
+#include "compiler/driver.h"
 #include "compiler/parser.h"
 #include "vm/run.h"
 #include "runtime/diagnostics.h"
@@ -483,7 +484,9 @@ Json Session::Impl::start() {
                             Json{{"limit", "wall_ms"}, {"value", request.limits.wallMs}, {"phase", phase}}));
     };
 
-    // Parse the program and the host interface.
+    // The one check of a program (compiler/driver.h): parse the program and the host interface
+    // (both, so one reply names the problems of each), resolve the host, check — stopping at the
+    // deadline or an abort.
     std::vector<std::pair<Stage, Diagnostic>> diags;
     auto take = [&](DiagnosticList& list, std::optional<Stage> stage = std::nullopt) {
         for (Diagnostic& d : list.items()) {
@@ -492,34 +495,42 @@ Json Session::Impl::start() {
         }
         list = DiagnosticList();
     };
-    DiagnosticList list;
-    programSource = std::make_unique<SourceFile>(kProgramFile, std::move(request.source));
-    hostSource = std::make_unique<SourceFile>(kHostFile, request.host);
     if (request.expectedType) expectedSource = std::make_unique<SourceFile>(kExpectedFile, *request.expectedType);
-    std::unique_ptr<ast::Program> ast = parseProgram(*programSource, list);
+    CheckOptions options;
+    options.checkPolicy = false;  // the grants are the policy; they are checked below
+    options.strictFlows = request.strictFlows;
+    options.interrupted = [this, deadline] { return interrupted(deadline); };
+    options.hostDespiteProgramErrors = true;
+    CheckOutcome outcome = checkSources(kProgramFile, std::move(request.source), textSources(kHostFile, request.host),
+                                        options);
+    programSource = std::move(outcome.sources[kProgramFile]);
+    hostSource = std::move(outcome.sources[kHostFile]);
+    const ast::Program* ast = outcome.program.get();
     std::vector<std::string> required;
     if (ast)
         for (const ast::UseEntry& u : ast->uses) required.push_back(u.name);
     std::sort(required.begin(), required.end());
     required.erase(std::unique(required.begin(), required.end()), required.end());
-    std::unique_ptr<ast::HostInterface> hostAst = parseHost(*hostSource, list);
-    if (list.hasErrors() || !ast || !hostAst) {
-        take(list, Stage::Parse);
+    // No checker result: the program or the host interface did not parse or resolve.
+    if (!outcome.checked) {
+        take(outcome.diags, Stage::Parse);
         return rejected(diags, required);
     }
-    HostModel model;
-    resolveHost(*hostAst, kHostFile, model, list);
-    if (list.hasErrors()) {
-        take(list, Stage::Parse);
-        return rejected(diags, required);
+    CheckResult& check = *outcome.checked;
+    if (check.interrupted || interrupted(deadline)) {
+        if (auto s = stopped("check")) return *s;
+        return failedBeforeRun(request.id, err(DiagCode::R0702, "the run was aborted by the host"));
     }
-    if (auto s = stopped("parse")) return *s;
+    for (const ResourceUse& r : check.manifest.resources) required.push_back(r.name);
+    std::sort(required.begin(), required.end());
+    required.erase(std::unique(required.begin(), required.end()), required.end());
+    take(outcome.diags);
 
     // Grants must name what the host declares (a typo must not go unnoticed).
     DiagnosticList grantDiags;
-    std::vector<std::string> declared = model.resourceNames();
+    std::vector<std::string> declared = check.host.resourceNames();
     for (const GrantSpec& g : request.grants) {
-        if (model.capability(g.name) || model.model(g.name)) continue;
+        if (check.host.capability(g.name) || check.host.model(g.name)) continue;
         std::optional<std::string> close = closestName(g.name, declared);
         Diagnostic d = makeDiagnostic(
             DiagCode::E0505, fmt::format("grant of '{}', which the host does not declare", g.name), kGrantsFile, Span{},
@@ -528,20 +539,6 @@ Json Session::Impl::start() {
         d.details = Json{{"grant", g.name}};
         grantDiags.add(std::move(d));
     }
-
-    // Check, stopping at the deadline or an abort.
-    CheckerOptions options{kProgramFile, kHostFile};
-    options.interrupted = [this, deadline] { return interrupted(deadline); };
-    options.strictFlows = request.strictFlows;
-    CheckResult check = checkProgram(*ast, std::move(model), list, options);
-    if (check.interrupted || interrupted(deadline)) {
-        if (auto s = stopped("check")) return *s;
-        return failedBeforeRun(request.id, err(DiagCode::R0702, "the run was aborted by the host"));
-    }
-    for (const ResourceUse& r : check.manifest.resources) required.push_back(r.name);
-    std::sort(required.begin(), required.end());
-    required.erase(std::unique(required.begin(), required.end()), required.end());
-    take(list);
 
     // Every resource the program needs must be granted: at each call site, else at its `uses` entry.
     for (const std::string& r : required) {
