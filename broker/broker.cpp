@@ -44,7 +44,7 @@ OJ namesJson(const Heap& heap, TagSetId tags) {
     return out;
 }
 
-// The prototype's rendering of a model request (PROTOTYPE.md §2.3); fixtures `match` on it.
+// The prototype's rendering of a model request (docs/broker.md "Fixture files"); fixtures `match` on it.
 std::string renderPrompt(const std::string& prompt, const OJ& context) {
     if (context.is_null()) return prompt;
     std::string text = context.is_string() ? context.get<std::string>()
@@ -184,7 +184,7 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
     const Capability* cap = isModel ? nullptr : options_.host->capability(resource);
     const ModelInfo* model = isModel ? options_.host->model(resource) : nullptr;
 
-    // Retries of effects that cannot be repeated safely (PROTOTYPE.md §4.8 "Retries").
+    // Retries of effects that cannot be repeated safely (docs/broker.md "Order of the rules", step 0).
     if (call.attempt > 0 && cap && !cap->idempotent)
         return fail(err(DiagCode::R0405, fmt::format("refusing to retry non-idempotent '{}'", resource),
                         OJ{{"resource", resource}}));

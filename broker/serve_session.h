@@ -1,4 +1,4 @@
-// The session engine of `remitvm serve` (docs/serve.md; shared/spec/checked-run-rfc.md): one
+// The session engine of `remitvm serve` (docs/serve.md): one
 // checked run of source the host did not write. A `run` request is parsed and checked against the
 // host interface it carries, checked again against its grants (an ungranted capability is a
 // rejection before anything runs), compiled, and run under its limits; every capability or model
@@ -27,7 +27,7 @@ using Json = nlohmann::ordered_json;
 
 // The limits of one run (docs/serve.md "Limits"). Every run has all of them.
 struct Limits {
-    uint64_t steps = 10'000'000;           // VM step charges (shared/DESIGN.md B2)
+    uint64_t steps = 10'000'000;           // VM step charges (docs/language.md, decision 46)
     uint64_t wallMs = 5'000;               // checking, compiling and running together; time paused at calls excluded
     uint64_t hostCalls = 100;              // calls reported to the host, retries included
     uint64_t resultBytes = 1u << 20;       // the result as JSON; also each host call's arguments

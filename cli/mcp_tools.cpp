@@ -120,7 +120,7 @@ void checkText(TextCheck& out, const std::string& programName, const std::string
         checkManifestAgainstPolicy(out.checked->manifest, *out.policy, programName, out.program->span, out.diags);
 }
 
-// The remit_check result for a finished TextCheck (PROTOTYPE.md §5).
+// The remit_check result for a finished TextCheck (docs/mcp.md "Tools").
 Json checkResult(const TextCheck& c) {
     if (!c.parsed()) return errorsResult(c.rendered(true));
     Json out;

@@ -1,8 +1,8 @@
-// The embedding API of Remit (shared/DESIGN.md B1): compile source to a module or load a verified
-// .rbc, start a run with inputs, and step it until it completes, fails, or stops at a host call
-// (CALLCAP / ASKMODEL). The embedder — the broker of `remitvm run`, replay, `test`, the serve
-// protocol — performs or refuses the call and resumes the run with a result or an error. This is
-// the one seam between the VM and everything that acts in the world: the VM itself performs no
+// The embedding API of Remit (docs/architecture.md "The one seam"): compile source to a module or
+// load a verified .rbc, start a run with inputs, and step it until it completes, fails, or stops at
+// a host call (CALLCAP / ASKMODEL). The embedder — the broker of `remitvm run`, replay, `test`, the
+// serve protocol — performs or refuses the call and resumes the run with a result or an error. This
+// is the one seam between the VM and everything that acts in the world: the VM itself performs no
 // effect and applies no policy.
 //
 //     auto compiled = remit::compileProgram(source, "prog.rmt", hostSource, "host.rmti");
@@ -67,9 +67,9 @@ struct LoadOutcome {
 };
 LoadOutcome loadProgram(std::string_view rbcBytes);
 
-// The limits of one run (shared/DESIGN.md A7). Every run has all of them; no run is unbounded.
+// The limits of one run (docs/compatibility.md "Limits"): every run has all of them.
 struct VmLimits {
-    uint64_t maxSteps = 100'000'000;  // an upper bound on instructions executed (charged per call and back-edge)
+    uint64_t maxSteps = 100'000'000;  // instructions plus the work inside them (docs/language.md, decision 46)
     size_t maxMemory = kDefaultMemoryBudget;
     uint64_t maxWallMs = 10'000;       // time spent inside the VM; time the embedder spends on host calls is excluded
     size_t maxResultBytes = size_t(16) << 20;
@@ -122,7 +122,8 @@ public:
     // Whether the call just failed for good will run its `else` (for the broker's `fallback` event).
     bool willFallBack(bool operational) const;
 
-    // Stops the run at its next back-edge or call with R0702; safe from any thread.
+    // Stops the run with R0702 at its next check of the abort flag (every 16,384 steps and every batch
+    // of work: docs/language.md, decision 46); safe from any thread.
     void requestAbort();
 
     uint64_t stepsUsed() const;
