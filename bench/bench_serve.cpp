@@ -1,4 +1,4 @@
-// The `remitvm serve` session operation in process (broker/serve_session.h): one `run` request
+// The `remitvm serve` session operation in process (session/serve_session.h): one `run` request
 // for a small program — parse the request line, parse and check the program against its host
 // interface and grants, compile, verify, run, and build the reply — as a warm server does it per
 // request, without the pipe and the thread hand-off. Also a run that pauses at one host call and
@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "broker/serve_session.h"
+#include "session/serve_session.h"
 
 namespace {
 

@@ -112,18 +112,6 @@ bool Broker::record(const OJ& event, bool durable) {
     return options_.trace->emit(event) && (!durable || options_.trace->sync());
 }
 
-Broker::Outcome Broker::stop(std::string why) {
-    if (stopped_.empty()) stopped_ = std::move(why);
-    Outcome out;
-    out.error = err(DiagCode::R0702, "the host stopped the run: " + stopped_);
-    return out;
-}
-
-Broker::Outcome Broker::stopForTrace(const std::string& what) {
-    return stop(fmt::format("cannot write the trace ({}): {}",
-                            options_.trace ? options_.trace->failure() : std::string("no trace"), what));
-}
-
 AdapterRequest Broker::requestFor(const HostCall& call, const OJ& rawArgs, const std::string& key) const {
     const Site& site = *call.site;
     AdapterRequest request;
@@ -152,154 +140,154 @@ AdapterRequest Broker::requestFor(const HostCall& call, const OJ& rawArgs, const
     return request;
 }
 
-RunStatus Broker::drive(RunStatus status) {
-    while (status == RunStatus::HostCall) {
-        const HostCall& call = run_.hostCall();
-        Outcome outcome = attempt(call);
-        if (outcome.value) {
-            status = run_.resumeWithResult(std::move(*outcome.value));
-            continue;
-        }
-        if (outcome.operational && run_.willFallBack(true))
-            emit({{"event", "fallback"}, {"run_id", options_.runId}, {"site", call.site->id},
-                  {"error", outcome.error.message}});
-        status = run_.resumeWithError(std::move(outcome.error), outcome.operational);
-    }
-    return status;
+Decision Broker::refuse(RuntimeError error, bool operational) {
+    current_.reset();
+    Decision d;
+    d.kind = Decision::Kind::Refuse;
+    d.error = std::move(error);
+    d.operational = operational;
+    return d;
 }
 
-Broker::Outcome Broker::attempt(const HostCall& call) {
+Decision Broker::stop(std::string why) {
+    if (stopped_.empty()) stopped_ = std::move(why);
+    return refuse(err(DiagCode::R0702, "the host stopped the run: " + stopped_));
+}
+
+Decision Broker::stopForTrace(const std::string& what) {
+    return stop(fmt::format("cannot write the trace ({}): {}",
+                            options_.trace ? options_.trace->failure() : std::string("no trace"), what));
+}
+
+Decision Broker::decide(const HostCall& call) {
+    current_.reset();
     Heap& heap = run_.heap();
     const Site& site = *call.site;
     const bool isModel = site.kind != SiteKind::Capability;
     const std::string& resource = site.resource;  // agents: their model
-    Outcome out;
-    auto fail = [&](RuntimeError e, bool operational = false) {
-        out.error = std::move(e);
-        out.operational = operational;
-        return out;
-    };
-    auto heapFailure = [&]() { return fail(heap.failed() ? heap.takeError() : err(DiagCode::R0701, "out of memory")); };
+    auto heapFailure = [&]() { return refuse(heap.failed() ? heap.takeError() : err(DiagCode::R0701, "out of memory")); };
 
-    const Capability* cap = isModel ? nullptr : options_.host->capability(resource);
-    const ModelInfo* model = isModel ? options_.host->model(resource) : nullptr;
+    Attempt a;
+    a.call = &call;
+    a.cap = isModel ? nullptr : options_.host->capability(resource);
+    a.model = isModel ? options_.host->model(resource) : nullptr;
 
-    // Retries of effects that cannot be repeated safely (docs/broker.md "Order of the rules", step 0).
-    if (call.attempt > 0 && cap && !cap->idempotent)
-        return fail(err(DiagCode::R0405, fmt::format("refusing to retry non-idempotent '{}'", resource),
-                        OJ{{"resource", resource}}));
+    // Retries of effects that cannot be repeated safely (the prototype's broker refuses them too).
+    if (call.attempt > 0 && a.cap && !a.cap->idempotent)
+        return refuse(err(DiagCode::R0405, fmt::format("refusing to retry non-idempotent '{}'", resource),
+                          OJ{{"resource", resource}}));
     // Agents: checked and counted before the broker's own rules, as the prototype's interpreter does.
     if (site.kind == SiteKind::Agent && call.agent) {
         int64_t& n = agentCalls_[call.agent->name];
         if (call.agent->maxCalls && n >= *call.agent->maxCalls)
-            return fail(err(DiagCode::R0402,
-                            fmt::format("agent '{}' reached max_calls={}", call.agent->name, *call.agent->maxCalls),
-                            OJ{{"agent", call.agent->name}, {"limit", "max_calls"}, {"value", *call.agent->maxCalls}}));
+            return refuse(err(DiagCode::R0402,
+                              fmt::format("agent '{}' reached max_calls={}", call.agent->name, *call.agent->maxCalls),
+                              OJ{{"agent", call.agent->name}, {"limit", "max_calls"}, {"value", *call.agent->maxCalls}}));
         ++n;
     }
 
     // 1–2. Resource and grant.
-    if (!cap && !model)
-        return fail(err(DiagCode::R0303, fmt::format("unknown resource '{}'", resource), OJ{{"resource", resource}}));
-    const Grant* grant = options_.policy ? options_.policy->grantFor(resource) : nullptr;
-    if (!grant)
-        return fail(err(DiagCode::R0303, fmt::format("host policy does not grant '{}'", resource),
-                        OJ{{"resource", resource}}));
+    if (!a.cap && !a.model)
+        return refuse(err(DiagCode::R0303, fmt::format("unknown resource '{}'", resource), OJ{{"resource", resource}}));
+    a.grant = options_.policy ? options_.policy->grantFor(resource) : nullptr;
+    if (!a.grant)
+        return refuse(err(DiagCode::R0303, fmt::format("host policy does not grant '{}'", resource),
+                          OJ{{"resource", resource}}));
+    const Grant& grant = *a.grant;
 
     // Arguments: plain JSON, deep tags, deep provenance.
-    OJ rawArgs = OJ::object();
-    std::vector<TagSetId> argTags;
-    TagSetId allArgTags = kNoTags;
-    ProvId prov = kNoProv;
+    a.rawArgs = OJ::object();
     for (size_t i = 0; i < site.argNames.size() && i < call.args.size(); ++i) {
         const Value& v = call.args[i];
         std::optional<OJ> j = valueToJson(v, kMaxArgJsonBytes);
         if (!j)
-            return fail(err(DiagCode::R0701,
-                            fmt::format("argument '{}' of '{}' is larger than {} MiB as JSON", site.argNames[i],
-                                        resource, kMaxArgJsonBytes >> 20),
-                            OJ{{"limit", "argument_size"}, {"value", kMaxArgJsonBytes}}));
-        rawArgs[site.argNames[i]] = std::move(*j);
+            return refuse(err(DiagCode::R0701,
+                              fmt::format("argument '{}' of '{}' is larger than {} MiB as JSON", site.argNames[i],
+                                          resource, kMaxArgJsonBytes >> 20),
+                              OJ{{"limit", "argument_size"}, {"value", kMaxArgJsonBytes}}));
+        a.rawArgs[site.argNames[i]] = std::move(*j);
         std::optional<TagSetId> t = heap.deepTags(v);
         std::optional<ProvId> p = heap.deepProv(v);
         if (!t || !p) return heapFailure();
-        argTags.push_back(*t);
-        std::optional<TagSetId> all = heap.uniteTags(allArgTags, *t);
-        std::optional<ProvId> united = heap.uniteProv(prov, *p);
+        a.argTags.push_back(*t);
+        std::optional<TagSetId> all = heap.uniteTags(a.allArgTags, *t);
+        std::optional<ProvId> united = heap.uniteProv(a.prov, *p);
         if (!all || !united) return heapFailure();
-        allArgTags = *all;
-        prov = *united;
+        a.allArgTags = *all;
+        a.prov = *united;
     }
     // 3. Deny tags (capabilities only: models have no deny tags).
-    if (cap)
-        if (std::optional<DenyViolation> denied = deniedArgument(heap, *cap, site.argNames, argTags,
+    if (a.cap)
+        if (std::optional<DenyViolation> denied = deniedArgument(heap, *a.cap, site.argNames, a.argTags,
                                                                  options_.strictFlows ? call.pcTags : kNoTags)) {
             OJ event{{"event", "violation"}, {"run_id", options_.runId}, {"resource", resource}, {"site", site.id},
                      {"param", denied->param}, {"tags", OJ(denied->tags)}};
             if (denied->viaControl) event["via"] = "control";
             emit(event);
-            return fail(err(DiagCode::R0301, denied->message(resource), denied->details(resource)));
+            return refuse(err(DiagCode::R0301, denied->message(resource), denied->details(resource)));
         }
 
     // 4. Argument constraints of the policy: arg_prefix, arg_one_of, then ours, arg_max.
-    for (const auto& [param, prefixes] : grant->argPrefix) {
-        auto it = rawArgs.find(param);
+    for (const auto& [param, prefixes] : grant.argPrefix) {
+        auto it = a.rawArgs.find(param);
         bool ok = false;
-        if (it != rawArgs.end() && it->is_string())
+        if (it != a.rawArgs.end() && it->is_string())
             for (const std::string& px : prefixes) ok = ok || it->get<std::string>().starts_with(px);
         if (!ok)
-            return fail(
+            return refuse(
                 err(DiagCode::R0301,
                     fmt::format("'{}' argument '{}' is outside the allowed prefixes {}", resource, param,
                                 pyStrList(prefixes)),
                     OJ{{"resource", resource}, {"param", param}, {"constraint", "arg_prefix"}, {"allowed", prefixes}}));
     }
-    for (const auto& [param, allowed] : grant->argOneOf) {
-        auto it = rawArgs.find(param);
-        nlohmann::json given = it != rawArgs.end() ? nlohmann::json(*it) : nlohmann::json(nullptr);
+    for (const auto& [param, allowed] : grant.argOneOf) {
+        auto it = a.rawArgs.find(param);
+        nlohmann::json given = it != a.rawArgs.end() ? nlohmann::json(*it) : nlohmann::json(nullptr);
         bool ok = false;
-        for (const nlohmann::json& a : allowed) ok = ok || pyJsonEqual(given, a);
+        for (const nlohmann::json& v : allowed) ok = ok || pyJsonEqual(given, v);
         if (!ok)
-            return fail(err(
+            return refuse(err(
                 DiagCode::R0301, fmt::format("'{}' argument '{}' is not one of the allowed values", resource, param),
                 OJ{{"resource", resource}, {"param", param}, {"constraint", "arg_one_of"}, {"allowed", allowed}}));
     }
-    for (const auto& [param, max] : grant->argMax) {
-        auto it = rawArgs.find(param);
-        if (it == rawArgs.end() || !it->is_number() || !(it->get<double>() <= max))
-            return fail(err(DiagCode::R0301,
-                            fmt::format("'{}' argument '{}' is above the allowed maximum {}", resource, param,
-                                        dumpJson(nlohmann::json(max), JsonTextStyle{})),
-                            OJ{{"resource", resource}, {"param", param}, {"constraint", "arg_max"}, {"value", max}}));
+    for (const auto& [param, max] : grant.argMax) {
+        auto it = a.rawArgs.find(param);
+        if (it == a.rawArgs.end() || !it->is_number() || !(it->get<double>() <= max))
+            return refuse(err(DiagCode::R0301,
+                              fmt::format("'{}' argument '{}' is above the allowed maximum {}", resource, param,
+                                          dumpJson(nlohmann::json(max), JsonTextStyle{})),
+                              OJ{{"resource", resource}, {"param", param}, {"constraint", "arg_max"}, {"value", max}}));
     }
 
     // 5. Call limit.
-    int64_t& count = calls_[resource];
-    if (grant->maxCalls && count >= *grant->maxCalls)
-        return fail(err(DiagCode::R0402,
-                        fmt::format("policy allows at most {} call(s) to '{}'", *grant->maxCalls, resource),
-                        OJ{{"resource", resource}, {"limit", "max_calls"}, {"value", *grant->maxCalls}}));
+    if (grant.maxCalls && calls_[resource] >= *grant.maxCalls)
+        return refuse(err(DiagCode::R0402,
+                          fmt::format("policy allows at most {} call(s) to '{}'", *grant.maxCalls, resource),
+                          OJ{{"resource", resource}, {"limit", "max_calls"}, {"value", *grant.maxCalls}}));
 
     // 6. Counter and idempotency key: k numbers every attempt at the site, so (root, site, k) is
     // the same attempt in every run of the family — a resume that replays the same calls reaches
     // the same k, hence the same key, as the uninterrupted run (replay.h).
-    uint64_t k = siteSeq_[site.id]++;
-    const std::string key = idempotencyKey(options_.idempotencyRoot, site.id, k);
-    const std::string argsSha = argsDigest(rawArgs);
+    a.k = siteSeq_[site.id]++;
+    a.key = idempotencyKey(options_.idempotencyRoot, site.id, a.k);
+    a.argsSha = argsDigest(a.rawArgs);
 
     // 7. Replay: a recorded call is answered from the record (no approval, no dispatch).
     if (const ReplayPlan* plan = options_.replay) {
         if (replayed_ < plan->calls.size()) {
-            ++count;
-            return replayRecorded(call, rawArgs, allArgTags, prov, k, key);
+            ++calls_[resource];
+            replayedRequest_.reset();
+            Decision d = replayRecorded(a);
+            d.replayed = std::move(replayedRequest_);
+            return d;
         }
         if (!plan->liveAfter) {
-            unrecorded_ = UnrecordedCall{resource, site.id, rawArgs};
-            return fail(err(DiagCode::R0601,
-                            fmt::format("replay diverged: the program made all {} recorded call(s), then asked for "
-                                        "'{}' at {}, which the run did not record",
-                                        plan->calls.size(), resource, site.id),
-                            OJ{{"event", "call"}, {"requested", {{"resource", resource}, {"site", site.id}}}}));
+            unrecorded_ = UnrecordedCall{resource, site.id, a.rawArgs};
+            return refuse(err(DiagCode::R0601,
+                              fmt::format("replay diverged: the program made all {} recorded call(s), then asked for "
+                                          "'{}' at {}, which the run did not record",
+                                          plan->calls.size(), resource, site.id),
+                              OJ{{"event", "call"}, {"requested", {{"resource", resource}, {"site", site.id}}}}));
         }
     }
     // A call an earlier run dispatched without recording its outcome is this attempt when its key is
@@ -307,123 +295,188 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
     // can recognise it. Matching on anything else (resource and arguments) could pair it with
     // another attempt of the same call — a failed first attempt with its in-flight retry — and
     // hand the retry's key to the next, different call.
-    std::optional<size_t> inFlight;
     if (options_.replay) {
         const std::vector<InFlightCall>& pending = options_.replay->inFlight;
         inFlightSent_.resize(pending.size());
-        for (size_t i = 0; i < pending.size() && !inFlight; ++i)
-            if (!inFlightSent_[i] && pending[i].idempotencyKey == key) inFlight = i;
-        if (inFlight) {
-            const InFlightCall& f = pending[*inFlight];
-            if (f.resource != resource || f.argsDigest != argsSha || f.attempt != call.attempt)
-                return fail(err(DiagCode::R0601,
-                                fmt::format("resume diverged: the call in flight when run {} stopped was '{}' at {} "
-                                            "(attempt {}), the program now makes '{}' there (attempt {}){}",
-                                            f.runId, f.resource, site.id, f.attempt + 1, resource, call.attempt + 1,
-                                            f.argsDigest != argsSha ? " with other arguments" : ""),
-                                OJ{{"event", "dispatch"}, {"idempotency_key", key}, {"site", site.id}}));
-            inFlightSent_[*inFlight] = true;
+        for (size_t i = 0; i < pending.size() && !a.inFlight; ++i)
+            if (!inFlightSent_[i] && pending[i].idempotencyKey == a.key) a.inFlight = i;
+        if (a.inFlight) {
+            const InFlightCall& f = pending[*a.inFlight];
+            if (f.resource != resource || f.argsDigest != a.argsSha || f.attempt != call.attempt)
+                return refuse(err(DiagCode::R0601,
+                                  fmt::format("resume diverged: the call in flight when run {} stopped was '{}' at {} "
+                                              "(attempt {}), the program now makes '{}' there (attempt {}){}",
+                                              f.runId, f.resource, site.id, f.attempt + 1, resource, call.attempt + 1,
+                                              f.argsDigest != a.argsSha ? " with other arguments" : ""),
+                                  OJ{{"event", "dispatch"}, {"idempotency_key", a.key}, {"site", site.id}}));
+            inFlightSent_[*a.inFlight] = true;
         }
     }
 
     // 8. Approval.
-    std::vector<std::string> reasons;
-    if ((cap && cap->approvalAlways) || grant->approvalAlways) reasons.push_back("always requires approval");
-    for (size_t i = 0; i < site.argNames.size() && i < argTags.size(); ++i) {
+    if ((a.cap && a.cap->approvalAlways) || grant.approvalAlways) a.reasons.push_back("always requires approval");
+    for (size_t i = 0; i < site.argNames.size() && i < a.argTags.size(); ++i) {
         const std::string& name = site.argNames[i];
         std::vector<std::string> approveTags;
-        if (cap)
-            if (const CapabilityParam* p = cap->param(name)) approveTags = p->approve;
-        if (auto g = grant->approve.find(name); g != grant->approve.end())
+        if (a.cap)
+            if (const CapabilityParam* p = a.cap->param(name)) approveTags = p->approve;
+        if (auto g = grant.approve.find(name); g != grant.approve.end())
             for (const std::string& t : g->second)
                 if (std::find(approveTags.begin(), approveTags.end(), t) == approveTags.end()) approveTags.push_back(t);
         for (const std::string& tag : approveTags) {
-            bool inData = heap.tagTable().contains(argTags[i], tag);
+            bool inData = heap.tagTable().contains(a.argTags[i], tag);
             if (inData || heap.tagTable().contains(call.pcTags, tag))
-                reasons.push_back(fmt::format("'{}' is {}{}", name, tag, inData ? "" : " (control flow)"));
+                a.reasons.push_back(fmt::format("'{}' is {}{}", name, tag, inData ? "" : " (control flow)"));
         }
     }
-    OJ approval = nullptr;
-    if (!reasons.empty()) {
-        std::string digest = approvalDigest(options_.programHash, site.id, resource, rawArgs);
-        std::optional<std::string> who;
-        const OJ* inFlightApproval = inFlight ? &options_.replay->inFlight[*inFlight].approval : nullptr;
-        if (inFlightApproval && inFlightApproval->is_object() && stringField(*inFlightApproval, "digest") == digest) {
-            // The approval was consumed by the dispatch whose outcome is unknown: the same effect.
-            who = stringField(*inFlightApproval, "approved_by");
-        } else if (options_.approveAll) {
-            who = "auto-approve(test)";
-        } else if (options_.approvals) {
-            nlohmann::json request = {{"resource", resource}, {"site", site.id}, {"args", rawArgs},
-                                      {"program_hash", options_.programHash}, {"reasons", reasons}};
-            std::string storeError;
-            who = options_.approvals->decide(digest, request, options_.runId, key, storeError);
-            // --interactive: an operator at the terminal may approve it now; the approval goes
-            // through the store, so it is recorded and consumed like any other.
-            if (!who && storeError.empty() && options_.askOperator &&
-                options_.askOperator(PendingApproval{digest, site.id, resource, rawArgs, reasons}) &&
-                options_.approvals->approve(digest, "interactive", storeError))
-                who = options_.approvals->decide(digest, request, options_.runId, key, storeError);
-            // A store that cannot be read, locked or written decides nothing: the run stops.
-            if (!storeError.empty()) return stop(storeError);
-        }
-        if (!who) {
-            if (!record({{"event", "pending_approval"}, {"run_id", options_.runId}, {"resource", resource},
-                         {"site", site.id}, {"args", rawArgs}, {"digest", digest}, {"reasons", reasons}}))
-                return stopForTrace(fmt::format("the request for approval of '{}' at {} is not recorded", resource,
-                                                site.id));
-            pending_ = PendingApproval{digest, site.id, resource, rawArgs, reasons};
-            return fail(err(DiagCode::R0302,
-                            fmt::format("'{}' needs approval ({}); digest {}", resource, fmt::join(reasons, "; "),
-                                        digest.substr(0, 16)),
-                            OJ{{"digest", digest}, {"resource", resource}, {"args", rawArgs}, {"reasons", reasons}}));
-        }
-        if (!record({{"event", "approval_granted"}, {"run_id", options_.runId}, {"resource", resource},
-                     {"site", site.id}, {"digest", digest}, {"approved_by", *who}, {"at", unixNow()}}))
-            return stopForTrace(fmt::format("the approval of '{}' at {} is not recorded; the call was not sent",
-                                            resource, site.id));
-        approval = {{"digest", digest}, {"reasons", reasons}, {"approved_by", *who}};
-        if (inFlight) approval["in_flight_retry"] = true;
+    if (a.reasons.empty()) {
+        current_ = std::move(a);
+        return reserveAndDispatch();
     }
+    a.digest = approvalDigest(options_.programHash, site.id, resource, a.rawArgs);
+    std::optional<std::string> who;
+    const OJ* inFlightApproval = a.inFlight ? &options_.replay->inFlight[*a.inFlight].approval : nullptr;
+    if (inFlightApproval && inFlightApproval->is_object() && stringField(*inFlightApproval, "digest") == a.digest) {
+        // The approval was consumed by the dispatch whose outcome is unknown: the same effect.
+        who = stringField(*inFlightApproval, "approved_by");
+    } else if (options_.approveAll) {
+        who = "auto-approve(test)";
+    } else if (options_.approvals) {
+        std::string storeError;
+        who = options_.approvals->decide(a.digest, approvalRequest(a), options_.runId, a.key, storeError);
+        // A store that cannot be read, locked or written decides nothing: the run stops.
+        if (!storeError.empty()) return stop(storeError);
+    }
+    current_ = std::move(a);
+    if (who) return grantApproval(*who);
+    // Nobody has approved it yet: whoever embeds the broker asks (approved) or pauses (decline).
+    Attempt& pendingAttempt = *current_;
+    if (!record({{"event", "pending_approval"}, {"run_id", options_.runId}, {"resource", resource},
+                 {"site", site.id}, {"args", pendingAttempt.rawArgs}, {"digest", pendingAttempt.digest},
+                 {"reasons", pendingAttempt.reasons}}))
+        return stopForTrace(fmt::format("the request for approval of '{}' at {} is not recorded", resource, site.id));
+    pendingAttempt.state = Attempt::State::AwaitingApproval;
+    Decision d;
+    d.kind = Decision::Kind::NeedsApproval;
+    d.pending = PendingApproval{pendingAttempt.digest, site.id, resource, pendingAttempt.rawArgs,
+                                pendingAttempt.reasons};
+    d.reasons = pendingAttempt.reasons;
+    return d;
+}
 
+nlohmann::json Broker::approvalRequest(const Attempt& a) const {
+    return {{"resource", a.call->site->resource}, {"site", a.call->site->id}, {"args", a.rawArgs},
+            {"program_hash", options_.programHash}, {"reasons", a.reasons}};
+}
+
+Decision Broker::approved(const std::string& by) {
+    if (!current_ || current_->state != Attempt::State::AwaitingApproval)
+        return refuse(err(DiagCode::R0702, "internal: approved() without a call waiting for approval"));
+    // The approval goes through the store, when there is one, so it is recorded and consumed
+    // (single use) like any other.
+    if (ApprovalStore* store = options_.approvals) {
+        std::string storeError;
+        std::optional<std::string> who;
+        if (store->approve(current_->digest, by, storeError))
+            who = store->decide(current_->digest, approvalRequest(*current_), options_.runId, current_->key, storeError);
+        if (!storeError.empty()) return stop(storeError);
+        if (!who) return stop(fmt::format("the approval of digest {} was not recorded in the store", current_->digest));
+    }
+    return grantApproval(by);
+}
+
+Decision Broker::decline() {
+    if (!current_ || current_->state != Attempt::State::AwaitingApproval)
+        return refuse(err(DiagCode::R0702, "internal: decline() without a call waiting for approval"));
+    const Attempt& a = *current_;
+    const std::string& resource = a.call->site->resource;
+    pending_ = PendingApproval{a.digest, a.call->site->id, resource, a.rawArgs, a.reasons};
+    return refuse(err(DiagCode::R0302,
+                      fmt::format("'{}' needs approval ({}); digest {}", resource, fmt::join(a.reasons, "; "),
+                                  a.digest.substr(0, 16)),
+                      OJ{{"digest", a.digest}, {"resource", resource}, {"args", a.rawArgs}, {"reasons", a.reasons}}));
+}
+
+Decision Broker::grantApproval(const std::string& who) {
+    Attempt& a = *current_;
+    const Site& site = *a.call->site;
+    if (!record({{"event", "approval_granted"}, {"run_id", options_.runId}, {"resource", site.resource},
+                 {"site", site.id}, {"digest", a.digest}, {"approved_by", who}, {"at", unixNow()}}))
+        return stopForTrace(fmt::format("the approval of '{}' at {} is not recorded; the call was not sent",
+                                        site.resource, site.id));
+    a.approval = {{"digest", a.digest}, {"reasons", a.reasons}, {"approved_by", who}};
+    if (a.inFlight) a.approval["in_flight_retry"] = true;
+    return reserveAndDispatch();
+}
+
+Decision Broker::reserveAndDispatch() {
+    Attempt& a = *current_;
+    const Site& site = *a.call->site;
+    const std::string& resource = site.resource;
     // 9. Budget: reserve the declared worst case before dispatch.
-    double reserve = cap ? cap->cost : model->cost;
-    if (budget_ && spent_ + reserved_ + reserve > *budget_ + 1e-12)
-        return fail(err(DiagCode::R0401,
-                        fmt::format("calling '{}' could exceed the budget: spent ${:.4f}, reserved ${:.4f}, this call "
-                                    "reserves ${:.4f}, budget ${:.4f}",
-                                    resource, spent_, reserved_, reserve, *budget_),
-                        OJ{{"resource", resource},
-                           {"limit", "budget_usd"},
-                           {"value", *budget_},
-                           {"spent", spent_},
-                           {"reserved", reserved_},
-                           {"cost", reserve}}));
-    reserved_ += reserve;
-    ++count;
+    a.reserve = a.cap ? a.cap->cost : a.model->cost;
+    if (budget_ && spent_ + reserved_ + a.reserve > *budget_ + 1e-12)
+        return refuse(err(DiagCode::R0401,
+                          fmt::format("calling '{}' could exceed the budget: spent ${:.4f}, reserved ${:.4f}, this call "
+                                      "reserves ${:.4f}, budget ${:.4f}",
+                                      resource, spent_, reserved_, a.reserve, *budget_),
+                          OJ{{"resource", resource},
+                             {"limit", "budget_usd"},
+                             {"value", *budget_},
+                             {"spent", spent_},
+                             {"reserved", reserved_},
+                             {"cost", a.reserve}}));
+    reserved_ += a.reserve;
+    ++calls_[resource];
 
     // 10. Dispatch, after its write-ahead record is on stable storage: a call whose dispatch could
     // not be recorded durably is not sent (a crash would leave no trace of it, and its resume would
     // know nothing of an effect that may have happened).
-    AdapterRequest request = requestFor(call, rawArgs, key);
     if (!record({{"event", "dispatch"}, {"run_id", options_.runId}, {"resource", resource}, {"site", site.id},
-                 {"idempotency_key", key}, {"k", k}, {"attempt", call.attempt}, {"args_sha256", argsSha},
-                 {"approval", approval.is_object()
-                                  ? OJ{{"digest", approval["digest"]}, {"approved_by", approval["approved_by"]}}
+                 {"idempotency_key", a.key}, {"k", a.k}, {"attempt", a.call->attempt}, {"args_sha256", a.argsSha},
+                 {"approval", a.approval.is_object()
+                                  ? OJ{{"digest", a.approval["digest"]}, {"approved_by", a.approval["approved_by"]}}
                                   : OJ(nullptr)}},
                 true)) {
-        reserved_ -= reserve;
+        reserved_ -= a.reserve;
         return stopForTrace(fmt::format("the call to '{}' at {} was not sent", resource, site.id));
     }
-    auto t0 = std::chrono::steady_clock::now();
-    AdapterReply reply = options_.adapter ? options_.adapter->perform(request)
-                                          : AdapterReply{false, nullptr, std::nullopt, nullptr, "CapabilityFailed",
-                                                         fmt::format("no adapter configured for '{}'", resource)};
-    auto durationMs = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    Decision d;
+    d.kind = Decision::Kind::Dispatch;
+    d.request = requestFor(*a.call, a.rawArgs, a.key);
+    d.reasons = a.reasons;
+    if (a.approval.is_object()) d.approvedBy = a.approval["approved_by"].get<std::string>();
+    // The tags a result will carry (serve shows them before the host performs the call).
+    Heap& heap = run_.heap();
+    std::optional<TagSetId> tags = resultTagsFor(*a.call, a.allArgTags);
+    if (!tags) return refuse(heap.failed() ? heap.takeError() : err(DiagCode::R0701, "out of memory"));
+    d.resultTags = *tags;
+    a.state = Attempt::State::Dispatched;
+    a.sent = std::chrono::steady_clock::now();
+    return d;
+}
+
+Decision Broker::cancel(RuntimeError error) {
+    if (current_ && current_->state == Attempt::State::Dispatched) reserved_ -= current_->reserve;
+    return refuse(std::move(error));
+}
+
+Decision Broker::complete(const AdapterReply& reply) {
+    if (!current_ || current_->state != Attempt::State::Dispatched)
+        return refuse(err(DiagCode::R0702, "internal: complete() without a dispatched call"));
+    Attempt a = std::move(*current_);
+    current_.reset();
+    Heap& heap = run_.heap();
+    const HostCall& call = *a.call;
+    const Site& site = *call.site;
+    const std::string& resource = site.resource;
+    auto durationMs =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - a.sent).count();
 
     // Reconcile: the adapter's cost when it gives a sane one, else the declared cost.
-    double actual = reply.costUsd && std::isfinite(*reply.costUsd) && *reply.costUsd >= 0 ? *reply.costUsd : reserve;
-    reserved_ -= reserve;
+    double actual =
+        reply.costUsd && std::isfinite(*reply.costUsd) && *reply.costUsd >= 0 ? *reply.costUsd : a.reserve;
+    reserved_ -= a.reserve;
     spent_ += actual;
     uint64_t seq = ++seq_;
 
@@ -437,7 +490,7 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
                         reply.message.empty() ? fmt::format("'{}' failed", resource) : reply.message,
                         OJ{{"resource", resource}});
     } else {
-        decoded = decodeResult(call, reply.result, allArgTags, prov, seq);
+        decoded = decodeResult(call, reply.result, a.allArgTags, a.prov, seq);
         if (decoded.error) {
             status = "error";  // models record the call ok and report invalid output below
             callError = decoded.error;
@@ -446,30 +499,30 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
     }
 
     OJ argTagsJson = OJ::object();
-    for (size_t i = 0; i < argTags.size(); ++i) argTagsJson[site.argNames[i]] = namesJson(heap, argTags[i]);
+    for (size_t i = 0; i < a.argTags.size(); ++i) argTagsJson[site.argNames[i]] = namesJson(heap, a.argTags[i]);
     OJ derived = OJ::array();
-    for (uint64_t s : heap.provTable().flatten(prov)) derived.push_back(s);
+    for (uint64_t s : heap.provTable().flatten(a.prov)) derived.push_back(s);
     OJ event = {{"event", "call"},
                 {"seq", seq},
                 {"run_id", options_.runId},
                 {"resource", resource},
                 {"site", site.id},
-                {"args", rawArgs},
+                {"args", a.rawArgs},
                 {"arg_tags", argTagsJson},
                 {"pc_tags", namesJson(heap, call.pcTags)},
                 {"derived_from", derived},
-                {"idempotency_key", key},
-                {"k", k},
-                {"approval", approval},
-                {"reserved_usd", reserve},
+                {"idempotency_key", a.key},
+                {"k", a.k},
+                {"approval", a.approval},
+                {"reserved_usd", a.reserve},
                 {"cost_usd", actual},
                 {"duration_ms", durationMs},
                 {"status", status},
                 {"meta", reply.meta.is_object() ? reply.meta : OJ::object()},
                 {"attempt", call.attempt},
-                {"adapter", options_.adapter ? options_.adapter->kind() : "none"}};
-    if (actual > reserve + 1e-12) event["overrun_usd"] = actual - reserve;
-    if (inFlight) event["in_flight_retry"] = {{"run_id", options_.replay->inFlight[*inFlight].runId}};
+                {"adapter", options_.adapterKind}};
+    if (actual > a.reserve + 1e-12) event["overrun_usd"] = actual - a.reserve;
+    if (a.inFlight) event["in_flight_retry"] = {{"run_id", options_.replay->inFlight[*a.inFlight].runId}};
     if (status == "ok") {
         event["result"] = reply.result;
         event["result_tags"] = namesJson(heap, decoded.tags);
@@ -487,11 +540,71 @@ Broker::Outcome Broker::attempt(const HostCall& call) {
         if (!record({{"event", "invalid_output"}, {"run_id", options_.runId}, {"site", site.id},
                      {"resource", resource}, {"message", *decoded.invalidOutput}}))
             return stopForTrace(fmt::format("the invalid output of '{}' at {} is not recorded", resource, site.id));
-        return fail(err(DiagCode::R0502, *decoded.invalidOutput, OJ{{"resource", resource}}), true);
+        return refuse(err(DiagCode::R0502, *decoded.invalidOutput, OJ{{"resource", resource}}), true);
     }
-    if (callError) return fail(std::move(*callError), operational);
-    out.value = std::move(decoded.value);
-    return out;
+    if (callError) return refuse(std::move(*callError), operational);
+    return answered(std::move(*decoded.value));
+}
+
+Decision Broker::answered(Value value) {
+    current_.reset();
+    Decision d;
+    d.kind = Decision::Kind::Answered;
+    d.value = std::move(value);
+    return d;
+}
+
+RunStatus Broker::settle(Decision decision) {
+    if (decision.kind == Decision::Kind::Answered) return run_.resumeWithResult(std::move(*decision.value));
+    if (decision.kind != Decision::Kind::Refuse)
+        return run_.resumeWithError(err(DiagCode::R0702, "internal: a call was left undecided"), false);
+    const HostCall& call = run_.hostCall();
+    if (decision.operational && run_.willFallBack(true))
+        emit({{"event", "fallback"}, {"run_id", options_.runId}, {"site", call.site->id},
+              {"error", decision.error.message}});
+    return run_.resumeWithError(std::move(decision.error), decision.operational);
+}
+
+std::optional<TagSetId> Broker::resultTagsFor(const HostCall& call, TagSetId allArgTags) {
+    Heap& heap = run_.heap();
+    const Site& site = *call.site;
+    const Capability* cap = site.kind == SiteKind::Capability ? options_.host->capability(site.resource) : nullptr;
+    static const std::vector<std::string> kNone;
+    std::optional<TagSetId> declared = heap.internTags(std::span<const std::string>(cap ? cap->tags : kNone));
+    std::optional<TagSetId> clears = heap.internTags(std::span<const std::string>(cap ? cap->clears : kNone));
+    if (!declared || !clears) return std::nullopt;
+    std::optional<TagSetId> tags = heap.uniteTags(*declared, allArgTags);
+    if (tags) tags = heap.uniteTags(*tags, call.pcTags);
+    if (tags) tags = heap.subtractTags(*tags, *clears);
+    return tags;
+}
+
+RunStatus carryOut(Broker& broker, Adapter* adapter, Decision decision) {
+    if (decision.kind == Decision::Kind::Dispatch)
+        decision = broker.complete(adapter ? adapter->perform(decision.request)
+                                           : AdapterReply{false, nullptr, std::nullopt, nullptr, "CapabilityFailed",
+                                                          fmt::format("no adapter configured for '{}'",
+                                                                      decision.request.resource)});
+    return broker.settle(std::move(decision));
+}
+
+RunStatus driveWith(Run& run, Broker& broker, Adapter* adapter, const Approver& approve,
+                    std::optional<PendingApproval>* waiting) {
+    RunStatus status = run.status();
+    while (status == RunStatus::HostCall) {
+        Decision d = broker.decide(run.hostCall());
+        if (d.replayed && adapter) adapter->replayed(*d.replayed);
+        if (d.kind == Decision::Kind::NeedsApproval) {
+            std::optional<std::string> by = approve ? approve(*d.pending) : std::nullopt;
+            if (!by && waiting) {
+                *waiting = std::move(d.pending);
+                return status;
+            }
+            d = by ? broker.approved(*by) : broker.decline();
+        }
+        status = carryOut(broker, adapter, std::move(d));
+    }
+    return status;
 }
 
 Broker::Decoded Broker::decodeResult(const HostCall& call, const OJ& result, TagSetId allArgTags, ProvId prov,
@@ -507,12 +620,7 @@ Broker::Decoded Broker::decodeResult(const HostCall& call, const OJ& result, Tag
         return out;
     };
     // Result tags: (declared ∪ deep argument tags ∪ pc) − clears, on every node.
-    std::optional<TagSetId> declared = heap.internTags(std::span<const std::string>(cap ? cap->tags : std::vector<std::string>{}));
-    std::optional<TagSetId> clears = heap.internTags(std::span<const std::string>(cap ? cap->clears : std::vector<std::string>{}));
-    if (!declared || !clears) return outOfMemory();
-    std::optional<TagSetId> tags = heap.uniteTags(*declared, allArgTags);
-    if (tags) tags = heap.uniteTags(*tags, call.pcTags);
-    if (tags) tags = heap.subtractTags(*tags, *clears);
+    std::optional<TagSetId> tags = resultTagsFor(call, allArgTags);
     std::optional<ProvId> leaf = heap.provLeaf(seq);
     std::optional<ProvId> resultProv = leaf ? heap.uniteProv(prov, *leaf) : std::nullopt;
     if (!tags || !resultProv) return outOfMemory();
@@ -557,22 +665,23 @@ std::vector<InFlightCall> Broker::unresolvedInFlight() const {
     return out;
 }
 
-Broker::Outcome Broker::replayRecorded(const HostCall& call, const OJ& rawArgs, TagSetId allArgTags, ProvId prov,
-                                       uint64_t k, const std::string& key) {
+Decision Broker::replayRecorded(const Attempt& a) {
+    const HostCall& call = *a.call;
+    const OJ& rawArgs = a.rawArgs;
+    const uint64_t k = a.k;
+    const std::string& key = a.key;
     const Site& site = *call.site;
     const std::string& resource = site.resource;
     const RecordedCall& record = options_.replay->calls[replayed_];
     const OJ& rec = record.event;
-    Outcome out;
     auto diverged = [&](std::string what) {
-        out.error = err(DiagCode::R0601,
+        return refuse(err(DiagCode::R0601,
                         fmt::format("replay diverged at recorded call {} of {} ({}:{}): {}", replayed_ + 1,
                                     options_.replay->calls.size(), options_.replay->tracePath, record.line, what),
                         OJ{{"event", "call"},
                            {"line", record.line},
                            {"recorded", {{"resource", rec["resource"]}, {"site", rec["site"]}}},
-                           {"requested", {{"resource", resource}, {"site", site.id}}}});
-        return out;
+                           {"requested", {{"resource", resource}, {"site", site.id}}}}));
     };
     std::string recResource = rec["resource"].get<std::string>(), recSite = rec["site"].get<std::string>();
     if (recResource != resource || recSite != site.id)
@@ -600,7 +709,7 @@ Broker::Outcome Broker::replayRecorded(const HostCall& call, const OJ& rawArgs, 
     ++replayed_;
     // An adapter that keeps state by the order of calls (fixtures) advances past this one, so the
     // next live call gets what it would have got in the uninterrupted run.
-    if (options_.adapter) options_.adapter->replayed(requestFor(call, rawArgs, key));
+    replayedRequest_ = requestFor(call, rawArgs, key);
     double cost = rec.contains("cost_usd") && rec["cost_usd"].is_number() ? rec["cost_usd"].get<double>() : 0.0;
     if (std::isfinite(cost) && cost > 0) spent_ += cost;
     uint64_t seq = ++seq_;
@@ -619,27 +728,19 @@ Broker::Outcome Broker::replayRecorded(const HostCall& call, const OJ& rawArgs, 
                 if (auto parsed = parseDiagCode(c->get<std::string>())) code = *parsed;
             if (auto m = e->find("message"); m != e->end() && m->is_string()) message = m->get<std::string>();
         }
-        out.error = err(code, message, OJ{{"resource", resource}});
-        out.operational = code != DiagCode::R0701;
-        return out;
+        return refuse(err(code, message, OJ{{"resource", resource}}), code != DiagCode::R0701);
     }
-    Decoded decoded = decodeResult(call, rec["result"], allArgTags, prov, seq);
+    Decoded decoded = decodeResult(call, rec["result"], a.allArgTags, a.prov, seq);
     if (decoded.error && decoded.operational)  // a recorded ok result that does not fit: the trace was edited
         return diverged(fmt::format("the recorded result does not fit: {}", decoded.error->message));
     emit(copy);
-    if (decoded.error) {
-        out.error = std::move(*decoded.error);
-        return out;
-    }
+    if (decoded.error) return refuse(std::move(*decoded.error));
     if (decoded.invalidOutput) {
         emit({{"event", "invalid_output"}, {"run_id", options_.runId}, {"site", site.id}, {"resource", resource},
               {"message", *decoded.invalidOutput}});
-        out.error = err(DiagCode::R0502, *decoded.invalidOutput, OJ{{"resource", resource}});
-        out.operational = true;
-        return out;
+        return refuse(err(DiagCode::R0502, *decoded.invalidOutput, OJ{{"resource", resource}}), true);
     }
-    out.value = std::move(decoded.value);
-    return out;
+    return answered(std::move(*decoded.value));
 }
 
 }  // namespace remit

@@ -22,6 +22,7 @@
 // - Between calls nothing is reserved: a reservation lives only across one dispatch.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -54,15 +55,14 @@ struct BrokerOptions {
     std::string programHash;
     const HostModel* host = nullptr;
     const Policy* policy = nullptr;
-    Adapter* adapter = nullptr;
     TraceWriter* trace = nullptr;         // null: no trace (tests)
     ApprovalStore* approvals = nullptr;   // null: every approval is denied (pending)
     bool approveAll = false;              // --approve-all: approved_by "auto-approve(test)"
     std::optional<double> programBudget;  // the program's `budget usd`
     uint64_t defaultTimeoutMs = 30'000;   // for calls without a `timeout`
     const ReplayPlan* replay = nullptr;   // resume and replay: the recorded calls
-    // --interactive: asked when the store has no approval for a call; true approves it.
-    std::function<bool(const PendingApproval&)> askOperator;
+    // The trace's `adapter` field on call events: "fixture", "process", "live", or "host" (serve).
+    std::string adapterKind = "none";
     // Strict flows: `deny` parameters refuse the pc's tags too (R0301 via control flow).
     bool strictFlows = false;
 };
@@ -92,12 +92,48 @@ struct UnrecordedCall {
 };
 
 
+// What the broker decided about one attempt of a host call. The embedder acts on it: performs a
+// Dispatch with its adapter and hands the reply to complete(); asks a person about NeedsApproval
+// and answers approved() or decline(); and hands Answered or Refuse to settle(), which resumes the
+// run. driveWith does all of that for the synchronous paths.
+struct Decision {
+    enum class Kind : uint8_t {
+        Dispatch,       // every rule passed, the budget is reserved, the dispatch is recorded: perform `request`
+        Refuse,         // the attempt fails with `error` (`operational`: retry and else apply)
+        NeedsApproval,  // nobody has approved `pending` yet (a `pending_approval` event is recorded)
+        Answered,       // the attempt's result: a replayed record, or a completed dispatch
+    } kind = Kind::Refuse;
+    AdapterRequest request;                 // Dispatch
+    std::vector<std::string> reasons;       // Dispatch, NeedsApproval: why approval is or was needed
+    std::optional<std::string> approvedBy;  // Dispatch after an approval
+    TagSetId resultTags = kNoTags;          // Dispatch: the tags a result will carry
+    std::optional<PendingApproval> pending; // NeedsApproval
+    RuntimeError error;                     // Refuse
+    bool operational = false;               // Refuse
+    std::optional<Value> value;             // Answered (in the run's heap)
+    // Answered or Refuse from a recorded call (resume, replay): the request it stood for, so an
+    // adapter that keeps state by the order of calls (fixtures) can move past it (Adapter::replayed).
+    std::optional<AdapterRequest> replayed;
+};
+
+// Answers a request for approval: who approved it, or nothing to leave it pending.
+using Approver = std::function<std::optional<std::string>(const PendingApproval&)>;
+
 class Broker {
 public:
     Broker(BrokerOptions options, Run& run);
 
-    // Performs host calls until the run completes or fails; returns the run's final status.
-    RunStatus drive(RunStatus status);
+    // The decision interface. One attempt is in progress at a time: decide() starts it; after
+    // NeedsApproval comes approved() or decline(); after Dispatch comes complete() (or cancel()
+    // when the embedder will not perform it after all — only without a trace, as in serve, since a
+    // cancelled dispatch would look in flight to a resume). settle() resumes the run with an
+    // Answered or Refuse decision (writing the `fallback` event when the site's `else` runs).
+    Decision decide(const HostCall& call);
+    Decision approved(const std::string& by);
+    Decision decline();  // the run pauses: pending() is set and the decision is R0302
+    Decision complete(const AdapterReply& reply);
+    Decision cancel(RuntimeError error);
+    RunStatus settle(Decision decision);
 
     double spent() const { return spent_; }
     uint64_t calls() const { return seq_; }
@@ -115,10 +151,24 @@ public:
     std::vector<InFlightCall> unresolvedInFlight() const;
 
 private:
-    struct Outcome {
-        std::optional<Value> value;
-        RuntimeError error;
-        bool operational = false;
+    // The attempt between decide() and its last decision.
+    struct Attempt {
+        const HostCall* call = nullptr;
+        const Capability* cap = nullptr;
+        const ModelInfo* model = nullptr;
+        const Grant* grant = nullptr;
+        nlohmann::ordered_json rawArgs;
+        std::vector<TagSetId> argTags;
+        TagSetId allArgTags = kNoTags;
+        ProvId prov = kNoProv;
+        uint64_t k = 0;
+        std::string key, argsSha, digest;
+        std::optional<size_t> inFlight;  // the plan's in-flight call this attempt sends again
+        std::vector<std::string> reasons;
+        nlohmann::ordered_json approval = nullptr;
+        double reserve = 0;
+        std::chrono::steady_clock::time_point sent;
+        enum class State : uint8_t { Checking, AwaitingApproval, Dispatched } state = State::Checking;
     };
 
     BrokerOptions options_;
@@ -134,16 +184,23 @@ private:
     size_t replayed_ = 0;
     std::optional<UnrecordedCall> unrecorded_;
     std::vector<bool> inFlightSent_;
+    std::optional<Attempt> current_;
+    std::optional<AdapterRequest> replayedRequest_;
 
-    Outcome attempt(const HostCall& call);
-    Outcome replayRecorded(const HostCall& call, const nlohmann::ordered_json& rawArgs, TagSetId allArgTags, ProvId prov,
-                           uint64_t k, const std::string& key);
+    Decision refuse(RuntimeError error, bool operational = false);
+    Decision answered(Value value);
+    Decision grantApproval(const std::string& who);
+    Decision reserveAndDispatch();
+    Decision replayRecorded(const Attempt& a);
+    nlohmann::json approvalRequest(const Attempt& a) const;
     AdapterRequest requestFor(const HostCall& call, const nlohmann::ordered_json& rawArgs, const std::string& key) const;
+    // (declared ∪ deep argument tags ∪ pc) − clears.
+    std::optional<TagSetId> resultTagsFor(const HostCall& call, TagSetId allArgTags);
     // Writes an event to the trace (and fsyncs it when `durable`); false when the trace failed.
     bool record(const nlohmann::ordered_json& event, bool durable = false);
     // Stops the run: R0702, non-operational (no retry, no else), `why` kept for ioError().
-    Outcome stop(std::string why);
-    Outcome stopForTrace(const std::string& what);
+    Decision stop(std::string why);
+    Decision stopForTrace(const std::string& what);
     // Turns a result (live or recorded) into a value: tags, provenance, the declared or asked type.
     struct Decoded {
         std::optional<Value> value;
@@ -156,5 +213,16 @@ private:
                          uint64_t seq);
     void emit(const nlohmann::ordered_json& event);
 };
+
+// The synchronous driver: decides each host call, asks `approve` when a call needs approval
+// (nothing, or no approver, pauses the run with R0302), performs dispatches with `adapter` (none:
+// every call fails operationally), and resumes the run until it completes or fails.
+// With `waiting`, a call nobody approves leaves the run paused at it instead: the request is
+// stored there and the status (HostCall) returned; answer it with approved() or decline() and
+// carryOut(), then drive on.
+RunStatus driveWith(Run& run, Broker& broker, Adapter* adapter, const Approver& approve = {},
+                    std::optional<PendingApproval>* waiting = nullptr);
+// Performs a Dispatch decision with `adapter` (none: the call fails operationally) and settles it.
+RunStatus carryOut(Broker& broker, Adapter* adapter, Decision decision);
 
 }  // namespace remit

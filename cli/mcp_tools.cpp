@@ -4,17 +4,16 @@
 #include "cli/mcp_tools.h"
 
 #include <fmt/format.h>
-#include <openssl/rand.h>
+#include "runtime/hash.h"
+#include "session/run_lifecycle.h"
 #include <stdlib.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <deque>
 #include <filesystem>
 #include <mutex>
 #include <span>
 #include <stdexcept>
-#include <thread>
 
 #include "broker/approvals.h"
 #include "broker/broker.h"
@@ -153,94 +152,47 @@ struct LiveRun {
     std::unique_ptr<Run> run;
     std::unique_ptr<Broker> broker;
     std::vector<Value> args;  // main's inputs, moved into the run when it starts
-    std::thread worker;
 
-    std::mutex mutex;
-    std::condition_variable changed;
-    uint64_t settled = 0;                      // guarded: the number of pauses and ends so far
-    bool paused = false;                       // guarded: waiting in the approval callback
-    bool done = false;                         // guarded: the broker returned (or threw)
-    bool crashed = false;                      // guarded: it threw
-    bool denied = false;                       // guarded: the last approval was refused
-    bool stopping = false;                     // guarded: every approval from now on is refused
-    std::optional<bool> decision;              // guarded: the answer to the pending approval
-    std::optional<PendingApproval> pending;    // guarded
-    RunStatus status = RunStatus::NotStarted;  // guarded
+    // The run goes as far as it can on the caller's thread and stops at a call that needs
+    // approval: the pending request is kept with the run and its broker, and remit_resume answers
+    // it. No thread waits anywhere.
+    std::optional<PendingApproval> pending;    // set while paused for approval
+    bool crashed = false;                      // an exception escaped: reported as host_error
+    bool denied = false;                       // the last approval was refused
+    RunStatus status = RunStatus::NotStarted;
 
     ~LiveRun() {
-        stop();
         std::error_code ec;
         if (!dir.empty()) fs::remove_all(dir, ec);
     }
 
-    // Called on the worker by the broker when a call needs approval.
-    bool ask(const PendingApproval& p) {
-        std::unique_lock<std::mutex> lock(mutex);
-        pending = p;
-        if (stopping) {
-            denied = true;
-            return false;
-        }
-        paused = true;
-        decision.reset();
-        ++settled;
-        changed.notify_all();
-        changed.wait(lock, [&] { return decision.has_value(); });
-        paused = false;
-        denied = !*decision;
-        return *decision;
-    }
+    bool paused() const { return pending.has_value(); }
 
-    void work() {
-        RunStatus s = RunStatus::Failed;
-        bool threw = false;
-        try {
-            s = broker->drive(run->start(program->entry(), std::move(args)));
-        } catch (...) {
-            threw = true;  // reported as host_error; nothing of the exception is kept
-        }
-        std::lock_guard<std::mutex> lock(mutex);
-        status = s;
-        crashed = threw;
-        done = true;
-        paused = false;
-        ++settled;
-        changed.notify_all();
-    }
-
-    // Starts the worker and waits until the run pauses or ends.
+    // Starts the run and runs it until it pauses or ends.
     void start() {
-        worker = std::thread([this] { work(); });
-        waitPast(0);
+        guarded([&] {
+            run->start(program->entry(), std::move(args));
+            status = driveWith(*run, *broker, adapter.get(), {}, &pending);
+        });
     }
 
-    // Answers the pending approval and waits until the run pauses again or ends.
+    // Answers the pending approval and runs on until the run pauses again or ends.
     void answer(bool approve) {
-        uint64_t before;
-        {
-            std::lock_guard<std::mutex> lock(mutex);
-            before = settled;
-            decision = approve;
-        }
-        changed.notify_all();
-        waitPast(before);
+        denied = !approve;
+        pending.reset();
+        guarded([&] {
+            status = carryOut(*broker, adapter.get(), approve ? broker->approved("interactive") : broker->decline());
+            status = driveWith(*run, *broker, adapter.get(), {}, &pending);
+        });
     }
 
-    void waitPast(uint64_t before) {
-        std::unique_lock<std::mutex> lock(mutex);
-        changed.wait(lock, [&] { return settled > before; });
-    }
-
-    // Ends the run: the pending approval and any later one are refused, and the worker joined.
-    void stop() {
-        if (!worker.joinable()) return;
-        {
-            std::lock_guard<std::mutex> lock(mutex);
-            stopping = true;
-            if (paused && !decision) decision = false;
+    template <class F> void guarded(F&& f) {
+        try {
+            f();
+        } catch (...) {
+            crashed = true;  // reported as host_error; nothing of the exception is kept
+            pending.reset();
         }
-        changed.notify_all();
-        worker.join();
     }
 
     // The calls made so far, as the prototype lists them: {resource, args, status, approval_needed?}.
@@ -267,16 +219,6 @@ struct LiveRun {
         return renderText(d, &source);
     }
 
-    Json failureJson(const RunFailure& f) const {
-        const DiagInfo& info = diagInfo(f.error.code);
-        Json error = {{"code", info.code},
-                      {"name", info.name},
-                      {"message", f.error.message},
-                      {"line", f.span.line},
-                      {"col", f.span.col}};
-        if (!f.error.details.is_null()) error["details"] = f.error.details;
-        return error;
-    }
 
     Json resultJson() const {
         std::optional<Json> v = valueToJson(run->result(), kMaxRunResultBytes);
@@ -296,32 +238,6 @@ Json pendingJson(const PendingApproval& p) {
         {"resource", p.resource}, {"site", p.site}, {"args", p.args}, {"reasons", p.reasons}, {"digest", p.digest}};
 }
 
-// The values of main's parameters from a JSON object, typed and tagged per the host's `input`
-// lines. A message saying what does not fit, or empty.
-std::string inputValues(const LoadedProgram& program, const HostModel& host, Heap& heap, const nlohmann::json& given,
-                        std::vector<Value>& out) {
-    const Function& main = program.module().functions[program.entry()];
-    std::string takes =
-        main.paramNames.empty() ? std::string("no inputs") : fmt::format("{}", fmt::join(main.paramNames, ", "));
-    if (!given.is_object())
-        return fmt::format("inputs must be a JSON object with one entry per input of main (main takes {})", takes);
-    for (auto it = given.begin(); it != given.end(); ++it)
-        if (std::find(main.paramNames.begin(), main.paramNames.end(), it.key()) == main.paramNames.end())
-            return fmt::format("unknown input '{}': main takes {}", firstCodePoints(it.key(), 64), takes);
-    for (size_t p = 0; p < main.paramNames.size(); ++p) {
-        const std::string& name = main.paramNames[p];
-        auto it = given.find(name);
-        if (it == given.end()) return fmt::format("missing input '{}' (main takes {})", name, takes);
-        std::vector<std::string> tagNames = host.inputTags(name);
-        std::optional<TagSetId> tags = heap.internTags(std::span<const std::string>(tagNames));
-        if (!tags) return fmt::format("input '{}' does not fit in the run's memory limit", name);
-        ValueFromJson v = valueFromJson(heap, *it, program.type(main.paramTypes[p]), "input." + name, *tags);
-        if (v.mismatch) return fmt::format("input '{}' does not fit its type: {}", name, v.mismatch->text());
-        if (!v.value) return fmt::format("input '{}' does not fit in the run's memory limit", name);
-        out.push_back(std::move(*v.value));
-    }
-    return {};
-}
 
 // Arguments after validation: strings by name (absent and null are missing), and booleans.
 struct Args {
@@ -341,14 +257,6 @@ struct Args {
 
 // ---------------------------------------------------------------- JSON text and tokens
 
-std::string randomHex(size_t bytes) {
-    std::vector<unsigned char> random(bytes);
-    // Failure means the system has no entropy to give; a guessable token would be worse than none.
-    if (RAND_bytes(random.data(), static_cast<int>(bytes)) != 1) throw std::runtime_error("no random bytes");
-    std::string out;
-    for (unsigned char b : random) out += fmt::format("{:02x}", b);
-    return out;
-}
 
 // ---------------------------------------------------------------- embedded text
 
@@ -612,8 +520,9 @@ struct Tools::Impl {
         if (asked.maxMemory) limits.maxMemory = std::min(limits.maxMemory, static_cast<size_t>(*asked.maxMemory));
         if (asked.maxWallMs) limits.maxWallMs = std::min(limits.maxWallMs, static_cast<uint64_t>(*asked.maxWallMs));
         run->run = std::make_unique<Run>(run->program, limits);
-        if (std::string problem = inputValues(*run->program, run->host, run->run->heap(), *inputsDoc, run->args);
-            !problem.empty()) {
+        std::string problem;
+        run->args = mainArguments(*run->program, run->host, run->run->heap(), *inputsDoc, problem);
+        if (!problem.empty()) {
             rejected = errorsResult({problem});
             return nullptr;
         }
@@ -631,7 +540,7 @@ struct Tools::Impl {
         options.programHash = module.programHash;
         options.host = &run->host;
         options.policy = &run->policy;
-        options.adapter = run->adapter.get();
+        options.adapterKind = run->adapter->kind();
         options.trace = &run->trace;
         options.programBudget = module.budgetUsd;
         options.strictFlows = c.checked->manifest.strictFlows;
@@ -640,8 +549,6 @@ struct Tools::Impl {
         } else {
             run->approvals = std::make_unique<ApprovalStore>((run->dir / "approvals.json").string());
             options.approvals = run->approvals.get();
-            LiveRun* self = run.get();
-            options.askOperator = [self](const PendingApproval& p) { return self->ask(p); };
         }
         run->broker = std::make_unique<Broker>(options, *run->run);
         return run;
@@ -649,17 +556,9 @@ struct Tools::Impl {
 
     // Turns a remit_run that paused or ended into its result; a paused run is kept.
     ToolOutcome settle(std::unique_ptr<LiveRun> run) {
-        bool paused, crashed, denied;
-        RunStatus status;
-        std::optional<PendingApproval> pending;
-        {
-            std::lock_guard<std::mutex> lock(run->mutex);
-            paused = run->paused;
-            crashed = run->crashed;
-            denied = run->denied;
-            status = run->status;
-            pending = run->pending;
-        }
+        bool paused = run->paused(), crashed = run->crashed, denied = run->denied;
+        RunStatus status = run->status;
+        const std::optional<PendingApproval>& pending = paused ? run->pending : run->broker->pending();
         if (crashed || (!paused && !run->broker->ioError().empty())) return hostError();
         Json out;
         if (paused && pending) {
@@ -697,13 +596,13 @@ struct Tools::Impl {
         const RunFailure& f = run->run->failure();
         out["status"] = "failed";
         if (denied && f.error.code == DiagCode::R0302 && pending) {
-            Json error = run->failureJson(f);
+            Json error = failureJson(f);
             error["message"] = fmt::format("the approval of '{}' at {} was refused; the run stopped before the call",
                                            pending->resource, pending->site);
             out["error"] = std::move(error);
             out["denied"] = pendingJson(*pending);
         } else {
-            out["error"] = run->failureJson(f);
+            out["error"] = failureJson(f);
         }
         out["runtime_error"] = run->renderFailure(f);
         out["calls"] = run->calls();
@@ -719,13 +618,8 @@ struct Tools::Impl {
         std::unique_ptr<LiveRun> run = prepareRun(a, true, rejected);
         if (!run) return rejected.is_null() ? hostError() : ToolOutcome{dump(rejected), false};
         run->start();
-        bool crashed;
-        RunStatus status;
-        {
-            std::lock_guard<std::mutex> lock(run->mutex);
-            crashed = run->crashed || !run->done;
-            status = run->status;
-        }
+        bool crashed = run->crashed || run->paused();  // auto-approved: a run never waits here
+        RunStatus status = run->status;
         if (crashed || !run->broker->ioError().empty()) return hostError();
         Json out;
         if (status == RunStatus::Completed) {

@@ -110,8 +110,6 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-// `bytes` random bytes from OpenSSL's generator as lowercase hex: run tokens, session ids.
-std::string randomHex(size_t bytes);
 
 // The fixed message of an internal failure (no exception text, path or address).
 inline constexpr const char* kHostErrorMessage = "internal error: the request could not be completed";

@@ -26,6 +26,7 @@
 #include "broker/replay.h"
 #include "broker/trace.h"
 #include "cli/commands.h"
+#include "session/run_lifecycle.h"
 #include "compiler/driver.h"
 #include "compiler/manifest.h"
 #include "compiler/parser.h"
@@ -108,15 +109,6 @@ std::string prettyJson(const nlohmann::ordered_json& value) {
     return dumpJson(value, JsonTextStyle{false, false, 2, ",", ": "});
 }
 
-std::string newRunId() {
-    std::time_t now = std::time(nullptr);
-    std::tm local{};
-    localtime_r(&now, &local);  // the prototype's time.strftime uses local time
-    char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
-    std::random_device random;
-    return fmt::format("{}-{:06x}", stamp, random() & 0xffffff);
-}
 
 }  // namespace
 
@@ -289,38 +281,13 @@ bool collectInputs(std::string_view tool, const Args& args, const LoadedProgram&
 // per the host's `input` lines. Prints the problem and returns false when they do not fit.
 bool inputValues(std::string_view tool, const LoadedProgram& program, const HostModel& host, Heap& heap,
                  const nlohmann::json& given, std::vector<Value>& out) {
-    const Function& main = program.module().functions[program.entry()];
-    for (auto it = given.begin(); it != given.end(); ++it)
-        if (std::find(main.paramNames.begin(), main.paramNames.end(), it.key()) == main.paramNames.end()) {
-            fmt::print(stderr, "{}: error: unknown input '{}'\n", tool, it.key());
-            return false;
-        }
-    for (size_t p = 0; p < main.paramNames.size(); ++p) {
-        const std::string& name = main.paramNames[p];
-        auto it = given.find(name);
-        if (it == given.end()) {
-            fmt::print(stderr, "{}: error: missing input '{}' (pass -i {}=VALUE or --inputs FILE.json)\n", tool, name,
-                       name);
-            return false;
-        }
-        std::vector<std::string> tagNames = host.inputTags(name);
-        std::optional<TagSetId> tags = heap.internTags(std::span<const std::string>(tagNames));
-        if (!tags) {
-            fmt::print(stderr, "{}: error: input '{}' does not fit in memory\n", tool, name);
-            return false;
-        }
-        ValueFromJson v = valueFromJson(heap, *it, program.type(main.paramTypes[p]), "input." + name, *tags);
-        if (v.mismatch) {
-            fmt::print(stderr, "{}: error: input '{}' does not fit its type: {}\n", tool, name, v.mismatch->text());
-            return false;
-        }
-        if (!v.value) {
-            fmt::print(stderr, "{}: error: input '{}' does not fit in the run's memory limit\n", tool, name);
-            return false;
-        }
-        out.push_back(std::move(*v.value));
-    }
-    return true;
+    std::string problem;
+    out = mainArguments(program, host, heap, given, problem);
+    if (problem.empty()) return true;
+    fmt::print(stderr, "{}: error: {}\n", tool, problem);
+    if (problem.starts_with("missing input"))
+        fmt::print(stderr, "  hint: pass -i NAME=VALUE or --inputs FILE.json\n");
+    return false;
 }
 
 std::optional<uint64_t> parseLimitFlag(std::string_view tool, const Args& args, std::string_view flag) {
@@ -335,11 +302,6 @@ std::optional<uint64_t> parseLimitFlag(std::string_view tool, const Args& args, 
     return n;
 }
 
-nlohmann::ordered_json tagNamesJson(const Heap& heap, TagSetId tags) {
-    nlohmann::ordered_json out = nlohmann::ordered_json::array();
-    for (const std::string& name : heap.tagTable().names(tags)) out.push_back(name);
-    return out;
-}
 
 
 void printRuntimeFailure(const ProgramSource& source, const RunFailure& f) {
@@ -557,26 +519,8 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
 }
 
 // A finished run's value as the trace and the envelopes give it.
-struct RunResult {
-    nlohmann::ordered_json value = nullptr;
-    nlohmann::ordered_json tags = nlohmann::ordered_json::array();
-};
 
-RunResult resultOf(Run& run) {
-    RunResult out;
-    if (std::optional<nlohmann::ordered_json> v = valueToJson(run.result())) out.value = std::move(*v);
-    std::optional<TagSetId> deep = run.heap().deepTags(run.result());
-    out.tags = tagNamesJson(run.heap(), deep ? *deep : kNoTags);
-    return out;
-}
 
-nlohmann::ordered_json failureJson(const RunFailure& f) {
-    const DiagInfo& info = diagInfo(f.error.code);
-    nlohmann::ordered_json error = {{"code", info.code}, {"name", info.name}, {"message", f.error.message},
-                                    {"line", f.span.line}, {"col", f.span.col}};
-    if (!f.error.details.is_null()) error["details"] = f.error.details;
-    return error;
-}
 
 // What makes `resume` differ from `run`: the plan from the old trace and the run it continues.
 struct Continuation {
@@ -698,16 +642,22 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     options.programHash = module.programHash;
     options.host = &setup.host;
     options.policy = &*setup.policy;
-    options.adapter = adapter.get();
+    options.adapterKind = adapter->kind();
     options.trace = &trace;
     options.approvals = approveAll ? nullptr : &approvals;
     options.approveAll = approveAll;
     options.programBudget = module.budgetUsd;
     options.replay = continuation ? continuation->plan : nullptr;
     options.strictFlows = setup.strictFlows;
-    if (args.has("--interactive") && !approveAll && ::isatty(STDIN_FILENO)) options.askOperator = askAtTerminal;
+    // --interactive: a person at the terminal may approve a call the store has no approval for.
+    Approver approver;
+    if (args.has("--interactive") && !approveAll && ::isatty(STDIN_FILENO))
+        approver = [](const PendingApproval& p) -> std::optional<std::string> {
+            return askAtTerminal(p) ? std::optional<std::string>("interactive") : std::nullopt;
+        };
     Broker broker(options, run);
-    RunStatus status = broker.drive(run.start(program.entry(), std::move(inputs)));
+    run.start(program.entry(), std::move(inputs));
+    RunStatus status = driveWith(run, broker, adapter.get(), approver);
 
     // Stopped by the broker (nothing was dispatched after the failure), or the trace failed on the
     // way: no run_end, so a resume continues the run exactly where it stopped.
@@ -724,7 +674,7 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     };
     if (status == RunStatus::Failed && run.failure().error.code == DiagCode::R0302 && broker.pending()) {
         const PendingApproval& pending = *broker.pending();
-        if (!trace.emit({{"event", "run_end"}, {"run_id", runId}, {"status", "pending_approval"}, {"digest", pending.digest}}))
+        if (!trace.emit(runEndPaused(runId, pending.digest)))
             return endFailure();
         if (json) {
             nlohmann::ordered_json reasons(pending.reasons);
@@ -748,8 +698,7 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     }
     if (status == RunStatus::Failed) {
         const RunFailure& f = run.failure();
-        if (!trace.emit({{"event", "run_end"}, {"run_id", runId}, {"status", "error"},
-                         {"code", std::string(diagInfo(f.error.code).code)}, {"message", f.error.message}}))
+        if (!trace.emit(runEndFailed(runId, f)))
             return endFailure();
         if (json)
             fmt::print("{}\n", nlohmann::ordered_json{{"status", "failed"}, {"run_id", runId}, {"error", failureJson(f)}}.dump(2));
@@ -759,8 +708,7 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
         return kFailure;
     }
     RunResult result = resultOf(run);
-    if (!trace.emit({{"event", "run_end"}, {"run_id", runId}, {"status", "ok"}, {"result", result.value},
-                     {"result_tags", result.tags}, {"spent_usd", broker.spent()}}))
+    if (!trace.emit(runEndCompleted(runId, result, broker.spent())))
         return endFailure();
     if (json) {
         nlohmann::ordered_json envelope = {{"status", "completed"},   {"run_id", runId},
@@ -1010,7 +958,8 @@ int replayCommand(std::string_view tool, const std::vector<std::string>& argv) {
     options.replay = &plan;  // no adapter, no trace, no approvals: nothing can go out
     options.strictFlows = setup.strictFlows;
     Broker broker(options, run);
-    RunStatus status = broker.drive(run.start(source.program->entry(), std::move(inputs)));
+    run.start(source.program->entry(), std::move(inputs));
+    RunStatus status = driveWith(run, broker, nullptr);
 
     const nlohmann::ordered_json& end = plan.end;
     std::string endStatus = end.is_object() ? stringField(end, "status") : "";

@@ -1,7 +1,7 @@
 // `remitvm serve`: checked runs over JSON lines (docs/serve.md). This file is only the transport:
 // it reads request lines on stdin, hands each to its session's thread, and writes replies on
 // stdout, one whole line each under a mutex. What a request means and what a reply says is
-// broker/serve_session.h's business.
+// session/serve_session.h's business.
 //
 // Threads: the main thread reads stdin and dispatches; each session has a worker thread that
 // runs its requests in order (run, then resumes) and ends when the session finishes. An abort is
@@ -22,7 +22,7 @@
 #include <string>
 #include <thread>
 
-#include "broker/serve_session.h"
+#include "session/serve_session.h"
 #include "cli/commands.h"
 
 namespace remit::cli {

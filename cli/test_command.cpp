@@ -78,13 +78,14 @@ std::optional<std::string> runTest(const std::shared_ptr<const LoadedProgram>& p
     options.programHash = module.programHash;
     options.host = &host;
     options.policy = &policy;
-    options.adapter = adapter.get();
+    options.adapterKind = adapter->kind();
     options.trace = nullptr;
     options.approvals = nullptr;  // without approve_all every approval is denied: R0302
     options.approveAll = adapter->approveAll();
     options.programBudget = module.budgetUsd;
     Broker broker(options, run);
-    RunStatus status = broker.drive(run.start(test.function, {}));
+    run.start(test.function, {});
+    RunStatus status = driveWith(run, broker, adapter.get());
     if (status == RunStatus::Completed) return std::nullopt;
     if (status == RunStatus::Failed) return failureText(file, run.failure());
     return fmt::format("{}:{}:{}: the test stopped before it completed", file, test.span.line, test.span.col);

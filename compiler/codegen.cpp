@@ -186,6 +186,7 @@ private:
     };
     struct Loop {
         std::vector<size_t> breaks;  // JMPs to patch to the loop's exit
+        size_t pcMark = 0;           // pcSaves_.size() in the loop's body: the PCENTERs a break jumps out of
     };
     Function* fn_ = nullptr;
     uint32_t fnIndex_ = 0;
@@ -347,7 +348,8 @@ private:
         return false;
     }
     // A walkExpr visitor setting `found` on a call that is not a builtin, or on an if, for or
-    // match whose own blocks write a variable or return (nested blocks are visited in turn).
+    // match whose own blocks write a variable or return (nested blocks are visited in turn), or,
+    // in strict flows, on any for.
     auto pcReader(bool& found) const {
         return [this, &found](const Expr& e, int) {
             switch (e.kind) {
@@ -361,7 +363,8 @@ private:
                     found = found || writesOrReturns(*i.thenBlock) || (i.elseBlock && writesOrReturns(*i.elseBlock));
                     break;
                 }
-                case ExprKind::For: found = found || writesOrReturns(*e.as<ForExpr>().body); break;
+                // Strict flows: a for's list carries the pc it ends under (TAINTPC).
+                case ExprKind::For: found = found || strict_ || writesOrReturns(*e.as<ForExpr>().body); break;
                 case ExprKind::Match:
                     for (const MatchArm& a : e.as<MatchExpr>().arms) found = found || writesOrReturns(*a.body);
                     break;
@@ -457,7 +460,9 @@ private:
     void statement(const Stmt& s);
     void assign(const Stmt& s, const Local& local);
     void afterVarWrite(const Local& local) {
-        if (inheritsPc_ || pcDepth_ > 0 || raised_) emitABC(Op::TAINTPC, local.reg);
+        // In a loop, a raise later in the body holds in the next iteration: strict flows taint
+        // every var write in a loop, not only those after the first raise in the text.
+        if (inheritsPc_ || pcDepth_ > 0 || raised_ || (strict_ && !loops_.empty())) emitABC(Op::TAINTPC, local.reg);
         if (local.declaredMax) emitABx(Op::CHECKMAX, local.reg, intConstant(*local.declaredMax));
     }
 
@@ -638,6 +643,9 @@ void Generator::statement(const Stmt& s) {
         case StmtKind::Break:
             if (loops_.empty()) throw LimitExceeded{"internal: break outside a loop"};
             if (strict_) raisePcToCurrent();
+            // The break jumps over the PCLEAVEs of the constructs it is in (an if, a match, the
+            // filter): restore the pc the loop's body started with, as leaving them would.
+            if (pcSaves_.size() > loops_.back().pcMark) emitABC(Op::PCLEAVE, pcSaves_[loops_.back().pcMark]);
             loops_.back().breaks.push_back(emitJump(Op::JMP));
             break;
     }
@@ -841,7 +849,7 @@ void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
     // when the comparison holds — one instruction per iteration instead of a branch and a JMP.
     const Block& then = *e.thenBlock;
     if (!needValue && !tracksPc && !e.elseIf && !e.elseBlock && !loops_.empty() && then.stmts.size() == 1 &&
-        then.stmts[0]->kind == StmtKind::Break) {
+        then.stmts[0]->kind == StmtKind::Break && pcSaves_.size() == loops_.back().pcMark) {
         if (std::optional<size_t> exit = branchUnless(*e.cond, /*negate=*/true)) {
             loops_.back().breaks.push_back(*exit);
             return;
@@ -856,8 +864,9 @@ void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
     if (fused) {
         toElse = *fused;
     } else {
-        // The condition is copied when its tags are needed after the branches, which may reassign it.
-        if (needValue) {
+        // The condition is copied when its tags are needed after the branches, which may reassign
+        // it: by the value's ADDLABELS, or (strict flows) by the raise after an if that guards an exit.
+        if (needValue || (strict_ && ifGuardsExit(e))) {
             cond = allocReg();
             expr(*e.cond, cond);
         } else {
@@ -892,14 +901,15 @@ void Generator::matchExpr(const MatchExpr& e, uint16_t dest) {
     bool wantValue = needValue && !isKind(typeOf(e), ValueType::Unit);  // as for if
     uint16_t armDest = wantValue ? dest : kNoReg;
     // A variable's own register when no arm reassigns it (its tags are read after the arms, by
-    // ADDLABELS); otherwise a copy, as for any other expression.
+    // ADDLABELS) and the match's value does not go there (`x = f() else (match x {...})`: the
+    // arms would overwrite x first); otherwise a copy, as for any other expression.
     uint16_t subject = kNoReg;
     if (e.subject->kind == ExprKind::Name) {
         const std::string& name = e.subject->as<NameExpr>().name;
         const Local* local = findLocal(name);
         bool reassigned = false;
         for (const MatchArm& arm : e.arms) reassigned = reassigned || assignsVariable(*arm.body, name);
-        if (local && !reassigned) subject = local->reg;
+        if (local && !reassigned && local->reg != dest) subject = local->reg;
     }
     if (subject == kNoReg) {
         subject = allocReg();
@@ -974,7 +984,7 @@ void Generator::forExpr(const ForExpr& e, uint16_t dest) {
     size_t prep = emitABx(Op::FORPREP, window, 0);
     size_t top = here();
 
-    loops_.push_back(Loop{});
+    loops_.push_back(Loop{{}, pcSaves_.size()});
     size_t localsMark = locals_.size();
     uint32_t bodyMark = nextReg_;
     uint32_t outerPeak = peakReg_;

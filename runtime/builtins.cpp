@@ -31,6 +31,7 @@
 
 #include "runtime/numfmt.h"
 #include "runtime/ops.h"
+#include "runtime/pytext.h"
 
 namespace remit {
 
@@ -467,6 +468,9 @@ std::string_view trimAsciiSpace(std::string_view s) {
 }
 
 enum class ParseStatus { Ok, Invalid, OutOfRange };
+// pytext::parseInt/parseFloat pass the status on as it is.
+static_assert(int(ParseStatus::Invalid) == int(pytext::NumberParse::Invalid) &&
+              int(ParseStatus::OutOfRange) == int(pytext::NumberParse::OutOfRange));
 
 // Python's int(str) in base 10, on the output of asciiForNumber: whitespace around, an optional
 // sign, decimal digits with single underscores between them.
@@ -671,35 +675,18 @@ std::optional<Value> builtinRange(Heap& heap, std::span<const Value> args) {
 
 std::optional<Value> builtinStr(Heap& heap, std::span<const Value> args) { return toStr(heap, args[0]); }
 
-// lower/upper: Python's full case mappings, code point by code point.
-std::optional<Value> changeCase(Heap& heap, BuiltinId id, std::span<const Value> args) {
-    const Value& s = args[0];
-    if (s.kind() != ValueKind::Str) return wrongArgs(heap, id, "a Str", args);
-    bool upper = id == BuiltinId::Upper;
-    std::optional<Labels> labels = topLabels(heap, args);
-    if (!labels) return std::nullopt;
-    std::string_view text = s.asStr();
-    if (!heap.work(text.size())) return std::nullopt;  // the scan below; the output is charged as it is built
-    // Unchanged ASCII text (the common case for identifiers and codes) shares the object.
-    bool changes = false;
-    for (char b : text) {
-        if (static_cast<unsigned char>(b) >= 0x80 || (upper ? (b >= 'a' && b <= 'z') : (b >= 'A' && b <= 'Z'))) {
-            changes = true;
-            break;
-        }
-    }
-    if (!changes) return labelled(s, *labels);
-    std::optional<TextBuilder> out = startText(heap, *labels);
-    if (!out) return std::nullopt;
+// Python's full case mapping of `text` (str.lower or str.upper), code point by code point, each
+// one handed to `put` (false from `put` stops the walk and is returned).
+template <class Put>
+bool mapCase(std::string_view text, bool upper, Put&& put) {
     for (size_t at = 0; at < text.size();) {
         size_t start = at;
         char32_t c = decodeUtf8(text, at);
         bool ok;
         if (c < 0x80) {
-            char b = static_cast<char>(c);
-            if (upper && b >= 'a' && b <= 'z') b = static_cast<char>(b - 32);
-            if (!upper && b >= 'A' && b <= 'Z') b = static_cast<char>(b + 32);
-            ok = out->put(std::string_view(&b, 1));
+            if (upper && c >= 'a' && c <= 'z') c -= 32;
+            if (!upper && c >= 'A' && c <= 'Z') c += 32;
+            ok = put(c);
         } else if (!upper && c == 0x3A3) {
             // Capital sigma lowers to final ς after a cased letter that no cased letter follows
             // (case-ignorable characters skipped both ways), else to σ — CPython's Final_Sigma.
@@ -720,12 +707,53 @@ std::optional<Value> changeCase(Heap& heap, BuiltinId id, std::span<const Value>
                     break;
                 }
             }
-            ok = out->putCodePoint(final ? 0x3C2 : 0x3C3);
+            ok = put(final ? char32_t(0x3C2) : char32_t(0x3C3));
         } else {
-            ok = (upper ? kUpperMapping : kLowerMapping).map(c, [&](char32_t m) { return out->putCodePoint(m); });
+            ok = (upper ? kUpperMapping : kLowerMapping).map(c, put);
         }
-        if (!ok) return std::nullopt;
+        if (!ok) return false;
     }
+    return true;
+}
+
+// str.strip(): `text` without the Unicode whitespace (str.isspace) at both ends.
+std::string_view stripSpace(std::string_view text) {
+    size_t begin = 0;
+    while (begin < text.size()) {
+        size_t next = begin;
+        if (!isSpace(decodeUtf8(text, next))) break;
+        begin = next;
+    }
+    size_t end = text.size();
+    while (end > begin) {
+        size_t previous = end;
+        if (!isSpace(decodeUtf8Before(text, previous))) break;
+        end = previous;
+    }
+    return text.substr(begin, end - begin);
+}
+
+// lower/upper: Python's full case mappings, code point by code point.
+std::optional<Value> changeCase(Heap& heap, BuiltinId id, std::span<const Value> args) {
+    const Value& s = args[0];
+    if (s.kind() != ValueKind::Str) return wrongArgs(heap, id, "a Str", args);
+    bool upper = id == BuiltinId::Upper;
+    std::optional<Labels> labels = topLabels(heap, args);
+    if (!labels) return std::nullopt;
+    std::string_view text = s.asStr();
+    if (!heap.work(text.size())) return std::nullopt;  // the scan below; the output is charged as it is built
+    // Unchanged ASCII text (the common case for identifiers and codes) shares the object.
+    bool changes = false;
+    for (char b : text) {
+        if (static_cast<unsigned char>(b) >= 0x80 || (upper ? (b >= 'a' && b <= 'z') : (b >= 'A' && b <= 'Z'))) {
+            changes = true;
+            break;
+        }
+    }
+    if (!changes) return labelled(s, *labels);
+    std::optional<TextBuilder> out = startText(heap, *labels);
+    if (!out) return std::nullopt;
+    if (!mapCase(text, upper, [&](char32_t m) { return out->putCodePoint(m); })) return std::nullopt;
     return out->finish();
 }
 
@@ -743,21 +771,10 @@ std::optional<Value> builtinTrim(Heap& heap, std::span<const Value> args) {
     std::optional<Labels> labels = topLabels(heap, args);
     if (!labels) return std::nullopt;
     std::string_view text = s.asStr();
-    size_t begin = 0;
-    while (begin < text.size()) {
-        size_t next = begin;
-        if (!isSpace(decodeUtf8(text, next))) break;
-        begin = next;
-    }
-    size_t end = text.size();
-    while (end > begin) {
-        size_t previous = end;
-        if (!isSpace(decodeUtf8Before(text, previous))) break;
-        end = previous;
-    }
-    if (!heap.work(begin + (text.size() - end))) return std::nullopt;  // the whitespace scanned
-    if (begin == 0 && end == text.size()) return labelled(s, *labels);
-    return heap.makeStr(text.substr(begin, end - begin), labels->tags, labels->prov);
+    std::string_view stripped = stripSpace(text);
+    if (!heap.work(text.size() - stripped.size())) return std::nullopt;  // the whitespace scanned
+    if (stripped.size() == text.size()) return labelled(s, *labels);
+    return heap.makeStr(stripped, labels->tags, labels->prov);
 }
 
 std::optional<Value> builtinContains(Heap& heap, std::span<const Value> args) {
@@ -1178,5 +1195,37 @@ std::optional<Value> callBuiltin(Heap& heap, BuiltinId id, std::span<const Value
     }
     return std::nullopt;  // unreachable: every id has a case
 }
+
+// ---- runtime/pytext.h: the same Python helpers for code that computes these semantics without a heap.
+
+namespace pytext {
+
+std::string lower(std::string_view text) {
+    std::string out;
+    mapCase(text, false, [&](char32_t c) { appendUtf8(out, c); return true; });
+    return out;
+}
+
+std::string upper(std::string_view text) {
+    std::string out;
+    mapCase(text, true, [&](char32_t c) { appendUtf8(out, c); return true; });
+    return out;
+}
+
+std::string_view strip(std::string_view text) { return stripSpace(text); }
+
+NumberParse parseInt(std::string_view text, int64_t& out) {
+    return static_cast<NumberParse>(parseIntLiteral(asciiForNumber(text), out));
+}
+
+NumberParse parseFloat(std::string_view text, double& out) {
+    return static_cast<NumberParse>(parseFloatLiteral(asciiForNumber(text), out));
+}
+
+double roundHalfEven(double x) { return remit::roundHalfEven(x); }
+double roundFloatTo(double x, int64_t ndigits) { return remit::roundFloatTo(x, ndigits); }
+std::optional<int64_t> roundIntTo(int64_t value, int64_t ndigits) { return remit::roundIntTo(value, ndigits); }
+
+}  // namespace pytext
 
 }  // namespace remit

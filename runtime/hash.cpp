@@ -15,6 +15,7 @@
 #if OPENSSL_VERSION_MAJOR >= 4
 #include <openssl/evp.h>
 #else
+#include <openssl/rand.h>
 #include <openssl/sha.h>
 #endif
 
@@ -52,6 +53,19 @@ std::string sha256Hex(std::string_view bytes) {
         hex += kHexDigits[byte & 0x0F];
     }
     return hex;
+}
+
+std::string randomHex(size_t bytes) {
+    std::string random(bytes, '\0');
+    if (RAND_bytes(reinterpret_cast<unsigned char*>(random.data()), static_cast<int>(bytes)) != 1)
+        throw std::runtime_error("no random bytes");
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char b : random) {
+        out += kHex[b >> 4];
+        out += kHex[b & 15];
+    }
+    return out;
 }
 
 }  // namespace remit

@@ -13,4 +13,8 @@ namespace remit {
 // SHA-256 of `bytes` as 64 lowercase hex digits, no prefix.
 std::string sha256Hex(std::string_view bytes);
 
+// `bytes` bytes from OpenSSL's random generator as lowercase hex (tokens, session roots). Throws
+// std::runtime_error when the system has no entropy to give: a guessable token would be worse.
+std::string randomHex(size_t bytes);
+
 }  // namespace remit

@@ -155,6 +155,129 @@ def test_bad_result_is_a_failed_run():
         expect(r["status"] == "failed" and r["diagnostics"][0]["code"] == "R0501", "validated like the broker", r)
 
 
+POLICY_HOST = """capability pay.send(account: Str, amount: Float) -> Str
+  cost 0.5
+
+model llm cost 0.1
+
+input topic tags untrusted
+"""
+
+PAYMENTS = """program payments
+uses pay.send, llm
+
+agent Clerk {
+  model: llm
+  max_calls: 1
+}
+
+fn main(topic: Str) -> Str {
+  let a = pay.send(account: "acct-1", amount: 10.0)
+  let b = pay.send(account: "acct-2", amount: 99.0)
+  return "{a} {b}"
+}
+"""
+
+ASKING = """program asking
+uses llm
+
+agent Clerk {
+  model: llm
+  max_calls: 1
+}
+
+fn main(topic: Str) -> Str {
+  let a = Clerk.ask(Str, "first") else "none"
+  let b = llm.ask(Str, "second")
+  return "{a} {b}"
+}
+"""
+
+
+def serve_policy_run(s, source, grants, budget=None, host=POLICY_HOST, session="p"):
+    request = {"type": "run", "session": session, "source": source, "host": host, "grants": grants,
+               "inputs": {"topic": "tea"}}
+    if budget is not None:
+        request["budget"] = budget
+    s.send(request)
+    return s.reply()
+
+
+def test_grants_are_a_policy_arg_prefix_and_arg_max():
+    grants = [{"name": "pay.send", "mode": "allow", "arg_prefix": {"account": ["acct-"]}, "arg_max": {"amount": 50}},
+              {"name": "llm", "mode": "allow"}]
+    with Server() as s:
+        r = serve_policy_run(s, PAYMENTS, grants)
+        expect(r["status"] == "host-call" and r["call"]["args"] == {"account": "acct-1", "amount": 10.0}, "first", r)
+        s.send({"type": "resume", "session": "p", "call": r["call"]["id"], "perform": {"result": "ok-1"}})
+        r = s.reply()
+        expect(r["status"] == "failed" and r["stage"] == "denied", "the second payment is over arg_max", r)
+        d = r["diagnostics"][0]
+        expect(d["code"] == "R0301" and d["details"] == {"resource": "pay.send", "param": "amount",
+                                                          "constraint": "arg_max", "value": 50.0}, "R0301", r)
+        expect(r["host_calls"] == 1, "never reported", r)
+        grants[0]["arg_prefix"] = {"account": ["savings-"]}
+        r = serve_policy_run(s, PAYMENTS, grants, session="q")
+        expect(r["status"] == "failed" and r["diagnostics"][0]["details"]["constraint"] == "arg_prefix", "prefix", r)
+
+
+def test_grants_are_a_policy_approval_and_approve_tags():
+    grants = [{"name": "pay.send", "mode": "allow", "approval": "always"}, {"name": "llm", "mode": "allow"}]
+    with Server() as s:
+        r = serve_policy_run(s, PAYMENTS, grants)
+        expect(r["call"]["mode"] == "ask" and r["call"]["reasons"] == ["always requires approval"], "always", r)
+        grants = [{"name": "pay.send", "mode": "allow", "approve": {"account": ["untrusted"]}},
+                  {"name": "llm", "mode": "allow"}]
+        source = PAYMENTS.replace('account: "acct-1"', 'account: topic')
+        r = serve_policy_run(s, source, grants, session="q")
+        expect(r["call"]["mode"] == "ask" and r["call"]["reasons"] == ["'account' is untrusted"], "approve", r)
+
+
+def test_a_budget_is_reserved_and_reconciled():
+    grants = [{"name": "pay.send", "mode": "allow"}, {"name": "llm", "mode": "allow"}]
+    with Server() as s:
+        # 0.5 per payment is reserved; the first reports it cost 0.9, so the second cannot fit in 1.2.
+        r = serve_policy_run(s, PAYMENTS, grants, budget=1.2)
+        s.send({"type": "resume", "session": "p", "call": r["call"]["id"],
+                "perform": {"result": "ok-1", "cost_usd": 0.9}})
+        r = s.reply()
+        expect(r["status"] == "failed" and r["stage"] == "limit", "over budget", r)
+        d = r["diagnostics"][0]
+        expect(d["code"] == "R0401" and d["details"]["spent"] == 0.9 and d["details"]["value"] == 1.2, "R0401", r)
+        # The declared costs fit when the host reports nothing.
+        r = serve_policy_run(s, PAYMENTS, grants, budget=1.2, session="q")
+        for result in ("ok-1", "ok-2"):
+            s.send({"type": "resume", "session": "q", "call": r["call"]["id"], "perform": {"result": result}})
+            r = s.reply()
+        expect(r["status"] == "completed" and r["spent_usd"] == 1.0, "completed within budget", r)
+        s.send({"type": "run", "session": "x", "source": PAYMENTS, "host": POLICY_HOST, "grants": grants,
+                "inputs": {"topic": "tea"}, "budget": -1})
+        r = s.reply()
+        expect(r["status"] == "error" and "budget" in r["error"]["message"], "a negative budget is refused", r)
+
+
+def test_agent_and_model_calls_count_under_their_models_grant():
+    # An agent's own max_calls can only be exceeded by a doctored artifact (E0403 otherwise); the
+    # broker's check of it is the one `remitvm run` uses (tests/unit/test_broker.cpp). Here the
+    # grant's max_calls counts the agent's call and the model's together.
+    grants = [{"name": "llm", "mode": "allow", "max_calls": 1}]
+    with Server() as s:
+        r = serve_policy_run(s, ASKING, grants)
+        expect(r["call"]["kind"] == "agent", "the agent's call", r)
+        s.send({"type": "resume", "session": "p", "call": r["call"]["id"], "perform": {"result": "yes"}})
+        r = s.reply()
+        expect(r["status"] == "failed" and r["diagnostics"][0]["code"] == "R0402", "the second call is over", r)
+    grants = [{"name": "llm", "mode": "allow"}]
+    with Server() as s:
+        r = serve_policy_run(s, ASKING, grants)
+        s.send({"type": "resume", "session": "p", "call": r["call"]["id"], "perform": {"result": "yes"}})
+        r = s.reply()
+        expect(r["status"] == "host-call" and r["call"]["kind"] == "model", "then the model", r)
+        s.send({"type": "resume", "session": "p", "call": r["call"]["id"], "perform": {"result": "no"}})
+        r = s.reply()
+        expect(r["status"] == "completed" and r["result"] == "yes no", "completed", r)
+
+
 def test_step_limit():
     with Server() as s:
         s.send(run_request("a", SPIN, limits={"steps": 5000}))

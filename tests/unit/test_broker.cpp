@@ -109,13 +109,14 @@ Outcome runWith(std::shared_ptr<const LoadedProgram> program, const HostModel& h
         options.programHash = program->module().programHash;
         options.host = &host;
         options.policy = &policy;
-        options.adapter = &adapter;
+        options.adapterKind = adapter.kind();
         options.trace = &trace;
         options.strictFlows = config.strictFlows;
         Broker broker(options, run);
         trace.emit({{"event", "run_start"}, {"run_id", options.runId}, {"idempotency_root", config.root},
                     {"program_hash", options.programHash}, {"inputs", nlohmann::json::object()}, {"path", "t.rmt"}});
-        out.status = broker.drive(run.start(program->entry(), std::move(args)));
+        run.start(program->entry(), std::move(args));
+        out.status = driveWith(run, broker, &adapter);
         out.calls = broker.calls();
         out.ioError = broker.ioError();
         if (out.status == RunStatus::Failed) out.error = run.failure().error;

@@ -254,9 +254,9 @@ std::string brokerFailure(const std::string& file, const std::string& source, co
     options.programHash = compiled.program->module().programHash;
     options.host = &host;
     options.policy = &policy;
-    options.adapter = adapter.get();
     Broker broker(options, run);
-    REQUIRE(broker.drive(run.start(compiled.program->entry(), {})) == RunStatus::Failed);
+    run.start(compiled.program->entry(), {});
+    REQUIRE(driveWith(run, broker, adapter.get()) == RunStatus::Failed);
     const RunFailure& f = run.failure();
     Diagnostic d = makeDiagnostic(f.error.code, f.error.message, file,
                                   Span{f.span.line, f.span.col, f.span.endLine, f.span.endCol});

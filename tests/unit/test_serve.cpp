@@ -1,4 +1,4 @@
-// The session engine of `remitvm serve` (broker/serve_session.h) in process: request parsing,
+// The session engine of `remitvm serve` (session/serve_session.h) in process: request parsing,
 // rejections by stage with `requires`, pauses at host calls with spans, tags and modes, resume
 // with a result, a denial or a failure, limits, expected types, aborts from another thread, the
 // checker's cooperative stop (CheckerOptions::interrupted) that the wall limit relies on, and the
@@ -9,7 +9,7 @@
 #include <chrono>
 #include <thread>
 
-#include "broker/serve_session.h"
+#include "session/serve_session.h"
 #include "compiler/checker.h"
 #include "compiler/parser.h"
 

@@ -21,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/policy.h"
+
 namespace remit::serve {
 
 using Json = nlohmann::ordered_json;
@@ -46,10 +48,12 @@ inline constexpr uint64_t kMaxMaxDiagnostics = 1000;
 inline constexpr size_t kMaxRequestBytes = size_t(8) << 20;
 inline constexpr size_t kMaxJsonDepth = 256;
 
+// One grant of a run: a resource with every field a policy.toml grant has (docs/policy.md), plus
+// the serve-only mode. The grants of a request are the run's policy, enforced by the broker.
 struct GrantSpec {
     std::string name;  // a capability or model the host declares
     bool ask = true;   // mode "ask" (a person decides each call) or "allow" (the host performs it)
-    std::optional<int64_t> maxCalls;
+    Grant grant;       // max_calls, arg_prefix, arg_one_of, arg_max, approve, approval = "always"
 };
 
 struct RunRequest {
@@ -63,6 +67,7 @@ struct RunRequest {
     std::optional<std::string> expectedType;
     uint64_t maxDiagnostics = kDefaultMaxDiagnostics;  // for `rendered`; the `diagnostics` list is always whole
     bool strictFlows = false;  // check, compile and enforce in strict-flows mode (docs/language.md)
+    std::optional<double> budgetUsd;  // the run's budget, as a policy's [budget] max_usd
 };
 
 enum class ResumeKind : uint8_t { Perform, Deny, Fail };
@@ -73,6 +78,7 @@ struct ResumeRequest {
     uint64_t call = 0;
     ResumeKind kind = ResumeKind::Perform;
     nlohmann::json result;  // Perform
+    std::optional<double> costUsd;  // Perform: what the call cost, reconciled against its reservation
     std::string reason;     // Deny: optional reason; Fail: message
     std::string error;      // Fail: "CapabilityFailed" or "Timeout"
 };

@@ -4,7 +4,7 @@
 // turn the call's mode into "ask" → the host performs, fails or denies the call → the result is
 // validated against the declared type (R0501, or R0502 for models) and tagged (declared ∪
 // argument tags ∪ pc − clears) on every node.
-#include "broker/serve_session.h"
+#include "session/serve_session.h"
 
 #include <fmt/format.h>
 
@@ -15,7 +15,8 @@
 #include <mutex>
 #include <set>
 
-#include "broker/broker.h"  // deniedArgument: the broker's deny-tag rule
+#include "broker/broker.h"
+#include "session/run_lifecycle.h"  // deniedArgument: the broker's deny-tag rule
 #include "compiler/ast.h"
 #include "compiler/checker.h"
 #include "compiler/parser.h"
@@ -85,6 +86,7 @@ const char* failureStage(DiagCode code) {
         case DiagCode::R0301:
         case DiagCode::R0303:
             return "denied";
+        case DiagCode::R0401:
         case DiagCode::R0402:
         case DiagCode::R0701:
             return "limit";
@@ -159,6 +161,61 @@ bool parseLimits(const Json& j, Limits& out, std::string& problem) {
            f.positive("memory", out.memory, kMaxLimits.memory);
 }
 
+// A grant's table of per-parameter settings ({param: ...}), each value read by `one`.
+template <class One>
+bool parseParamTable(const Fields& f, const char* key, One&& one) {
+    const Json* t = f.get(key);
+    if (!t) return true;
+    if (!t->is_object()) return f.fail(fmt::format("'{}{}' must be an object of parameters", f.where, key));
+    for (auto it = t->begin(); it != t->end(); ++it)
+        if (!one(it.key(), it.value(), fmt::format("{}{}.{}", f.where, key, firstCodePoints(it.key(), 64))))
+            return false;
+    return true;
+}
+
+bool parseGrantSettings(const Fields& f, Grant& g) {
+    if (const Json* m = f.get("max_calls")) {
+        if (!m->is_number_integer() || m->get<int64_t>() < 0)
+            return f.fail(fmt::format("'{}max_calls' must be an integer >= 0", f.where));
+        g.maxCalls = m->get<int64_t>();
+    }
+    auto strings = [&](const Json& v, const std::string& where, std::vector<std::string>& out) {
+        if (!v.is_array()) return f.fail(fmt::format("'{}' must be a list of strings", where));
+        for (const Json& x : v) {
+            if (!x.is_string()) return f.fail(fmt::format("'{}' must be a list of strings", where));
+            out.push_back(x.get<std::string>());
+        }
+        return true;
+    };
+    if (!parseParamTable(f, "arg_prefix", [&](const std::string& p, const Json& v, const std::string& where) {
+            return strings(v, where, g.argPrefix[p]);
+        }))
+        return false;
+    if (!parseParamTable(f, "approve", [&](const std::string& p, const Json& v, const std::string& where) {
+            return strings(v, where, g.approve[p]);
+        }))
+        return false;
+    if (!parseParamTable(f, "arg_one_of", [&](const std::string& p, const Json& v, const std::string& where) {
+            if (!v.is_array()) return f.fail(fmt::format("'{}' must be a list of allowed values", where));
+            for (const Json& x : v) g.argOneOf[p].push_back(nlohmann::json(x));
+            return true;
+        }))
+        return false;
+    if (!parseParamTable(f, "arg_max", [&](const std::string& p, const Json& v, const std::string& where) {
+            if (!v.is_number() || !std::isfinite(v.get<double>()))
+                return f.fail(fmt::format("'{}' must be a number", where));
+            g.argMax[p] = v.get<double>();
+            return true;
+        }))
+        return false;
+    std::string approval;
+    if (!f.string("approval", approval, false, 16)) return false;
+    if (f.get("approval") && approval != "always")
+        return f.fail(fmt::format("'{}approval' must be \"always\" (leave it out otherwise)", f.where));
+    g.approvalAlways = approval == "always";
+    return true;
+}
+
 bool parseGrants(const Json& j, std::vector<GrantSpec>& out, std::string& problem) {
     if (!j.is_array()) {
         problem = "'grants' must be a list of {name, mode, max_calls?}";
@@ -175,17 +232,14 @@ bool parseGrants(const Json& j, std::vector<GrantSpec>& out, std::string& proble
         Fields f{g, problem, where};
         GrantSpec spec;
         std::string mode = "ask";
-        if (!f.onlyKeys({"name", "mode", "max_calls"}) || !f.string("name", spec.name, true, 256) ||
-            !f.string("mode", mode, false, 16))
+        if (!f.onlyKeys({"name", "mode", "max_calls", "arg_prefix", "arg_one_of", "arg_max", "approve", "approval"}) ||
+            !f.string("name", spec.name, true, 256) || !f.string("mode", mode, false, 16))
             return false;
         if (mode != "ask" && mode != "allow")
             return f.fail(fmt::format("'{}mode' must be \"ask\" or \"allow\"", where));
         spec.ask = mode == "ask";
-        if (const Json* m = f.get("max_calls")) {
-            if (!m->is_number_integer() || m->get<int64_t>() < 0)
-                return f.fail(fmt::format("'{}max_calls' must be an integer >= 0", where));
-            spec.maxCalls = m->get<int64_t>();
-        }
+        spec.grant.resource = spec.name;
+        if (!parseGrantSettings(f, spec.grant)) return false;
         if (!seen.insert(spec.name).second)
             return f.fail(fmt::format("'{}' is granted twice", firstCodePoints(spec.name, 64)));
         out.push_back(std::move(spec));
@@ -196,7 +250,7 @@ bool parseGrants(const Json& j, std::vector<GrantSpec>& out, std::string& proble
 bool parseRun(const Json& j, RunRequest& r, std::string& problem) {
     Fields f{j, problem, ""};
     if (!f.onlyKeys({"type", "id", "session", "source", "host", "grants", "inputs", "limits", "expected_type",
-                     "max_diagnostics", "strict_flows"}) ||
+                     "max_diagnostics", "strict_flows", "budget"}) ||
         !f.string("source", r.source, true) || !f.string("host", r.host, true) ||
         !f.positive("max_diagnostics", r.maxDiagnostics, kMaxMaxDiagnostics))
         return false;
@@ -216,6 +270,11 @@ bool parseRun(const Json& j, RunRequest& r, std::string& problem) {
         if (!strict->is_boolean()) return f.fail("'strict_flows' must be true or false");
         r.strictFlows = strict->get<bool>();
     }
+    if (const Json* budget = f.get("budget")) {
+        if (!budget->is_number() || !std::isfinite(budget->get<double>()) || budget->get<double>() < 0)
+            return f.fail("'budget' must be a non-negative number of dollars");
+        r.budgetUsd = budget->get<double>();
+    }
     return true;
 }
 
@@ -229,12 +288,17 @@ bool parseResume(const Json& j, ResumeRequest& r, std::string& problem) {
     int given = (f.get("perform") ? 1 : 0) + (f.get("deny") ? 1 : 0) + (f.get("fail") ? 1 : 0);
     if (given != 1) return f.fail("a resume needs exactly one of 'perform', 'deny' and 'fail'");
     if (const Json* p = f.get("perform")) {
-        if (!p->is_object()) return f.fail("'perform' must be an object {result}");
+        if (!p->is_object()) return f.fail("'perform' must be an object {result, cost_usd?}");
         Fields pf{*p, problem, "perform."};
-        if (!pf.onlyKeys({"result"})) return false;
+        if (!pf.onlyKeys({"result", "cost_usd"})) return false;
         if (!pf.get("result")) return pf.fail("missing field 'perform.result' (null for a Unit result)");
         r.kind = ResumeKind::Perform;
         r.result = *pf.get("result");
+        if (const Json* cost = pf.get("cost_usd")) {
+            if (!cost->is_number() || !std::isfinite(cost->get<double>()) || cost->get<double>() < 0)
+                return pf.fail("'perform.cost_usd' must be a non-negative number of dollars");
+            r.costUsd = cost->get<double>();
+        }
     } else if (const Json* d = f.get("deny")) {
         if (!d->is_object()) return f.fail("'deny' must be an object {reason?}");
         Fields df{*d, problem, "deny."};
@@ -343,15 +407,22 @@ struct Session::Impl {
     // The request's texts under their virtual names, for the excerpts of `rendered`.
     std::unique_ptr<SourceFile> programSource, hostSource, expectedSource;
 
-    uint64_t hostCalls = 0;                      // calls reported to the host
-    std::map<std::string, int64_t> perResource;  // for max_calls (agent calls under their model)
-    // The call the run is paused at.
-    uint64_t callId = 0;
-    TagSetId resultTags = kNoTags;
-    ProvId resultProv = kNoProv;
+    // The grants as a policy, and the broker that enforces it (the same rules as `remitvm run`).
+    // Serve is its adapter: each call the broker dispatches is reported to the host, which
+    // performs it (or denies it) and answers with its result.
+    Policy policy;
+    std::unique_ptr<Broker> broker;
+
+    uint64_t hostCalls = 0;  // calls reported to the host
+    uint64_t callId = 0;     // the call the run is paused at
 
     explicit Impl(RunRequest r) : request(std::move(r)) {
-        for (const GrantSpec& g : request.grants) grants[g.name] = &g;
+        for (const GrantSpec& g : request.grants) {
+            grants[g.name] = &g;
+            policy.grants[g.name] = g.grant;
+        }
+        policy.maxUsd = request.budgetUsd;
+        policy.file = kGrantsFile;
     }
 
     Json start();
@@ -377,13 +448,14 @@ struct Session::Impl {
     Json finish(Json reply) {
         state = State::Finished;
         std::lock_guard<std::mutex> lock(runMutex);
-        run.reset();  // values go with their heap, before the program
+        broker.reset();  // it refers to the run
+        run.reset();     // values go with their heap, before the program
         program.reset();
         return reply;
     }
-    // The rules a call meets before it is reported: an error fails the run at the call.
-    std::optional<RuntimeError> preflight(const HostCall& call, Json& reasons);
-    Json hostCallReply(const Json& id, const HostCall& call, const Json& reasons, bool& ok);
+    // The host-call reply for a call the broker dispatched; null when its arguments are over the
+    // result_bytes limit.
+    Json hostCallReply(const Json& id, const HostCall& call, const Decision& decision);
     bool interrupted(Clock::time_point deadline) const {
         return abortRequested.load(std::memory_order_relaxed) || Clock::now() > deadline;
     }
@@ -583,16 +655,6 @@ Json Session::Impl::start() {
     if (auto s = stopped("compile")) return *s;
 
     // Inputs, typed and tagged per the host's `input` lines; then the run.
-    const Function& main = program->module().functions[program->entry()];
-    for (auto it = request.inputs.begin(); it != request.inputs.end(); ++it)
-        if (std::find(main.paramNames.begin(), main.paramNames.end(), it.key()) == main.paramNames.end()) {
-            finish(nullptr);
-            return errorReply(
-                request.id, request.session, "bad_request",
-                fmt::format("unknown input '{}': main takes {}", firstCodePoints(it.key(), 64),
-                            main.paramNames.empty() ? std::string("no inputs")
-                                                    : fmt::format("{}", fmt::join(main.paramNames, ", "))));
-        }
     VmLimits limits;
     limits.maxSteps = request.limits.steps;
     limits.maxMemory = static_cast<size_t>(request.limits.memory);
@@ -605,138 +667,42 @@ Json Session::Impl::start() {
         run = std::make_unique<Run>(program, limits);
     }
     if (abortRequested.load()) run->requestAbort();
-    std::vector<Value> args;
-    for (size_t p = 0; p < main.paramNames.size(); ++p) {
-        const std::string& name = main.paramNames[p];
-        auto it = request.inputs.find(name);
-        std::string problem;
-        if (it == request.inputs.end()) {
-            problem = fmt::format("missing input '{}' (main takes {})", name, fmt::join(main.paramNames, ", "));
-        } else {
-            std::vector<std::string> tagNames = host.inputTags(name);
-            std::optional<TagSetId> tags = run->heap().internTags(std::span<const std::string>(tagNames));
-            ValueFromJson v =
-                tags ? valueFromJson(run->heap(), *it, program->type(main.paramTypes[p]), "input." + name, *tags)
-                     : ValueFromJson{};
-            if (v.mismatch)
-                problem = fmt::format("input '{}' does not fit its type: {}", name, v.mismatch->text());
-            else if (!v.value)
-                problem = fmt::format("input '{}' does not fit in the run's memory limit", name);
-            else
-                args.push_back(std::move(*v.value));
-        }
-        if (!problem.empty()) {
-            args.clear();
-            finish(nullptr);
-            return errorReply(request.id, request.session, "bad_request", problem);
-        }
+    BrokerOptions brokerOptions;
+    // The host performs the calls itself, so the broker's idempotency keys are not shown to it.
+    brokerOptions.runId = "serve";
+    brokerOptions.idempotencyRoot = brokerOptions.runId;
+    brokerOptions.programHash = program->module().programHash;
+    brokerOptions.host = &host;
+    brokerOptions.policy = &policy;
+    brokerOptions.programBudget = program->module().budgetUsd;
+    brokerOptions.strictFlows = request.strictFlows;
+    brokerOptions.adapterKind = "host";
+    broker = std::make_unique<Broker>(brokerOptions, *run);
+    std::string problem;
+    std::vector<Value> args = mainArguments(*program, host, run->heap(), request.inputs, problem);
+    if (!problem.empty()) {
+        finish(nullptr);
+        return errorReply(request.id, request.session, "bad_request", problem);
     }
     return drive(request.id, run->start(program->entry(), std::move(args)));
 }
 
-std::optional<RuntimeError> Session::Impl::preflight(const HostCall& call, Json& reasons) {
+Json Session::Impl::hostCallReply(const Json& id, const HostCall& call, const Decision& decision) {
     Heap& heap = run->heap();
     const Site& site = *call.site;
-    const std::string& resource = site.resource;
-    const Capability* cap = site.kind == SiteKind::Capability ? host.capability(resource) : nullptr;
-    if (site.kind == SiteKind::Capability && !cap)
-        return err(DiagCode::R0303, fmt::format("unknown resource '{}'", resource), Json{{"resource", resource}});
-    if (call.attempt > 0 && cap && !cap->idempotent)
-        return err(DiagCode::R0405, fmt::format("refusing to retry non-idempotent '{}'", resource),
-                   Json{{"resource", resource}});
-    auto grant = grants.find(resource);
-    if (grant == grants.end())  // the check refuses this before the run starts; kept as a backstop
-        return err(DiagCode::R0303, fmt::format("'{}' is not granted to this run", resource),
-                   Json{{"resource", resource}});
-
-    std::vector<TagSetId> argTags;
-    for (const Value& v : call.args) {
-        std::optional<TagSetId> t = heap.deepTags(v);
-        if (!t) return heap.takeError();
-        argTags.push_back(*t);
-    }
-    // Deny tags, as the broker applies them.
-    if (cap)
-        if (std::optional<DenyViolation> denied =
-                deniedArgument(heap, *cap, site.argNames, argTags, request.strictFlows ? call.pcTags : kNoTags))
-            return err(DiagCode::R0301, denied->message(resource), denied->details(resource));
-    // Call limits: the grant's max_calls, then the run's host_calls.
-    int64_t& count = perResource[resource];
-    if (grant->second->maxCalls && count >= *grant->second->maxCalls)
-        return err(DiagCode::R0402,
-                   fmt::format("the grant allows at most {} call(s) to '{}'", *grant->second->maxCalls, resource),
-                   Json{{"resource", resource}, {"limit", "max_calls"}, {"value", *grant->second->maxCalls}});
-    if (hostCalls >= request.limits.hostCalls)
-        return err(DiagCode::R0701,
-                   fmt::format("the run exceeded its limit of {} host call(s)", request.limits.hostCalls),
-                   Json{{"limit", "host_calls"}, {"value", request.limits.hostCalls}});
-
-    // Approval reasons (the capability's `approval always` and `approve` tags in the data or the
-    // pc): the call is reported in mode "ask" even under an "allow" grant.
-    reasons = Json::array();
-    if (cap && cap->approvalAlways) reasons.push_back("always requires approval");  // the broker's words
-    auto argIndex = [&](const std::string& name) -> std::optional<size_t> {
-        for (size_t i = 0; i < site.argNames.size() && i < argTags.size(); ++i)
-            if (site.argNames[i] == name) return i;
-        return std::nullopt;
-    };
-    if (cap)
-        for (const CapabilityParam& p : cap->params) {
-            auto i = argIndex(p.name);
-            if (!i) continue;
-            for (const std::string& tag : p.approve) {
-                bool inData = heap.tagTable().contains(argTags[*i], tag);
-                if (inData || heap.tagTable().contains(call.pcTags, tag))
-                    reasons.push_back(fmt::format("'{}' is {}{}", p.name, tag, inData ? "" : " (control flow)"));
-            }
-        }
-
-    // The result's tags and provenance: (declared ∪ deep argument tags ∪ pc) − clears.
-    TagSetId all = call.pcTags;
-    ProvId prov = kNoProv;
-    for (size_t i = 0; i < call.args.size(); ++i) {
-        std::optional<TagSetId> t = heap.uniteTags(all, argTags[i]);
-        std::optional<ProvId> p = heap.deepProv(call.args[i]);
-        std::optional<ProvId> united = p ? heap.uniteProv(prov, *p) : std::nullopt;
-        if (!t || !united) return heap.takeError();
-        all = *t;
-        prov = *united;
-    }
-    static const std::vector<std::string> kNone;
-    std::optional<TagSetId> declared = heap.internTags(std::span<const std::string>(cap ? cap->tags : kNone));
-    std::optional<TagSetId> clears = heap.internTags(std::span<const std::string>(cap ? cap->clears : kNone));
-    if (!declared || !clears) return heap.takeError();
-    std::optional<TagSetId> united = heap.uniteTags(*declared, all);
-    if (!united) return heap.takeError();
-    std::optional<TagSetId> tags = heap.subtractTags(*united, *clears);
-    std::optional<ProvId> leaf = heap.provLeaf(hostCalls + 1);
-    if (!tags || !leaf) return heap.takeError();
-    std::optional<ProvId> resultProvenance = heap.uniteProv(prov, *leaf);
-    if (!resultProvenance) return heap.takeError();
-    resultTags = *tags;
-    resultProv = *resultProvenance;
-    ++count;
-    return std::nullopt;
-}
-
-Json Session::Impl::hostCallReply(const Json& id, const HostCall& call, const Json& reasons, bool& ok) {
-    Heap& heap = run->heap();
-    const Site& site = *call.site;
-    ++hostCalls;
-    callId = hostCalls;
     Json args = Json::object(), argTags = Json::object();
     for (size_t i = 0; i < site.argNames.size() && i < call.args.size(); ++i) {
         std::optional<Json> j = valueToJson(call.args[i], static_cast<size_t>(request.limits.resultBytes));
         std::optional<TagSetId> t = heap.deepTags(call.args[i]);
-        if (!j || !t) {
-            ok = false;
-            return nullptr;
-        }
+        if (!j || !t) return nullptr;
         args[site.argNames[i]] = std::move(*j);
         argTags[site.argNames[i]] = tagNames(heap, *t);
     }
+    ++hostCalls;
+    callId = hostCalls;
+    // A call that needs approval is the host's to decide at this pause, whatever its grant says.
     auto grant = grants.find(site.resource);
-    bool ask = (grant != grants.end() && grant->second->ask) || !reasons.empty();
+    bool ask = (grant != grants.end() && grant->second->ask) || !decision.reasons.empty();
     Json c = Json::object();
     c["id"] = callId;
     c["kind"] = site.kind == SiteKind::Capability ? "capability" : site.kind == SiteKind::Model ? "model" : "agent";
@@ -745,7 +711,7 @@ Json Session::Impl::hostCallReply(const Json& id, const HostCall& call, const Js
     c["site"] = site.id;
     c["span"] = spanJson(site.span);
     c["mode"] = ask ? "ask" : "allow";
-    c["reasons"] = reasons;
+    c["reasons"] = decision.reasons;
     c["args"] = std::move(args);
     c["arg_tags"] = std::move(argTags);
     c["pc_tags"] = tagNames(heap, call.pcTags);
@@ -758,31 +724,36 @@ Json Session::Impl::hostCallReply(const Json& id, const HostCall& call, const Js
         c["returns"] = call.askType ? showType(call.askType) : "Unit";
         c["schema"] = jsonSchemaFor(call.askType);
     }
-    c["result_tags"] = tagNames(heap, resultTags);
+    c["result_tags"] = tagNames(heap, decision.resultTags);
     Json out = envelope("host-call", id, request.session);
     out["call"] = std::move(c);
-    ok = true;
     return out;
 }
 
 Json Session::Impl::drive(const Json& id, RunStatus status) {
     while (status == RunStatus::HostCall) {
         const HostCall& call = run->hostCall();
-        Json reasons;
-        if (std::optional<RuntimeError> e = preflight(call, reasons)) {
-            status = run->resumeWithError(std::move(*e), false);
+        Decision d = broker->decide(call);
+        // No approver but the host: it decides at this pause (mode "ask"), and answers by performing
+        // or denying the call.
+        if (d.kind == Decision::Kind::NeedsApproval) d = broker->approved("host");
+        if (d.kind != Decision::Kind::Dispatch) {
+            status = broker->settle(std::move(d));
             continue;
         }
-        bool ok = false;
-        Json reply = hostCallReply(id, call, reasons, ok);
-        if (!ok) {
-            --hostCalls;
-            status = run->resumeWithError(
+        if (hostCalls >= request.limits.hostCalls) {
+            status = broker->settle(broker->cancel(
+                err(DiagCode::R0701, fmt::format("the run exceeded its limit of {} host call(s)", request.limits.hostCalls),
+                    Json{{"limit", "host_calls"}, {"value", request.limits.hostCalls}})));
+            continue;
+        }
+        Json reply = hostCallReply(id, call, d);
+        if (reply.is_null()) {
+            status = broker->settle(broker->cancel(
                 err(DiagCode::R0701,
                     fmt::format("the arguments of this call to '{}' are larger than the result_bytes limit of {} bytes",
                                 call.site->resource, request.limits.resultBytes),
-                    Json{{"limit", "result_bytes"}, {"value", request.limits.resultBytes}}),
-                false);
+                    Json{{"limit", "result_bytes"}, {"value", request.limits.resultBytes}})));
             continue;
         }
         if (abortRequested.load()) return abortPaused(id);
@@ -801,6 +772,7 @@ Json Session::Impl::drive(const Json& id, RunStatus status) {
         out["tags"] = tagNames(heap, tags ? *tags : kNoTags);
         out["host_calls"] = hostCalls;
         out["steps"] = run->stepsUsed();
+        out["spent_usd"] = broker->spent();
         return finish(std::move(out));
     }
     const RunFailure& f = run->failure();
@@ -822,9 +794,9 @@ Json Session::Impl::resume(const ResumeRequest& r) {
                           fmt::format("the session is paused at call {}, not call {}", callId, r.call));
     if (abortRequested.load()) return abortPaused(r.id);
     state = State::New;
-    const HostCall& call = run->hostCall();
-    const Site& site = *call.site;
+    const Site& site = *run->hostCall().site;
     const std::string& resource = site.resource;
+    AdapterReply reply;
     switch (r.kind) {
         case ResumeKind::Deny: {
             Json details = {{"resource", resource}, {"site", site.id}, {"call", callId}, {"denied_by", "host"}};
@@ -834,43 +806,24 @@ Json Session::Impl::resume(const ResumeRequest& r) {
                 message += ": ";
                 message += firstCodePoints(r.reason, 200);
             }
-            return drive(r.id,
-                         run->resumeWithError(err(DiagCode::R0303, std::move(message), std::move(details)), false));
+            return drive(r.id, broker->settle(broker->cancel(err(DiagCode::R0303, std::move(message), std::move(details)))));
         }
-        case ResumeKind::Fail: {
-            DiagCode code = r.error == "Timeout" ? DiagCode::R0503 : DiagCode::R0501;
-            std::string message = !r.reason.empty()         ? std::string(firstCodePoints(r.reason, 200))
-                                  : code == DiagCode::R0503 ? fmt::format("'{}' timed out", resource)
-                                                            : fmt::format("'{}' failed", resource);
-            return drive(r.id, run->resumeWithError(err(code, std::move(message), Json{{"resource", resource}}), true));
-        }
+        case ResumeKind::Fail:
+            reply.ok = false;
+            reply.errorCode = r.error;
+            reply.message = !r.reason.empty()           ? std::string(firstCodePoints(r.reason, 200))
+                            : r.error == "Timeout"      ? fmt::format("'{}' timed out", resource)
+                                                        : fmt::format("'{}' failed", resource);
+            break;
         case ResumeKind::Perform:
+            // Checked as an adapter's result is (the declared type, the asked type: R0501/R0502,
+            // operational), labelled, and its cost reconciled against the reservation.
+            reply.ok = true;
+            reply.result = r.result;
+            reply.costUsd = r.costUsd;
             break;
     }
-    Heap& heap = run->heap();
-    const Capability* cap = site.kind == SiteKind::Capability ? host.capability(resource) : nullptr;
-    TypeRef type = cap ? cap->ret : call.askType;
-    ValueFromJson v = valueFromJson(heap, r.result, type, "result", resultTags, resultProv);
-    if (v.mismatch) {
-        // As the broker treats an adapter's result that does not fit: operational, so `retry`
-        // and `else` apply; without them the run fails at the call.
-        DiagCode code = cap ? DiagCode::R0501 : DiagCode::R0502;
-        std::string message = cap ? fmt::format("'{}' returned a value that does not fit its declared type {}: {}",
-                                                resource, showType(type), v.mismatch->text())
-                                  : fmt::format("model output does not match the declared type at {}: {}",
-                                                v.mismatch->path, v.mismatch->problem);
-        return drive(r.id,
-                     run->resumeWithError(
-                         err(code, std::move(message),
-                             Json{{"resource", resource}, {"path", v.mismatch->path}, {"expected", showType(type)}}),
-                         true));
-    }
-    if (!v.value) {
-        RuntimeError e =
-            heap.failed() ? heap.takeError() : err(DiagCode::R0701, "out of memory", Json{{"limit", "memory"}});
-        return drive(r.id, run->resumeWithError(std::move(e), false));
-    }
-    return drive(r.id, run->resumeWithResult(std::move(*v.value)));
+    return drive(r.id, broker->settle(broker->complete(reply)));
 }
 
 Json Session::Impl::abortPaused(const Json& id) {

@@ -1,0 +1,95 @@
+// See run_lifecycle.h.
+#include "session/run_lifecycle.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ctime>
+#include <random>
+
+#include "runtime/source.h"
+#include "runtime/value_json.h"
+
+namespace remit {
+
+std::string newRunId() {
+    std::time_t now = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&now, &local);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
+    std::random_device random;
+    return fmt::format("{}-{:06x}", stamp, random() & 0xffffff);
+}
+
+std::vector<Value> mainArguments(const LoadedProgram& program, const HostModel& host, Heap& heap,
+                                 const nlohmann::json& given, std::string& problem) {
+    std::vector<Value> out;
+    const Function& main = program.module().functions[program.entry()];
+    auto takes = [&] {
+        return main.paramNames.empty() ? std::string("no inputs") : fmt::format("{}", fmt::join(main.paramNames, ", "));
+    };
+    if (!given.is_object()) {
+        problem = fmt::format("inputs must be a JSON object with one entry per input of main (main takes {})", takes());
+        return {};
+    }
+    for (auto it = given.begin(); it != given.end(); ++it)
+        if (std::find(main.paramNames.begin(), main.paramNames.end(), it.key()) == main.paramNames.end()) {
+            problem = fmt::format("unknown input '{}': main takes {}", firstCodePoints(it.key(), 64), takes());
+            return {};
+        }
+    for (size_t p = 0; p < main.paramNames.size(); ++p) {
+        const std::string& name = main.paramNames[p];
+        auto it = given.find(name);
+        if (it == given.end()) {
+            problem = fmt::format("missing input '{}' (main takes {})", name, takes());
+            return {};
+        }
+        std::vector<std::string> tagNames = host.inputTags(name);
+        std::optional<TagSetId> tags = heap.internTags(std::span<const std::string>(tagNames));
+        ValueFromJson v = tags ? valueFromJson(heap, *it, program.type(main.paramTypes[p]), "input." + name, *tags)
+                               : ValueFromJson{};
+        if (v.mismatch) {
+            problem = fmt::format("input '{}' does not fit its type: {}", name, v.mismatch->text());
+            return {};
+        }
+        if (!v.value) {
+            problem = fmt::format("input '{}' does not fit in the run's memory limit", name);
+            return {};
+        }
+        out.push_back(std::move(*v.value));
+    }
+    return out;
+}
+
+RunResult resultOf(Run& run) {
+    RunResult out;
+    if (std::optional<nlohmann::ordered_json> v = valueToJson(run.result())) out.value = std::move(*v);
+    std::optional<TagSetId> deep = run.heap().deepTags(run.result());
+    for (const std::string& n : run.heap().tagTable().names(deep ? *deep : kNoTags)) out.tags.push_back(n);
+    return out;
+}
+
+nlohmann::ordered_json failureJson(const RunFailure& f) {
+    const DiagInfo& info = diagInfo(f.error.code);
+    nlohmann::ordered_json error = {{"code", info.code}, {"name", info.name}, {"message", f.error.message},
+                                    {"line", f.span.line}, {"col", f.span.col}};
+    if (!f.error.details.is_null()) error["details"] = f.error.details;
+    return error;
+}
+
+nlohmann::ordered_json runEndPaused(const std::string& runId, const std::string& digest) {
+    return {{"event", "run_end"}, {"run_id", runId}, {"status", "pending_approval"}, {"digest", digest}};
+}
+
+nlohmann::ordered_json runEndFailed(const std::string& runId, const RunFailure& f) {
+    return {{"event", "run_end"}, {"run_id", runId}, {"status", "error"},
+            {"code", std::string(diagInfo(f.error.code).code)}, {"message", f.error.message}};
+}
+
+nlohmann::ordered_json runEndCompleted(const std::string& runId, const RunResult& result, double spentUsd) {
+    return {{"event", "run_end"}, {"run_id", runId}, {"status", "ok"}, {"result", result.value},
+            {"result_tags", result.tags}, {"spent_usd", spentUsd}};
+}
+
+}  // namespace remit
