@@ -136,9 +136,9 @@ Json checkResult(const TextCheck& c) {
 
 // ---------------------------------------------------------------- runs
 
-// One run of a program on fixtures, driven by the broker on its own thread. With `autoApprove`
-// every approval is granted (remit_run_fixtures); otherwise a call that needs approval blocks the
-// worker in the broker's approval callback until resume() answers it.
+// One run of a program on fixtures, driven by the broker on the caller's thread. With `autoApprove`
+// every approval is granted (remit_run_fixtures); otherwise the run stops at a call that needs
+// approval, and resume() answers it.
 struct LiveRun {
     std::string token;
     fs::path dir;  // this run's scratch directory: its trace and approval store

@@ -10,7 +10,7 @@
 // print; a request the engine cannot serve gets a fixed error reply, never exception text.
 //
 // Threads: a Session is used by one thread at a time, except requestAbort, which any thread may
-// call at any time (it stops checking at the next poll and the VM within 1024 step charges).
+// call at any time (it stops checking at the next poll and the VM within 16,384 step charges).
 #pragma once
 
 #include <cstdint>

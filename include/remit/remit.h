@@ -1,9 +1,9 @@
 // The embedding API of Remit (docs/architecture.md "The one seam"): compile source to a module or
 // load a verified .rbc, start a run with inputs, and step it until it completes, fails, or stops at
-// a host call (CALLCAP / ASKMODEL). The embedder — the broker of `remitvm run`, replay, `test`, the
-// serve protocol — performs or refuses the call and resumes the run with a result or an error. This
-// is the one seam between the VM and everything that acts in the world: the VM itself performs no
-// effect and applies no policy.
+// a host call (CALLCAP / ASKMODEL). The embedder — through the broker: `remitvm run`, replay,
+// `test`, the serve sessions, MCP — performs or refuses the call and resumes the run with a result
+// or an error. This is the one seam between the VM and everything that acts in the world: the VM
+// itself performs no effect and applies no policy.
 //
 //     auto compiled = remit::compileProgram(source, "prog.rmt", hostSource, "host.rmti");
 //     remit::Run run(compiled.program, {});
