@@ -7,8 +7,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "remit/remit.h"
-#include "vm/rbc.h"
+#include "session/pipeline.h"
+#include "vm/run.h"
+#include "bytecode/rbc.h"
 
 namespace {
 

@@ -445,7 +445,10 @@ Decision Broker::reserveAndDispatch() {
     d.kind = Decision::Kind::Dispatch;
     d.request = requestFor(*a.call, a.rawArgs, a.key);
     d.reasons = a.reasons;
-    if (a.approval.is_object()) d.approvedBy = a.approval["approved_by"].get<std::string>();
+    if (a.approval.is_object()) {
+        d.approvedBy = a.approval["approved_by"].get<std::string>();
+        d.approvalDigest = a.digest;
+    }
     // The tags a result will carry (serve shows them before the host performs the call).
     Heap& heap = run_.heap();
     std::optional<TagSetId> tags = resultTagsFor(*a.call, a.allArgTags);

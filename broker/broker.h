@@ -36,7 +36,7 @@
 #include "broker/approvals.h"
 #include "broker/replay.h"
 #include "broker/trace.h"
-#include "remit/remit.h"
+#include "vm/run.h"
 #include "runtime/host_model.h"
 #include "runtime/policy.h"
 
@@ -106,6 +106,7 @@ struct Decision {
     AdapterRequest request;                 // Dispatch
     std::vector<std::string> reasons;       // Dispatch, NeedsApproval: why approval is or was needed
     std::optional<std::string> approvedBy;  // Dispatch after an approval
+    std::string approvalDigest;             // Dispatch after an approval: what it bound to
     TagSetId resultTags = kNoTags;          // Dispatch: the tags a result will carry
     std::optional<PendingApproval> pending; // NeedsApproval
     RuntimeError error;                     // Refuse

@@ -3,8 +3,8 @@
 // prototype's events and fields plus ours (`dispatch`, `approval_granted`; `attempt`, `k`,
 // `result_tags`, `adapter` on calls; `host_hash`/`policy_hash` on run_start) and, on every record,
 // `chain`: a hash chain over the records (docs/broker.md "Traces"), so a damaged record is refused,
-// never acted on. Written by the command that runs the program (run_start and run_end:
-// cli/run_commands.cpp, and cli/mcp_tools.cpp for MCP runs) and by the broker (every event of a
+// never acted on. Written by the front end that runs the program (run_start and run_end:
+// cli/run_commands.cpp, cli/mcp_tools.cpp, session/embed.cpp) and by the broker (every event of a
 // call); read by `remitvm trace`, `approve RUN_ID`, resume and replay.
 //
 // Invariants:

@@ -12,7 +12,7 @@
 #include "broker/trace.h"
 #include "compiler/driver.h"
 #include "compiler/manifest.h"
-#include "vm/api.h"
+#include "session/pipeline.h"
 
 namespace remit::cli {
 

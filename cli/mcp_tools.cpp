@@ -23,12 +23,12 @@
 #include "compiler/driver.h"
 #include "compiler/manifest.h"
 #include "compiler/parser.h"
-#include "remit/remit.h"
+#include "vm/run.h"
 #include "runtime/diagnostics.h"
 #include "runtime/policy.h"
 #include "runtime/source.h"
 #include "runtime/value_json.h"
-#include "vm/api.h"
+#include "session/pipeline.h"
 
 namespace remit::cli::mcp {
 

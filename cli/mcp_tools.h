@@ -3,7 +3,7 @@
 // remit_run_fixtures — with its parameter names and result shapes, plus remit_run and remit_resume,
 // a fixture run that pauses when a call needs a human approval and continues when the client
 // answers. cli/mcp_command.cpp is only the JSON-RPC transport; this file turns tool arguments into
-// results by calling the library (compiler/driver.h, compiler/manifest.h, vm/api.h, the broker
+// results by calling the library (compiler/driver.h, compiler/manifest.h, session/pipeline.h, the broker
 // with a FixtureAdapter). Nothing here performs a live effect: every capability and model call is
 // answered by the caller's fixtures.
 //

@@ -1,7 +1,7 @@
 // The commands that produce and run bytecode: `remitc build`, `remitc dis`, `remitc manifest
 // PROG.rbc`, `run`, and the re-executions of a recorded run, `resume` and `replay` (remitvm and
 // remit alike). Flag parsing and printing only: programs come
-// from compiler/driver.h and vm/api.h, runs from the embedding API (remit/remit.h), and every host
+// from compiler/driver.h and session/pipeline.h, runs from the VM (vm/run.h), and every host
 // call a run makes goes through the broker (broker/broker.h) with the adapter the flags choose.
 #include <fmt/format.h>
 
@@ -30,14 +30,14 @@
 #include "compiler/driver.h"
 #include "compiler/manifest.h"
 #include "compiler/parser.h"
-#include "remit/remit.h"
+#include "vm/run.h"
 #include "runtime/canonical_json.h"
 #include "runtime/json_text.h"
 #include "runtime/source.h"
 #include "runtime/value_json.h"
-#include "vm/api.h"
-#include "vm/disasm.h"
-#include "vm/rbc.h"
+#include "session/pipeline.h"
+#include "bytecode/disasm.h"
+#include "bytecode/rbc.h"
 
 namespace remit::cli {
 

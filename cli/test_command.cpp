@@ -1,6 +1,6 @@
 // `remitvm test [PATH...] [--host H]` and `remit test`: runs the `test` blocks of .rmt files with the
 // prototype's semantics (docs/testing.md). Each file is checked
-// and compiled as `run` does (compiler/driver.h, vm/api.h); each test is the compiled function
+// and compiled as `run` does (compiler/driver.h, session/pipeline.h); each test is the compiled function
 // module().tests names (compiler/codegen.cpp), run in a fresh remit::Run with default limits and
 // driven by a fresh Broker: allow-all policy, the program's `budget`, no trace, the test's fixture
 // file (relative to the program's directory) or no fixtures, and approvals granted only when the
@@ -21,10 +21,10 @@
 #include "broker/fixture_adapter.h"
 #include "cli/commands.h"
 #include "compiler/driver.h"
-#include "remit/remit.h"
+#include "vm/run.h"
 #include "runtime/diagnostics.h"
 #include "runtime/policy.h"
-#include "vm/api.h"
+#include "session/pipeline.h"
 
 namespace remit::cli {
 

@@ -513,7 +513,7 @@ void Generator::run() {
     strict_ = check_.manifest.strictFlows;
     module_.programName = prog_.name;
     module_.budgetUsd = prog_.budgetUsd;
-    // programHash is computed from the finished module (vm/rbc.h programHashOf), not the source.
+    // programHash is computed from the finished module (bytecode/rbc.h programHashOf), not the source.
     module_.hostHash = check_.manifest.hostHash;
     module_.manifestJson = manifestToJson(check_.manifest).dump();
     for (const DeclPtr& d : prog_.decls)

@@ -1,5 +1,5 @@
 // The code generator: a checked program (its AST and the checker's CheckResult) to a Module of
-// register bytecode (vm/module.h, opcodes in vm/opcodes.def).
+// register bytecode (bytecode/module.h, opcodes in bytecode/opcodes.def).
 //
 // Register allocation is a stack discipline per function: parameters take the first registers,
 // each `let`/`var` takes the next one for the rest of its block, and temporaries are allocated
@@ -16,7 +16,7 @@
 
 #include "compiler/ast.h"
 #include "compiler/checker.h"
-#include "vm/module.h"
+#include "bytecode/module.h"
 
 namespace remit {
 

@@ -14,7 +14,7 @@
 //
 // The compiler writes both hashes into the manifest, and host_hash into the .rbc, which `resume`
 // compares with the trace's. Runs, traces and approval digests are bound to the compiled module's
-// own hash instead (vm/rbc.h programHashOf; docs/bytecode.md "The program hash"). The canonical
+// own hash instead (bytecode/rbc.h programHashOf; docs/bytecode.md "The program hash"). The canonical
 // text is versioned: any change to it changes every hash, so bump the version tag when it changes.
 #pragma once
 

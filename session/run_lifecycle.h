@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "remit/remit.h"
+#include "vm/run.h"
 #include "runtime/host_model.h"
 
 namespace remit {

@@ -20,14 +20,14 @@
 #include "compiler/ast.h"
 #include "compiler/checker.h"
 #include "compiler/parser.h"
-#include "remit/remit.h"
+#include "vm/run.h"
 #include "runtime/diagnostics.h"
 #include "runtime/json_schema.h"
 #include "runtime/json_text.h"
 #include "runtime/source.h"
 #include "runtime/suggest.h"
 #include "runtime/value_json.h"
-#include "vm/api.h"
+#include "session/pipeline.h"
 
 namespace remit::serve {
 

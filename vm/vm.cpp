@@ -1,5 +1,4 @@
-// The dispatch loop (docs/architecture.md "The one seam") and the Run of the embedding API
-// (include/remit/remit.h).
+// The dispatch loop (docs/architecture.md "The one seam") and the Run of vm/run.h.
 //
 // Registers live on one stack allocated when the run starts: the verifier computed the most any
 // chain of calls can need (Module::stackRegisters), since there is no recursion. A call's frame
@@ -23,11 +22,11 @@
 #include <cstring>
 #include <limits>
 
-#include "remit/remit.h"
+#include "vm/run.h"
 #include "runtime/builtins.h"
 #include "runtime/ops.h"
 #include "runtime/value_json.h"
-#include "vm/rbc.h"
+#include "bytecode/rbc.h"
 
 namespace remit {
 
@@ -377,7 +376,7 @@ RunStatus Run::Impl::execute() {
 #if defined(__GNUC__)
     static const void* const kLabels[] = {
 #define OPCODE(name, a, b, c, window, effect) &&op_##name,
-#include "vm/opcodes.def"
+#include "bytecode/opcodes.def"
 #undef OPCODE
     };
 #define DISPATCH()                                        \

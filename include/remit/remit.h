@@ -1,137 +1,92 @@
-// The embedding API of Remit (docs/architecture.md "The one seam"): compile source to a module or
-// load a verified .rbc, start a run with inputs, and step it until it completes, fails, or stops at
-// a host call (CALLCAP / ASKMODEL). The embedder — through the broker: `remitvm run`, replay,
-// `test`, the serve sessions, MCP — performs or refuses the call and resumes the run with a result
-// or an error. This is the one seam between the VM and everything that acts in the world: the VM
-// itself performs no effect and applies no policy.
-//
-//     auto compiled = remit::compileProgram(source, "prog.rmt", hostSource, "host.rmti");
-//     remit::Run run(compiled.program, {});
-//     auto status = run.start(run.program().entry(), std::move(args));
-//     while (status == remit::RunStatus::HostCall) {
-//         const remit::HostCall& call = run.hostCall();      // site, resource, tagged args, pc tags
-//         status = run.resumeWithResult(performTheCall(call));  // or resumeWithError(...)
-//     }
-//
-// Threads: a Run is used by one thread at a time; `requestAbort` may be called from any thread.
-// A LoadedProgram is immutable and may be shared by many runs on many threads.
-#pragma once
+/* Remit's embedding API for C and for other languages' bindings (docs/embedding.md). A thin C ABI
+ * over include/remit/remit.hpp: the same compile, the same runs under the same broker, the same
+ * decisions. Everything crosses as NUL-terminated UTF-8 text (values and call descriptions as JSON)
+ * and opaque handles; no Remit type is visible.
+ *
+ *     char* diagnostics = NULL;
+ *     remit_program* program = remit_compile(source, host, NULL, 0, &diagnostics);
+ *     remit_run* run = remit_run_new(program, policy, 0, NULL, &diagnostics);
+ *     remit_status s = remit_run_start(run, "{\"ticket\": \"...\"}");
+ *     while (s == REMIT_HOST_CALL || s == REMIT_NEEDS_APPROVAL) {
+ *         const char* call = remit_run_call_json(run);   // site, resource, args, tags, reasons, ...
+ *         if (s == REMIT_NEEDS_APPROVAL) s = ask_a_person(call) ? remit_run_approve(run, "alice") : remit_run_refuse(run);
+ *         else s = remit_run_complete(run, perform(call), -1.0);   // or remit_run_fail(run, "Timeout", "")
+ *     }
+ *
+ * Strings the library returns through `char**` are the caller's to free with remit_free(); strings
+ * returned as `const char*` belong to the handle and live until its next call or its free. A
+ * function given a handle in the wrong state returns REMIT_MISUSE and changes nothing. */
+#ifndef REMIT_REMIT_H
+#define REMIT_REMIT_H
 
-#include <atomic>
-#include <chrono>
-#include <cstdint>
-#include <memory>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
+#include <stddef.h>
 
-#include "runtime/diagnostics.h"
-#include "runtime/heap.h"
-#include "runtime/types.h"
-#include "runtime/value.h"
-#include "vm/module.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
 
-namespace remit {
+#define REMIT_C_VERSION_MAJOR 0
+#define REMIT_C_VERSION_MINOR 1
+#define REMIT_C_VERSION_PATCH 0
 
-// A verified module with its types resolved, ready to run.
-class LoadedProgram {
-public:
-    explicit LoadedProgram(std::unique_ptr<Module> module);  // `module` must have passed verifyModule
-    const Module& module() const { return *module_; }
-    // The resolved type of module().types[index] (nullptr for kNoType).
-    TypeRef type(uint32_t index) const { return index < types_.size() ? types_[index] : nullptr; }
-    // The index of `main`, or kNoType.
-    uint32_t entry() const { return module_->entry; }
-    // The index of the function named `name`, or kNoType.
-    uint32_t findFunction(std::string_view name) const;
+typedef struct remit_program remit_program;
+typedef struct remit_run remit_run;
 
-private:
-    std::unique_ptr<Module> module_;
-    std::unique_ptr<TypeArena> arena_;
-    std::vector<TypeRef> types_;
-};
+typedef enum remit_status {
+    REMIT_HOST_CALL = 0,       /* a call waits: remit_run_complete() or remit_run_fail() */
+    REMIT_NEEDS_APPROVAL = 1,  /* a call waits for a person: remit_run_approve() or remit_run_refuse() */
+    REMIT_COMPLETED = 2,       /* remit_run_result_json() */
+    REMIT_FAILED = 3,          /* remit_run_failure_json() */
+    REMIT_MISUSE = 4           /* the handle was not in a state that allows this call */
+} remit_status;
 
-// Source to program: check against the host interface, then generate and verify bytecode.
-struct CompileOutcome {
-    std::shared_ptr<const LoadedProgram> program;  // null unless the program checked
-    DiagnosticList diagnostics;                    // everything the checker (or a limit) reported
-};
-CompileOutcome compileProgram(std::string_view source, const std::string& file, std::string_view hostSource,
-                              const std::string& hostFile);
+/* "0.1.0". */
+const char* remit_version(void);
 
-// A .rbc file's bytes to program; `error` says what is wrong when the artifact does not load.
-struct LoadOutcome {
-    std::shared_ptr<const LoadedProgram> program;
-    std::string error;
-};
-LoadOutcome loadProgram(std::string_view rbcBytes);
+/* Compiles `source` against the host interface `host`, optionally checking it against `policy_toml`
+ * (NULL: none). Returns NULL when it does not check. `diagnostics_json` (may be NULL) receives a
+ * JSON array of diagnostics ({code, severity, message, file, line, col, end_line, end_col, hint,
+ * notes}) whatever the outcome; free it with remit_free(). `strict_flows` != 0 selects strict flows. */
+remit_program* remit_compile(const char* source, const char* host, const char* policy_toml, int strict_flows,
+                             char** diagnostics_json);
+void remit_program_free(remit_program* program);
+/* The manifest (docs/manifest.md) as JSON; owned by the program. */
+const char* remit_program_manifest_json(const remit_program* program);
+const char* remit_program_hash(const remit_program* program);
 
-// The limits of one run (docs/compatibility.md "Limits"): every run has all of them.
-struct VmLimits {
-    uint64_t maxSteps = 100'000'000;  // instructions plus the work inside them (docs/language.md, decision 46)
-    size_t maxMemory = kDefaultMemoryBudget;
-    uint64_t maxWallMs = 10'000;       // time spent inside the VM; time the embedder spends on host calls is excluded
-    size_t maxResultBytes = size_t(16) << 20;
-};
+/* A run of `program` under `policy_toml` (NULL or "" with allow_all != 0: every resource granted;
+ * NULL or "" otherwise: nothing granted, so a program that calls anything is refused). `state_dir` (NULL: none) as `remitvm run --state-dir`:
+ * trace and approval store there. Returns NULL when the policy is invalid (diagnostics_json as
+ * for remit_compile). */
+remit_run* remit_run_new(const remit_program* program, const char* policy_toml, int allow_all, const char* state_dir,
+                         char** diagnostics_json);
+void remit_run_free(remit_run* run);
 
-enum class RunStatus : uint8_t { NotStarted, HostCall, Completed, Failed };
+remit_status remit_run_start(remit_run* run, const char* inputs_json);
+remit_status remit_run_approve(remit_run* run, const char* by);
+remit_status remit_run_refuse(remit_run* run);
+/* `cost_usd` < 0: the declared cost. */
+remit_status remit_run_complete(remit_run* run, const char* result_json, double cost_usd);
+/* `error`: "CapabilityFailed" or "Timeout"; `message` may be NULL. */
+remit_status remit_run_fail(remit_run* run, const char* error, const char* message);
+remit_status remit_run_status(const remit_run* run);
 
-// The host call a run stopped at. The run keeps it until it is resumed.
-struct HostCall {
-    const Site* site = nullptr;   // id ("fn#k"), kind, resource, agent, argument names, retry, timeout, span
-    const Agent* agent = nullptr; // for agent calls
-    TypeRef askType = nullptr;    // for model and agent calls: the type the output must have
-    std::vector<Value> args;      // one per site->argNames, with their tags and provenance
-    TagSetId pcTags = kNoTags;    // the control tags in force at the call
-    uint32_t attempt = 0;         // 0-based; retries stop here again with attempt + 1
-};
+/* The waiting call as JSON: {kind, site, resource, agent, line, col, args, arg_tags, pc_tags,
+ * attempt, returns, schema, approval_reasons, approval_digest, approved_by, idempotency_key,
+ * result_tags}; NULL when no call waits. Owned by the run. */
+const char* remit_run_call_json(remit_run* run);
+/* Completed: {"result": value, "tags": [...], "spent_usd": n}; Failed: {"code", "name", "message",
+ * "line", "col", "details", "rendered"}. NULL otherwise. Owned by the run. */
+const char* remit_run_result_json(remit_run* run);
+const char* remit_run_failure_json(remit_run* run);
+const char* remit_run_id(const remit_run* run);
+/* Any thread: stops the run at its next back-edge or call (R0702). */
+void remit_run_abort(remit_run* run);
 
-// Why a run failed.
-struct RunFailure {
-    RuntimeError error;             // code, message, details
-    DebugSpan span;                 // where, in the program's source
-    std::string function;           // the function that was running
-    bool expectationFailed = false; // a test's `expect` (error.message is its message)
-};
+void remit_free(char* text);
 
-class Run {
-public:
-    Run(std::shared_ptr<const LoadedProgram> program, VmLimits limits);
-    ~Run();
-    Run(const Run&) = delete;
-    Run& operator=(const Run&) = delete;
+#ifdef __cplusplus
+}
+#endif
 
-    const LoadedProgram& program() const;
-    // The run's heap: build arguments and host-call results with it; tags and provenance live here.
-    Heap& heap();
-
-    // Runs function `function` with `args` (one per parameter, built in heap()).
-    RunStatus start(uint32_t function, std::vector<Value> args);
-    // Resumes a run stopped at a host call with the call's result (built in heap()).
-    RunStatus resumeWithResult(Value result);
-    // Resumes with a failed attempt. An `operational` failure (R0501–R0503) is retried while the
-    // site has attempts left (the run stops at the same call again, attempt + 1), then takes the
-    // site's `else`; any other error fails the run at once.
-    RunStatus resumeWithError(RuntimeError error, bool operational);
-
-    RunStatus status() const;
-    const HostCall& hostCall() const;   // status() == HostCall
-    const Value& result() const;        // status() == Completed
-    const RunFailure& failure() const;  // status() == Failed
-    // Whether the call just failed for good will run its `else` (for the broker's `fallback` event).
-    bool willFallBack(bool operational) const;
-
-    // Stops the run with R0702 at its next check of the abort flag (every 16,384 steps and every batch
-    // of work: docs/language.md, decision 46); safe from any thread.
-    void requestAbort();
-
-    uint64_t stepsUsed() const;
-    std::chrono::nanoseconds vmTime() const;
-
-private:
-    struct Impl;
-    std::unique_ptr<Impl> impl_;
-};
-
-}  // namespace remit
+#endif /* REMIT_REMIT_H */

@@ -76,7 +76,6 @@ public:
 private:
     std::shared_ptr<const Impl> impl_;
     friend class Run;
-    friend struct CompileResult;
 };
 
 struct CompileResult {
@@ -87,8 +86,8 @@ struct CompileResult {
 };
 
 struct RunOptions {
-    // The deployment policy (docs/policy.md). Default "": nothing is granted, so every call is
-    // refused (R0303) — unless allowAll.
+    // The deployment policy (docs/policy.md). Default "": nothing is granted, so a program that
+    // calls anything is refused by create() (E0501) — unless allowAll.
     std::string policyToml;
     bool allowAll = false;  // every resource granted, no limits (development only). Default false.
     // Limits; each defaults to `remitvm run`'s (a policy's [limits] lowers them too).
@@ -186,7 +185,6 @@ public:
 private:
     explicit Run(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
-    friend struct CreateResult;
 };
 
 struct CreateResult {

@@ -15,14 +15,14 @@
 #include "compiler/checker.h"
 #include "compiler/manifest.h"
 #include "compiler/parser.h"
-#include "remit/remit.h"
+#include "vm/run.h"
 #include "runtime/policy.h"
 #include "runtime/source.h"
 #include "runtime/value_json.h"
 #include "tests/difftest/outcome.h"
 #include "tests/difftest/reference.h"
 #include "tests/difftest/world.h"
-#include "vm/api.h"
+#include "session/pipeline.h"
 
 namespace remit::difftest {
 

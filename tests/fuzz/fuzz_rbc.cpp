@@ -1,5 +1,5 @@
-// libFuzzer harness for the .rbc loader and verifier (vm/rbc.h, vm/verifier.h), the
-// disassembler (vm/disasm.h) and the VM (vm/vm.cpp): the path every artifact takes, so it must
+// libFuzzer harness for the .rbc loader and verifier (bytecode/rbc.h, bytecode/verifier.h), the
+// disassembler (bytecode/disasm.h) and the VM (vm/vm.cpp): the path every artifact takes, so it must
 // survive any bytes without crashing, hanging, leaking, reading out of bounds or allocating
 // without bound.
 //
@@ -21,11 +21,11 @@
 #include <cstdio>
 #include <string>
 
-#include "remit/remit.h"
+#include "vm/run.h"
 #include "runtime/types.h"
 #include "tests/fuzz/run_module.h"
-#include "vm/disasm.h"
-#include "vm/rbc.h"
+#include "bytecode/disasm.h"
+#include "bytecode/rbc.h"
 
 namespace {
 

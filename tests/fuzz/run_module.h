@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "remit/remit.h"
+#include "vm/run.h"
 #include "runtime/heap.h"
 #include "runtime/types.h"
 #include "runtime/value.h"

@@ -20,11 +20,12 @@
 #include "broker/trace.h"
 #include "compiler/checker.h"
 #include "compiler/parser.h"
-#include "remit/remit.h"
+#include "session/pipeline.h"
+#include "vm/run.h"
 #include "runtime/canonical_json.h"
 #include "runtime/json_schema.h"
 #include "runtime/value_json.h"
-#include "vm/rbc.h"
+#include "bytecode/rbc.h"
 #include "host_fixture.h"
 
 namespace {

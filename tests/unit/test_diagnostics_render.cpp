@@ -17,7 +17,8 @@
 #include "broker/fixture_adapter.h"
 #include "compiler/checker.h"
 #include "compiler/parser.h"
-#include "remit/remit.h"
+#include "session/pipeline.h"
+#include "vm/run.h"
 #include "runtime/diagnostics.h"
 #include "host_fixture.h"
 

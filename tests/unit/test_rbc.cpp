@@ -1,5 +1,5 @@
-// Unit tests for the .rbc format (vm/rbc.h), the verifier (vm/verifier.h) and the disassembler
-// (vm/disasm.h) on hand-built modules: the round trip writeRbc -> loadRbc keeps every field; each
+// Unit tests for the .rbc format (bytecode/rbc.h), the verifier (bytecode/verifier.h) and the disassembler
+// (bytecode/disasm.h) on hand-built modules: the round trip writeRbc -> loadRbc keeps every field; each
 // loader failure and each verifier rule has a negative test, checked both on the module and
 // through a written file; truncating or corrupting a file anywhere fails cleanly; the call graph
 // rejects recursion and sizes the register stack; the listing format is pinned.
@@ -22,12 +22,12 @@
 
 #include <fmt/format.h>
 
-#include "remit/remit.h"
+#include "vm/run.h"
 #include "runtime/builtins.h"
 #include "tests/fuzz/run_module.h"
-#include "vm/disasm.h"
-#include "vm/rbc.h"
-#include "vm/verifier.h"
+#include "bytecode/disasm.h"
+#include "bytecode/rbc.h"
+#include "bytecode/verifier.h"
 
 // The test build defines the repository root; this fallback is for building the file by hand.
 #ifndef REMIT_SOURCE_DIR

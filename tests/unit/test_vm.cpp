@@ -1,4 +1,4 @@
-// The VM through the embedding API (include/remit/remit.h): programs compiled from source run to
+// The VM through its run API (vm/run.h): programs compiled from source run to
 // the prototype's values; runs stop at host calls exposing the site, resource, tagged arguments
 // and pc tags, and resume with a result, a retried error, a fallback or a failure; labels follow
 // docs/language.md "Labels, exactly"; limits and the host abort stop runs with R0701 and R0702.
@@ -6,9 +6,10 @@
 
 #include <thread>
 
-#include "remit/remit.h"
+#include "session/pipeline.h"
+#include "vm/run.h"
 #include "runtime/value_json.h"
-#include "vm/verifier.h"
+#include "bytecode/verifier.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
-// A compiled Remit program in memory: what compiler/codegen.cpp produces, what vm/rbc.cpp writes
-// to and reads from a .rbc file (docs/bytecode.md), what vm/verifier.cpp checks and what the VM
+// A compiled Remit program in memory: what compiler/codegen.cpp produces, what bytecode/rbc.cpp writes
+// to and reads from a .rbc file (docs/bytecode.md), what bytecode/verifier.cpp checks and what the VM
 // runs. A Module is immutable once built and may be shared by many runs at once (each run
 // materialises the constants into its own heap).
 #pragma once
@@ -16,11 +16,11 @@ namespace remit {
 
 enum class Op : uint8_t {
 #define OPCODE(name, a, b, c, window, effect) name,
-#include "vm/opcodes.def"
+#include "bytecode/opcodes.def"
 #undef OPCODE
 };
 
-// What an operand field means (vm/opcodes.def explains each).
+// What an operand field means (bytecode/opcodes.def explains each).
 enum class Operand : uint8_t {
     None, Reg, Dst, Win, Imm, KBx, KStr, KIntBx, KStrBx, JumpBx, Skip, Fn, Shape, Builtin, Site, Branch
 };
@@ -37,7 +37,7 @@ struct OpInfo {
 constexpr OpInfo kOps[] = {
 #define OPCODE(name, a, b, c, window, effect) \
     {#name, Operand::a, Operand::b, Operand::c, Window::window, effect},
-#include "vm/opcodes.def"
+#include "bytecode/opcodes.def"
 #undef OPCODE
 };
 constexpr size_t kOpCount = sizeof(kOps) / sizeof(kOps[0]);
@@ -126,7 +126,7 @@ struct TestCase {
 struct Module {
     std::string programName;
     std::string sourceFile;   // the program's file name as given to the compiler (for messages)
-    std::string programHash;  // the module's content hash, bare lowercase hex (vm/rbc.h programHashOf)
+    std::string programHash;  // the module's content hash, bare lowercase hex (bytecode/rbc.h programHashOf)
     std::string hostHash;
     std::optional<double> budgetUsd;
     std::vector<Constant> constants;

@@ -1,5 +1,5 @@
 // The verifier: the one gate every Module passes before the VM runs it, whether it was loaded from
-// a .rbc file (vm/rbc.h calls it) or just produced by the code generator. It treats the module as
+// a .rbc file (bytecode/rbc.h calls it) or just produced by the code generator. It treats the module as
 // hostile: after it succeeds, the dispatch loop may index registers, constants, functions, shapes,
 // builtins and sites with the operands as they stand, follow jumps and calls without bounds
 // checks, allocate one register stack of `stackRegisters` and never grow it, and rely on calls
@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "vm/module.h"
+#include "bytecode/module.h"
 
 namespace remit {
 
@@ -30,7 +30,7 @@ constexpr uint32_t kMaxStackRegisters = 1u << 24;  // Module::stackRegisters
 // 'main' instruction 12: jump target 900 is outside the function (40 instructions)").
 [[nodiscard]] std::string verifyModule(Module& module);
 
-// A Bx operand joins b and c (vm/module.h Instr::bx), so it is read as one value and C is not
+// A Bx operand joins b and c (bytecode/module.h Instr::bx), so it is read as one value and C is not
 // an operand of its own.
 constexpr bool isBxOperand(Operand kind) {
     return kind == Operand::KBx || kind == Operand::KIntBx || kind == Operand::KStrBx || kind == Operand::JumpBx;

@@ -1,7 +1,7 @@
-// The disassembler (vm/disasm.h). One function renders an operand from its kind; the rest lays out
+// The disassembler (bytecode/disasm.h). One function renders an operand from its kind; the rest lays out
 // the tables. Every lookup is bounds-checked because the listing must also serve a module that
 // failed verification (that is when a compiler author most wants to see it).
-#include "vm/disasm.h"
+#include "bytecode/disasm.h"
 
 #include <algorithm>
 #include <iterator>
@@ -11,7 +11,7 @@
 #include "runtime/builtins.h"
 #include "runtime/canonical_json.h"
 #include "runtime/numfmt.h"
-#include "vm/verifier.h"
+#include "bytecode/verifier.h"
 
 namespace remit {
 

@@ -1,4 +1,4 @@
-// The .rbc writer and loader (vm/rbc.h); docs/bytecode.md is the byte-level reference.
+// The .rbc writer and loader (bytecode/rbc.h); docs/bytecode.md is the byte-level reference.
 //
 // The loader reads hostile bytes. Every read goes through Reader, which checks the bounds of its
 // section first and records the first failure (later reads then return zeros and change nothing);
@@ -8,7 +8,7 @@
 //
 // Writer and Reader encode the same fields in the same order; each section has one write function
 // and one read function next to each other so that they are changed together.
-#include "vm/rbc.h"
+#include "bytecode/rbc.h"
 
 #include <algorithm>
 #include <array>
@@ -20,7 +20,7 @@
 #include <xxhash.h>
 
 #include "runtime/hash.h"
-#include "vm/verifier.h"
+#include "bytecode/verifier.h"
 
 namespace remit {
 
@@ -35,7 +35,7 @@ constexpr size_t kSectionCountOffset = kHostHashOffset + kHashBytes;
 static_assert(kSectionCountOffset + 4 == kRbcHeaderSize);
 constexpr size_t kSectionEntryBytes = 12;  // id, offset, size
 
-// Caps on counts the format allows (beyond those of vm/verifier.h), so that no count read from a
+// Caps on counts the format allows (beyond those of bytecode/verifier.h), so that no count read from a
 // file reserves more than a bounded amount.
 constexpr uint32_t kMaxConstants = 1u << 24;
 constexpr uint32_t kMaxTableEntries = 1u << 20;  // shapes, types, sites, agents, tests, options, fields

@@ -1,6 +1,6 @@
 // The .rbc file: a compiled Remit program as bytes. `remitc build` writes one with writeRbc;
 // `remitvm`, `remitc dis` and `remitc manifest` read one with loadRbc, which parses it as hostile
-// input and then runs the verifier (vm/verifier.h), so a Module that comes out of loadRbc is safe
+// input and then runs the verifier (bytecode/verifier.h), so a Module that comes out of loadRbc is safe
 // to run. docs/bytecode.md documents every byte; change both together and bump kRbcVersion when
 // the layout changes (tests/unit/test_rbc.cpp pins the encoding of sample modules, and the seed
 // corpus tests/fuzz/corpus/rbc/ holds the same files).
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "runtime/types.h"
-#include "vm/module.h"
+#include "bytecode/module.h"
 
 namespace remit {
 
@@ -64,7 +64,7 @@ void resealRbc(std::string& bytes);
 void resealRbcWithProgramHash(std::string& bytes);
 
 // Builds TypeRefs for module.types in `arena`, index for index. Entries refer only to earlier
-// entries (the verifier guarantees it), so one pass in order suffices. Defined in vm/module.cpp.
+// entries (the verifier guarantees it), so one pass in order suffices. Defined in bytecode/module.cpp.
 std::vector<TypeRef> materializeTypes(const Module& module, TypeArena& arena);
 
 }  // namespace remit

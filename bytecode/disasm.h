@@ -1,5 +1,5 @@
 // The disassembler: a module as readable text, for `remitc dis`, codegen golden tests and anyone
-// debugging the compiler or the VM. Operands are rendered by their kind in vm/opcodes.def, so a new
+// debugging the compiler or the VM. Operands are rendered by their kind in bytecode/opcodes.def, so a new
 // opcode is listed correctly without touching this file. docs/bytecode.md shows a sample listing.
 //
 // The text is for people and golden files, not for parsing back. It is deterministic, and every
@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "vm/module.h"
+#include "bytecode/module.h"
 
 namespace remit {
 

@@ -5,11 +5,11 @@
 
 #include "compiler/codegen.h"
 #include "compiler/parser.h"
-#include "vm/api.h"
-#include "remit/remit.h"
+#include "session/pipeline.h"
+#include "vm/run.h"
 #include "runtime/source.h"
-#include "vm/rbc.h"
-#include "vm/verifier.h"
+#include "bytecode/rbc.h"
+#include "bytecode/verifier.h"
 
 namespace remit {
 

@@ -1,10 +1,10 @@
-// Turning a module's serialisable type table (Module::types, vm/module.h) back into the checker's
+// Turning a module's serialisable type table (Module::types, bytecode/module.h) back into the checker's
 // types (runtime/types.h), for the VM and broker: input checking, model output validation and JSON
-// Schema work on TypeRefs. Runs only on verified modules (vm/verifier.h), whose entries refer to
+// Schema work on TypeRefs. Runs only on verified modules (bytecode/verifier.h), whose entries refer to
 // earlier entries only and nest at most kMaxTypeDepth deep.
 #include <cassert>
 
-#include "vm/rbc.h"
+#include "bytecode/rbc.h"
 
 namespace remit {
 

@@ -1,8 +1,8 @@
-// The verifier (vm/verifier.h). It checks the tables first (hashes, constants, shapes, types,
+// The verifier (bytecode/verifier.h). It checks the tables first (hashes, constants, shapes, types,
 // functions, agents, sites, tests), then every instruction against the operand kinds of its
-// opcode (vm/opcodes.def), then the call graph. The rules are docs/bytecode.md's "What the
+// opcode (bytecode/opcodes.def), then the call graph. The rules are docs/bytecode.md's "What the
 // verifier guarantees"; each failure is reported once, as the first broken rule, in one line.
-#include "vm/verifier.h"
+#include "bytecode/verifier.h"
 
 #include <algorithm>
 #include <cmath>
