@@ -35,7 +35,7 @@ std::string quoteText(std::string_view text, size_t maxBytes = std::string_view:
 
 std::string plural(size_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
 
-std::string spanText(const DebugSpan& s) { return fmt::format("{}:{}", s.line, s.col); }
+std::string spanText(const Span& s) { return fmt::format("{}:{}", s.line, s.col); }
 
 // A field, parameter or argument name: bare when it looks like an identifier, quoted otherwise.
 std::string bareName(std::string_view name) {
@@ -265,7 +265,7 @@ private:
         size_t width = fmt::formatted_size("{}", f.code.empty() ? 0 : f.code.size() - 1);
         uint32_t shownLine = 0;
         for (size_t pc = 0; pc < f.code.size(); ++pc) {
-            const DebugSpan* span = pc < f.spans.size() ? &f.spans[pc] : nullptr;
+            const Span* span = pc < f.spans.size() ? &f.spans[pc] : nullptr;
             if (span && span->line != shownLine && span->line >= 1 && span->line <= lines_.size()) {
                 shownLine = span->line;
                 line("{:>{}} | {}", shownLine, width + 4, lines_[shownLine - 1]);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/source.h"
 #include "runtime/types.h"
 
 namespace remit {
@@ -60,11 +61,6 @@ static_assert(sizeof(Instr) == 8);
 
 constexpr uint32_t kMaxRegisters = 0xffff;  // per frame (16-bit register operands)
 
-// A source position in the program file (1-based; columns count code points).
-struct DebugSpan {
-    uint32_t line = 0, col = 0, endLine = 0, endCol = 0;
-};
-
 struct Constant {
     enum class Kind : uint8_t { Int = 0, Float = 1, Str = 2 } kind = Kind::Int;  // values are .rbc format
     int64_t i = 0;
@@ -90,7 +86,7 @@ struct Function {
     uint32_t returnType = kNoType;
     uint32_t numRegs = 0;                 // >= paramNames.size(), <= kMaxRegisters
     std::vector<Instr> code;
-    std::vector<DebugSpan> spans;         // one per instruction (the debug section)
+    std::vector<Span> spans;         // one per instruction (the debug section)
 };
 
 // The values are part of the .rbc format (docs/bytecode.md): never reorder.
@@ -108,7 +104,7 @@ struct Site {
     bool hasFallback = false;            // `else E`: the instruction after the call is a JMP over E's code
     uint32_t askType = kNoType;          // Model/Agent: the requested output type
     uint32_t function = 0;               // the function containing the call
-    DebugSpan span;
+    Span span;
 };
 
 struct Agent {
@@ -120,7 +116,7 @@ struct TestCase {
     std::string name;
     std::optional<std::string> fixtures;
     uint32_t function = 0;
-    DebugSpan span;
+    Span span;
 };
 
 struct Module {

@@ -77,7 +77,7 @@ public:
         flag(v.has_value());
         if (v) str(*v);
     }
-    void span(const DebugSpan& s) {
+    void span(const Span& s) {
         u32(s.line);
         u32(s.col);
         u32(s.endLine);
@@ -169,8 +169,8 @@ public:
         if (!flag(what)) return std::nullopt;
         return str(what);
     }
-    DebugSpan span(const char* what) {
-        DebugSpan s;
+    Span span(const char* what) {
+        Span s;
         s.line = u32(what);
         s.col = u32(what);
         s.endLine = u32(what);
@@ -361,7 +361,7 @@ void writeDebug(Writer& w, const Module& m) {
     w.count(m.functions.size());
     for (const Function& f : m.functions) {
         w.count(f.spans.size());
-        for (const DebugSpan& s : f.spans) w.span(s);
+        for (const Span& s : f.spans) w.span(s);
     }
 }
 void readDebug(Reader& r, Module& m) {
@@ -372,9 +372,9 @@ void readDebug(Reader& r, Module& m) {
     }
     for (size_t i = 0; i < m.functions.size() && r.ok(); ++i) {
         r.at("function", i);
-        std::vector<DebugSpan>& spans = m.functions[i].spans;
+        std::vector<Span>& spans = m.functions[i].spans;
         spans.resize(r.count("span count", 16, kMaxInstructions));
-        for (DebugSpan& s : spans) s = r.span("span");
+        for (Span& s : spans) s = r.span("span");
     }
 }
 

@@ -63,23 +63,12 @@ Json tooLarge() { return errorsResult({"input too large"}); }
 
 // ---------------------------------------------------------------- checking text in memory
 
-// Everything a check of in-memory text learns. The same phases as compiler/driver.h's
-// checkProgramFile, in the same order, for sources that are not files.
-struct TextCheck {
-    std::map<std::string, std::unique_ptr<SourceFile>> sources;
-    DiagnosticList diags;
-    std::unique_ptr<ast::Program> program;
-    std::unique_ptr<ast::HostInterface> host;
-    std::optional<CheckResult> checked;  // set once the program and the host parsed
-    std::optional<Policy> policy;
-
+// A check of in-memory text: compiler/driver.h's checkSources, plus how MCP shows its outcome.
+struct TextCheck : CheckOutcome {
     bool parsed() const { return checked.has_value(); }
     bool ok() const { return checked && !diags.hasErrors(); }
 
-    std::string render(const Diagnostic& d) const {
-        auto it = sources.find(d.file);
-        return renderText(d, it == sources.end() ? nullptr : it->second.get());
-    }
+    std::string render(const Diagnostic& d) const { return renderText(d, sourceFor(d.file)); }
     std::vector<std::string> rendered(bool errors) const {
         std::vector<std::string> out;
         for (const Diagnostic& d : diags.items())
@@ -90,33 +79,11 @@ struct TextCheck {
 
 void checkText(TextCheck& out, const std::string& programName, const std::string& programText,
                const std::string& hostText, const std::optional<std::string>& policyText, bool strictFlows = false) {
-    const SourceFile& program = *(out.sources[programName] = std::make_unique<SourceFile>(programName, programText));
-    out.program = parseProgram(program, out.diags);
-    if (out.diags.hasErrors() || !out.program) return;
-    const SourceFile& host = *(out.sources[kHostFile] = std::make_unique<SourceFile>(kHostFile, hostText));
-    out.host = parseHost(host, out.diags);
-    if (out.diags.hasErrors() || !out.host) return;
-    HostModel model;
-    resolveHost(*out.host, kHostFile, model, out.diags);
-    if (out.diags.hasErrors()) return;
-    std::vector<std::string> hostResources = model.resourceNames();
-    // The policy first: its [flows] strict decides how the program is checked. Its problems are
-    // reported after the program's.
-    DiagnosticList policyDiags;
-    if (policyText) {
-        out.sources[kPolicyFile] = std::make_unique<SourceFile>(kPolicyFile, *policyText);
-        out.policy = parsePolicy(kPolicyFile, *policyText, policyDiags);
-    }
-    CheckerOptions options{programName, kHostFile};
-    options.strictFlows = strictFlows || (out.policy && out.policy->strictFlows);
-    if (out.policy) options.policy = &*out.policy;
-    out.checked = checkProgram(*out.program, std::move(model), out.diags, options);
-    bool programOk = !out.diags.hasErrors();
-    for (Diagnostic& d : policyDiags.items()) out.diags.add(std::move(d));
-    if (!out.policy) return;
-    checkPolicyAgainstHost(*out.policy, hostResources, out.diags);
-    if (programOk && !out.diags.hasErrors())
-        checkManifestAgainstPolicy(out.checked->manifest, *out.policy, programName, out.program->span, out.diags);
+    CheckOptions options;
+    options.strictFlows = strictFlows;
+    SourceProvider texts = policyText ? textSources(kHostFile, hostText, std::string(kPolicyFile), *policyText)
+                                      : textSources(kHostFile, hostText);
+    static_cast<CheckOutcome&>(out) = checkSources(programName, programText, texts, options);
 }
 
 // The remit_check result for a finished TextCheck (docs/mcp.md "Tools").
@@ -213,7 +180,7 @@ struct LiveRun {
 
     std::string renderFailure(const RunFailure& f) const {
         Diagnostic d = makeDiagnostic(f.error.code, f.error.message, kProgramFile,
-                                      Span{f.span.line, f.span.col, f.span.endLine, f.span.endCol});
+                                      f.span);
         d.details = f.error.details;
         SourceFile source(kProgramFile, programText);
         return renderText(d, &source);

@@ -306,7 +306,7 @@ std::optional<uint64_t> parseLimitFlag(std::string_view tool, const Args& args, 
 
 void printRuntimeFailure(const ProgramSource& source, const RunFailure& f) {
     Diagnostic d = makeDiagnostic(f.error.code, f.error.message, source.file,
-                                  Span{f.span.line, f.span.col, f.span.endLine, f.span.endCol});
+                                  f.span);
     d.details = f.error.details;
     std::string text = sourceTextFor(source);
     SourceFile excerpt(source.file, text);

@@ -36,8 +36,6 @@ struct Tally {
     size_t passed = 0, failed = 0;
 };
 
-Span toSpan(const DebugSpan& s) { return Span{s.line, s.col, s.endLine, s.endCol}; }
-
 // The number of `test` blocks the parser found (a file that did not parse may have lost some).
 size_t countTests(const ast::Program* program) {
     if (!program) return 0;
@@ -51,7 +49,7 @@ size_t countTests(const ast::Program* program) {
 // message`; a runtime error is rendered as `run` renders it, without the source excerpt (one line).
 std::string failureText(const std::string& file, const RunFailure& f) {
     if (f.expectationFailed) return fmt::format("{}:{}:{}: {}", file, f.span.line, f.span.col, f.error.message);
-    return renderText(makeDiagnostic(f.error.code, f.error.message, file, toSpan(f.span)), nullptr);
+    return renderText(makeDiagnostic(f.error.code, f.error.message, file, f.span), nullptr);
 }
 
 // Runs one test block; returns the failure text, or nothing when it passed.

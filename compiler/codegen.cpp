@@ -28,10 +28,6 @@ struct LimitExceeded {
 
 constexpr uint16_t kNoReg = 0xffff;
 
-DebugSpan toDebug(const Span& s) {
-    return DebugSpan{s.line, s.col, s.endLine, s.endCol};
-}
-
 bool isKind(TypeRef t, ValueType k) { return t && t->kind == k; }
 bool isNumberType(TypeRef t) { return t && t->isNumber(); }
 
@@ -293,7 +289,7 @@ private:
 
     size_t emit(Instr instr) {
         fn_->code.push_back(instr);
-        fn_->spans.push_back(toDebug(span_));
+        fn_->spans.push_back(span_);
         return fn_->code.size() - 1;
     }
     size_t emitABC(Op op, uint32_t a, uint32_t b = 0, uint32_t c = 0) {
@@ -566,7 +562,7 @@ void Generator::test(const TestDecl& t, const Span& span) {
     module_.functions.emplace_back();
     fn_ = &module_.functions.back();
     fn_->name = "test:" + t.name;
-    module_.tests.push_back(TestCase{t.name, t.fixtures, fnIndex_, toDebug(span)});
+    module_.tests.push_back(TestCase{t.name, t.fixtures, fnIndex_, span});
     inheritsPc_ = false;
     pcDepth_ = 0;
     raised_ = false;
@@ -1108,7 +1104,7 @@ void Generator::hostCall(const CallExpr& e, const ResolvedCall& r, uint16_t dest
     Site site;
     site.id = r.site;
     site.function = fnIndex_;
-    site.span = toDebug(e.span);
+    site.span = e.span;
     site.retry = static_cast<uint32_t>(std::clamp<int64_t>(e.retry.value_or(0), 0, 0xffffffff));
     site.timeoutSeconds = e.timeoutSeconds;
     site.hasFallback = e.fallback != nullptr;

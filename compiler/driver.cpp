@@ -118,28 +118,23 @@ const SourceFile* CheckOutcome::sourceFor(const std::string& name) const {
     return it == sources.end() ? nullptr : it->second.get();
 }
 
-CheckOutcome checkProgramFile(const std::string& path, const CheckOptions& options) {
+CheckOutcome checkSources(const std::string& programName, std::string programText, const SourceProvider& provider,
+                          const CheckOptions& options) {
     CheckOutcome out;
-    out.file = path;
-    std::string text;
-    if (auto err = readSource(path, options.limits.maxSourceBytes, text)) {
-        out.ioError = err;
-        return out;
-    }
-    auto source = std::make_unique<SourceFile>(path, std::move(text));
+    out.file = programName;
+    auto source = std::make_unique<SourceFile>(programName, std::move(programText));
     out.program = parseProgram(*source, out.diags, options.limits);
-    out.sources[path] = std::move(source);
+    out.sources[programName] = std::move(source);
     if (out.diags.hasErrors()) return out;
 
-    out.hostPath = options.hostPath ? options.hostPath : findHostInterface(path);
-    if (!out.hostPath) {
-        out.diags.add(makeDiagnostic(DiagCode::E0002, "no host.rmti found next to the program or in a parent directory",
-                                     path, Span{}, "pass --host PATH to name the host interface"));
+    std::string hostText;
+    if (auto err = provider.host(out.hostPath, hostText)) {
+        out.ioError = err;
         return out;
     }
-    std::string hostText;
-    if (auto err = readSource(*out.hostPath, options.limits.maxSourceBytes, hostText)) {
-        out.ioError = err;
+    if (!out.hostPath) {
+        out.diags.add(makeDiagnostic(DiagCode::E0002, "no host.rmti found next to the program or in a parent directory",
+                                     programName, Span{}, "pass --host PATH to name the host interface"));
         return out;
     }
     auto hostSource = std::make_unique<SourceFile>(*out.hostPath, std::move(hostText));
@@ -153,16 +148,15 @@ CheckOutcome checkProgramFile(const std::string& path, const CheckOptions& optio
     std::vector<std::string> hostResources = host.resourceNames();
 
     // The policy is read before the program is checked: its [flows] strict decides how. Its own
-    // problems are reported after the program's, as before.
+    // problems are reported after the program's.
     DiagnosticList policyDiags;
-    if (options.checkPolicy) {
-        out.policyPath = options.policyPath ? options.policyPath : findPolicy(path);
+    if (options.checkPolicy && provider.policy) {
+        std::string policyText;
+        if (auto err = provider.policy(out.policyPath, policyText)) {
+            out.ioError = err;
+            return out;
+        }
         if (out.policyPath) {
-            std::string policyText;
-            if (auto err = readSource(*out.policyPath, options.limits.maxSourceBytes, policyText)) {
-                out.ioError = err;
-                return out;
-            }
             if (policyText.size() > options.limits.maxSourceBytes) {
                 policyDiags.add(makeDiagnostic(
                     DiagCode::E0504,
@@ -174,9 +168,10 @@ CheckOutcome checkProgramFile(const std::string& path, const CheckOptions& optio
             }
         }
     }
-    CheckerOptions checkerOptions{path, *out.hostPath};
+    CheckerOptions checkerOptions{programName, *out.hostPath};
     checkerOptions.strictFlows = options.strictFlows || (out.policy && out.policy->strictFlows);
     if (out.policy) checkerOptions.policy = &*out.policy;
+    checkerOptions.interrupted = options.interrupted;
     out.checked = checkProgram(*out.program, std::move(host), out.diags, checkerOptions);
     bool programOk = !out.diags.hasErrors();
     for (Diagnostic& d : policyDiags.items()) out.diags.add(std::move(d));
@@ -184,8 +179,47 @@ CheckOutcome checkProgramFile(const std::string& path, const CheckOptions& optio
     checkPolicyAgainstHost(*out.policy, hostResources, out.diags);
     // The policy comparison is only meaningful for a program that checks (as in the prototype).
     if (programOk && !out.diags.hasErrors())
-        checkManifestAgainstPolicy(out.checked->manifest, *out.policy, path, out.program->span, out.diags);
+        checkManifestAgainstPolicy(out.checked->manifest, *out.policy, programName, out.program->span, out.diags);
     return out;
+}
+
+SourceProvider textSources(std::string hostName, std::string hostText, std::optional<std::string> policyName,
+                           std::string policyText) {
+    SourceProvider provider;
+    provider.host = [=](std::optional<std::string>& name, std::string& text) -> std::optional<IoError> {
+        name = hostName;
+        text = hostText;
+        return std::nullopt;
+    };
+    provider.policy = [=](std::optional<std::string>& name, std::string& text) -> std::optional<IoError> {
+        name = policyName;
+        text = policyText;
+        return std::nullopt;
+    };
+    return provider;
+}
+
+CheckOutcome checkProgramFile(const std::string& path, const CheckOptions& options) {
+    std::string text;
+    if (auto err = readSource(path, options.limits.maxSourceBytes, text)) {
+        CheckOutcome out;
+        out.file = path;
+        out.ioError = err;
+        return out;
+    }
+    // The files the check needs, discovered only once the program parses.
+    SourceProvider files;
+    files.host = [&](std::optional<std::string>& name, std::string& hostText) -> std::optional<IoError> {
+        name = options.hostPath ? options.hostPath : findHostInterface(path);
+        if (!name) return std::nullopt;
+        return readSource(*name, options.limits.maxSourceBytes, hostText);
+    };
+    files.policy = [&](std::optional<std::string>& name, std::string& policyText) -> std::optional<IoError> {
+        name = options.policyPath ? options.policyPath : findPolicy(path);
+        if (!name) return std::nullopt;
+        return readSource(*name, options.limits.maxSourceBytes, policyText);
+    };
+    return checkSources(path, std::move(text), files, options);
 }
 
 // `fmt` rewrites files in place, so it proves each result before handing it back: the output

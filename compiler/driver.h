@@ -2,6 +2,7 @@
 // format. The command-line programs in cli/ only parse flags and print what these return.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -42,6 +43,7 @@ struct CheckOptions {
     bool checkPolicy = true;                // false: no policy is looked for (build, dis, run --allow-all)
     bool strictFlows = false;               // --strict-flows; a policy's [flows] strict = true also sets it
     FrontendLimits limits;
+    std::function<bool()> interrupted = {};  // CheckerOptions::interrupted (serve's deadline and abort)
 };
 
 // Everything `check` learns about one program file. Sources are kept so diagnostics can be
@@ -62,6 +64,25 @@ struct CheckOutcome {
     const SourceFile* sourceFor(const std::string& name) const;
 };
 
+// Where a check gets the host interface and the policy, asked for only once the program parses:
+// each sets `name` to the file's name (nullopt: there is none — E0002 for a host, no policy) and
+// `text` to its contents, or returns an I/O problem.
+struct SourceProvider {
+    using Read = std::function<std::optional<IoError>(std::optional<std::string>& name, std::string& text)>;
+    Read host;
+    Read policy;  // may be empty: no policy
+};
+
+// The one check of a program: parse it, get and resolve the host interface, read the policy, check
+// (strict flows when asked or when the policy says so), compare with the policy. Every front end
+// goes through it: files (checkProgramFile), and texts in memory (serve, MCP, the embedding API).
+CheckOutcome checkSources(const std::string& programName, std::string programText, const SourceProvider& provider,
+                          const CheckOptions& options);
+// A provider of texts in memory (no policy when `policyName` is nullopt).
+SourceProvider textSources(std::string hostName, std::string hostText, std::optional<std::string> policyName = {},
+                           std::string policyText = {});
+// checkSources on files: the program at `path`, `--host` or the host.rmti found next to it (or in
+// a parent directory), `--policy` or the policy.toml next to it.
 CheckOutcome checkProgramFile(const std::string& path, const CheckOptions& options);
 
 // Parses and formats one .rmt or .rmti file. On a parse error `formatted` is empty and the

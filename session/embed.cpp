@@ -13,6 +13,7 @@
 #include "broker/broker.h"
 #include "broker/trace.h"
 #include "compiler/checker.h"
+#include "compiler/driver.h"
 #include "compiler/manifest.h"
 #include "compiler/parser.h"
 #include "runtime/json_schema.h"
@@ -73,60 +74,39 @@ struct Program::Impl {
 
 CompileResult Program::compile(std::string_view source, std::string_view host, const CompileOptions& options) {
     CompileResult result;
-    SourceFile programText(options.programName, std::string(source));
-    SourceFile hostText(options.hostName, std::string(host));
-    std::unique_ptr<SourceFile> policyText;
-    DiagnosticList diags, policyDiags;
-    auto done = [&] {
-        std::vector<const SourceFile*> sources{&programText, &hostText, policyText.get()};
-        for (remit::Diagnostic& d : policyDiags.items()) diags.add(std::move(d));
-        collect(diags, sources, result.diagnostics, result.rendered);
-        return std::move(result);
-    };
-    std::unique_ptr<ast::Program> program = parseProgram(programText, diags);
-    std::unique_ptr<ast::HostInterface> hostAst = parseHost(hostText, diags);
-    if (diags.hasErrors() || !program || !hostAst) return done();
-    HostModel model;
-    resolveHost(*hostAst, options.hostName, model, diags);
-    if (diags.hasErrors()) return done();
-    std::vector<std::string> resources = model.resourceNames();
-    std::optional<Policy> policy;
-    if (!options.policyToml.empty()) {
-        policyText = std::make_unique<SourceFile>("policy.toml", options.policyToml);
-        policy = parsePolicy("policy.toml", options.policyToml, policyDiags);
+    CheckOptions check;
+    check.strictFlows = options.strictFlows;
+    SourceProvider texts = options.policyToml.empty()
+                               ? textSources(options.hostName, std::string(host))
+                               : textSources(options.hostName, std::string(host), "policy.toml", options.policyToml);
+    CheckOutcome outcome = checkSources(options.programName, std::string(source), texts, check);
+    std::shared_ptr<const LoadedProgram> loaded;
+    if (outcome.ok() && outcome.checked) {
+        std::string error;
+        loaded = buildProgram(*outcome.program, *outcome.checked, options.programName, error);
+        if (!loaded)
+            outcome.diags.add(makeDiagnostic(DiagCode::E0003, error, options.programName, outcome.program->span,
+                                             "split the function or the program into smaller parts"));
     }
-    CheckerOptions checker{options.programName, options.hostName};
-    checker.strictFlows = options.strictFlows || (policy && policy->strictFlows);
-    if (policy) checker.policy = &*policy;
-    CheckResult check = checkProgram(*program, std::move(model), diags, checker);
-    bool programOk = !diags.hasErrors();
-    if (policy) {
-        checkPolicyAgainstHost(*policy, resources, policyDiags);
-        if (programOk && !policyDiags.hasErrors())
-            checkManifestAgainstPolicy(check.manifest, *policy, options.programName, program->span, policyDiags);
-    }
-    if (!programOk || policyDiags.hasErrors()) return done();
-    std::string error;
-    std::shared_ptr<const LoadedProgram> loaded = buildProgram(*program, check, options.programName, error);
-    if (!loaded) {
-        diags.add(makeDiagnostic(DiagCode::E0003, error, options.programName, program->span,
-                                 "split the function or the program into smaller parts"));
-        return done();
-    }
+    std::vector<const SourceFile*> sources;
+    for (const auto& [name, file] : outcome.sources) sources.push_back(file.get());
+    collect(outcome.diags, sources, result.diagnostics, result.rendered);
+    if (!loaded) return result;
+    const Manifest& manifest = outcome.checked->manifest;
     auto impl = std::make_shared<Impl>();
     impl->loaded = std::move(loaded);
-    impl->host = std::move(check.host);
+    impl->host = std::move(outcome.checked->host);
     impl->programName = options.programName;
     impl->programText = std::string(source);
-    impl->name = check.manifest.program;
+    impl->name = manifest.program;
     impl->programHash = impl->loaded->module().programHash;
-    impl->hostHash = check.manifest.hostHash;
-    impl->manifestJson = manifestToJson(check.manifest).dump(2);
-    impl->strictFlows = check.manifest.strictFlows;
+    impl->hostHash = manifest.hostHash;
+    impl->manifestJson = manifestToJson(manifest).dump(2);
+    impl->strictFlows = manifest.strictFlows;
     Program p;
     p.impl_ = std::move(impl);
     result.program = std::move(p);
-    return done();
+    return result;
 }
 
 const std::string& Program::name() const { return impl_->name; }
@@ -237,7 +217,7 @@ struct Run::Impl {
         failure.col = f.span.col;
         failure.detailsJson = f.error.details.dump();
         remit::Diagnostic d = makeDiagnostic(f.error.code, f.error.message, program->programName,
-                                             Span{f.span.line, f.span.col, f.span.endLine, f.span.endCol});
+                                             f.span);
         d.details = f.error.details;
         SourceFile source(program->programName, program->programText);
         failure.rendered = renderText(d, &source);

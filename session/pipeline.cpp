@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "compiler/codegen.h"
+#include "compiler/driver.h"
 #include "compiler/parser.h"
 #include "session/pipeline.h"
 #include "vm/run.h"
@@ -33,23 +34,15 @@ std::shared_ptr<const LoadedProgram> buildProgram(const ast::Program& program, c
 CompileOutcome compileProgram(std::string_view source, const std::string& file, std::string_view hostSource,
                               const std::string& hostFile) {
     CompileOutcome out;
-    SourceFile programText(file, std::string(source));
-    SourceFile hostText(hostFile, std::string(hostSource));
-    std::unique_ptr<ast::Program> program = parseProgram(programText, out.diagnostics, FrontendLimits{});
-    std::unique_ptr<ast::HostInterface> host = parseHost(hostText, out.diagnostics, FrontendLimits{});
-    if (out.diagnostics.hasErrors() || !program || !host) return out;
-    HostModel model;
-    resolveHost(*host, hostFile, model, out.diagnostics);
-    if (out.diagnostics.hasErrors()) return out;
-    CheckerOptions options;
-    options.programFile = file;
-    options.hostFile = hostFile;
-    CheckResult check = checkProgram(*program, std::move(model), out.diagnostics, options);
-    if (out.diagnostics.hasErrors()) return out;
+    CheckOptions options;
+    options.checkPolicy = false;
+    CheckOutcome checked = checkSources(file, std::string(source), textSources(hostFile, std::string(hostSource)), options);
+    out.diagnostics = std::move(checked.diags);
+    if (out.diagnostics.hasErrors() || !checked.checked) return out;
     std::string error;
-    out.program = buildProgram(*program, check, file, error);
+    out.program = buildProgram(*checked.program, *checked.checked, file, error);
     if (!out.program)
-        out.diagnostics.add(makeDiagnostic(DiagCode::E0003, error, file, program->span,
+        out.diagnostics.add(makeDiagnostic(DiagCode::E0003, error, file, checked.program->span,
                                            "split the function or the program into smaller parts"));
     return out;
 }

@@ -62,7 +62,7 @@ Json tagNames(const Heap& heap, TagSetId tags) {
     return out;
 }
 
-Json spanJson(const DebugSpan& s) {
+Json spanJson(const Span& s) {
     if (s.line == 0) return nullptr;
     return Json{{"line", s.line}, {"col", s.col}, {"end_line", s.endLine}, {"end_col", s.endCol}};
 }
@@ -779,7 +779,7 @@ Json Session::Impl::drive(const Json& id, RunStatus status) {
     Json out = envelope("failed", id, request.session);
     out["stage"] = failureStage(f.error.code);
     Diagnostic d = makeDiagnostic(f.error.code, f.error.message, kProgramFile,
-                                  Span{f.span.line, f.span.col, f.span.endLine, f.span.endCol});
+                                  f.span);
     d.details = f.error.details;
     withDiagnostics(out, {d});
     out["host_calls"] = hostCalls;
@@ -829,10 +829,10 @@ Json Session::Impl::resume(const ResumeRequest& r) {
 Json Session::Impl::abortPaused(const Json& id) {
     Json out = envelope("failed", id, request.session);
     out["stage"] = "aborted";
-    DebugSpan span;
+    Span span;
     if (run && run->status() == RunStatus::HostCall) span = run->hostCall().site->span;
     Diagnostic d = makeDiagnostic(DiagCode::R0702, "the run was aborted by the host", kProgramFile,
-                                  Span{span.line, span.col, span.endLine, span.endCol});
+                                  span);
     withDiagnostics(out, {d});
     out["host_calls"] = hostCalls;
     return finish(std::move(out));

@@ -75,7 +75,7 @@ struct HostCall {
 // Why a run failed.
 struct RunFailure {
     RuntimeError error;             // code, message, details
-    DebugSpan span;                 // where, in the program's source
+    Span span;                 // where, in the program's source
     std::string function;           // the function that was running
     bool expectationFailed = false; // a test's `expect` (error.message is its message)
 };

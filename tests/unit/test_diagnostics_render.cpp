@@ -260,7 +260,7 @@ std::string brokerFailure(const std::string& file, const std::string& source, co
     REQUIRE(driveWith(run, broker, adapter.get()) == RunStatus::Failed);
     const RunFailure& f = run.failure();
     Diagnostic d = makeDiagnostic(f.error.code, f.error.message, file,
-                                  Span{f.span.line, f.span.col, f.span.endLine, f.span.endCol});
+                                  f.span);
     SourceFile text(file, source);
     return renderDiagnostics({d}, [&](const std::string&) { return &text; });
 }

@@ -44,7 +44,7 @@ const std::string kHashB = "0123456789abcdef0123456789abcdef0123456789abcdef0123
 Instr abc(Op op, uint16_t a = 0, uint16_t b = 0, uint16_t c = 0) { return Instr::abc(op, a, b, c); }
 Instr abx(Op op, uint16_t a, uint32_t bx) { return Instr::abx(op, a, bx); }
 
-DebugSpan at(uint32_t line, uint32_t col) { return DebugSpan{line, col, line, col + 1}; }
+Span at(uint32_t line, uint32_t col) { return Span{line, col, line, col + 1}; }
 
 // A function whose instruction i comes from source line lines[i] (column 3).
 Function function(std::string name, std::vector<std::string> params, std::vector<uint32_t> types, uint32_t returns,
@@ -212,7 +212,7 @@ Module chainModule() {
 
 // ---- comparing modules field by field
 
-void checkSameSpan(const DebugSpan& a, const DebugSpan& b) {
+void checkSameSpan(const Span& a, const Span& b) {
     CHECK(a.line == b.line);
     CHECK(a.col == b.col);
     CHECK(a.endLine == b.endLine);
@@ -1156,7 +1156,7 @@ TEST_CASE("rbc: the program hash is the content's, and the header must agree") {
     Module m = sample;
     m.sourceFile = "elsewhere/triage.rmt";
     for (Function& f : m.functions)
-        for (DebugSpan& s : f.spans) s = at(s.line + 100, 9);
+        for (Span& s : f.spans) s = at(s.line + 100, 9);
     for (Site& s : m.sites) s.span = at(77, 1);
     for (TestCase& t : m.tests) t.span = at(88, 1);
     m.manifestJson = "{\"program\": \"reformatted\"}";

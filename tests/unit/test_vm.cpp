@@ -313,7 +313,7 @@ std::shared_ptr<const LoadedProgram> forged(std::vector<Instr> code, uint32_t nu
     Function f;
     f.name = "main";
     f.numRegs = numRegs;
-    f.spans.assign(code.size(), DebugSpan{1, 1, 1, 2});
+    f.spans.assign(code.size(), Span{1, 1, 1, 2});
     f.code = std::move(code);
     m->functions.push_back(std::move(f));
     m->entry = 0;
