@@ -723,7 +723,8 @@ Decision Broker::replayRecorded(const Attempt& a) {
 
     if (rec["status"] != "ok") {
         emit(copy);
-        // A recorded failure fails the same way again: operational unless it was out of memory.
+        // A recorded failure fails the same way again, operational when its code is
+        // (runtime/diagnostics.def).
         DiagCode code = DiagCode::R0501;
         std::string message = fmt::format("'{}' failed", resource);
         if (const auto e = rec.find("error"); e != rec.end() && e->is_object()) {
@@ -731,7 +732,7 @@ Decision Broker::replayRecorded(const Attempt& a) {
                 if (auto parsed = parseDiagCode(c->get<std::string>())) code = *parsed;
             if (auto m = e->find("message"); m != e->end() && m->is_string()) message = m->get<std::string>();
         }
-        return refuse(err(code, message, OJ{{"resource", resource}}), code != DiagCode::R0701);
+        return refuse(err(code, message, OJ{{"resource", resource}}), diagInfo(code).operational);
     }
     Decoded decoded = decodeResult(call, rec["result"], a.allArgTags, a.prov, seq);
     if (decoded.error && decoded.operational)  // a recorded ok result that does not fit: the trace was edited

@@ -1,5 +1,7 @@
 #include "compiler/checker.h"
 
+#include "runtime/builtins.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -22,13 +24,19 @@ namespace {
 
 // ---------------------------------------------------------------- names and suggestions
 
-constexpr const char* kBuiltins[] = {"len",   "take",  "range", "str",   "lower", "upper", "trim",    "contains",
-                                     "startswith", "endswith", "split", "join", "sum", "min", "max", "abs",
-                                     "round", "int",   "float", "first", "unique", "replace"};
-
+// The builtins are runtime/builtins.def's: one table for the checker, the code generator and the VM.
 bool isBuiltin(std::string_view name) {
-    static const std::set<std::string_view> builtins(std::begin(kBuiltins), std::end(kBuiltins));
-    return builtins.count(name) > 0;
+    for (const BuiltinInfo& b : kBuiltins)
+        if (b.name == name) return true;
+    return false;
+}
+
+// Their names, once each (min and max have two arities), for suggestions.
+std::vector<std::string> builtinNames() {
+    std::vector<std::string> out;
+    for (const BuiltinInfo& b : kBuiltins)
+        if (std::find(out.begin(), out.end(), b.name) == out.end()) out.emplace_back(b.name);
+    return out;
 }
 
 // "did you mean 'x'?" for the closest candidate that is similar enough, else empty.
@@ -1438,7 +1446,7 @@ Info Checker::call(const CallExpr& e, const Ctx& ctx) {
                    resourceDetails(dotted));
         }
     } else {
-        std::vector<std::string> names(kBuiltins, kBuiltins + std::size(kBuiltins));
+        std::vector<std::string> names = builtinNames();
         for (const auto& [n, f] : fns_) names.push_back(n);
         std::string hint = suggest(path[0], names);
         if (hint.empty() && ctx.scope->lookup(path[0])) hint = fmt::format("'{}' is a variable, not a function", path[0]);

@@ -9,7 +9,8 @@ namespace remit {
 namespace {
 
 constexpr DiagInfo kDiagTable[] = {
-#define REMIT_DIAG(code, severity, name, summary) {#code, Severity::severity, name, summary},
+#define REMIT_DIAG(code, severity, name, stage, operational, summary) \
+    {#code, Severity::severity, name, stage, operational, summary},
 #include "runtime/diagnostics.def"
 #undef REMIT_DIAG
 };

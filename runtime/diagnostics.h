@@ -22,7 +22,7 @@ namespace remit {
 enum class Severity : uint8_t { Error, Warning, Runtime };
 
 enum class DiagCode : uint16_t {
-#define REMIT_DIAG(code, severity, name, summary) code,
+#define REMIT_DIAG(code, severity, name, stage, operational, summary) code,
 #include "runtime/diagnostics.def"
 #undef REMIT_DIAG
 };
@@ -30,8 +30,19 @@ enum class DiagCode : uint16_t {
 struct DiagInfo {
     std::string_view code;  // "E0100"
     Severity severity;
-    std::string_view name;  // "SyntaxError"
+    std::string_view name;   // "SyntaxError"
+    std::string_view stage;  // "parse", "typecheck", "grant", "bounds", "flow"; "evaluate", "denied", "limit", "aborted"
+    bool operational;        // a call's retry and else handle it (R0501–R0503)
     std::string_view summary;
+};
+
+// A runtime error as a value — the third tier, beside compile-time diagnostics and internal
+// failures: what the VM, the builtins and the broker report, as `runtime error[CODE]` (the VM adds
+// the span of the failing instruction) and under "error" in `run --json`.
+struct RuntimeError {
+    DiagCode code = DiagCode::R0101;
+    std::string message;
+    nlohmann::ordered_json details;  // structured payload (e.g. R0701 names the limit); null if none
 };
 
 const DiagInfo& diagInfo(DiagCode code);

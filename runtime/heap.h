@@ -70,14 +70,6 @@ protected:
     ~WorkMeter() = default;
 };
 
-// A runtime error as a value: what the VM reports as `runtime error[CODE]` (with the span of the
-// failing instruction, which it adds) and what `run --json` prints under "error".
-struct RuntimeError {
-    DiagCode code = DiagCode::R0101;
-    std::string message;
-    nlohmann::ordered_json details;  // structured payload (e.g. R0701 names the limit); null if none
-};
-
 class Heap;
 
 // Memory an operation holds outside heap objects while it works (a copy of a string, a side

@@ -71,31 +71,16 @@ Json spanJson(const Span& s) {
 enum class Stage : uint8_t { Parse, Typecheck, Grant, Bounds, Flow, ExpectedType };
 constexpr const char* kStageNames[] = {"parse", "typecheck", "grant", "bounds", "flow", "expected-type"};
 
+// The rejection stage of a diagnostic, from its registry entry (runtime/diagnostics.def).
 Stage stageOfCode(DiagCode code) {
-    std::string_view c = diagInfo(code).code;  // "E0100"
-    if (c == "E0001" || c == "E0002" || c == "E0003" || c == "E0100") return Stage::Parse;
-    if (c.starts_with("E05")) return Stage::Grant;
-    if (c.starts_with("E04")) return Stage::Bounds;
-    if (c.starts_with("E03")) return Stage::Flow;
-    return Stage::Typecheck;  // E01xx, E02xx
+    std::string_view stage = diagInfo(code).stage;
+    for (size_t i = 0; i < std::size(kStageNames); ++i)
+        if (stage == kStageNames[i]) return static_cast<Stage>(i);
+    return Stage::Typecheck;
 }
 
-// The failure stages of a run: what the host is told it was.
-const char* failureStage(DiagCode code) {
-    switch (code) {
-        case DiagCode::R0301:
-        case DiagCode::R0303:
-            return "denied";
-        case DiagCode::R0401:
-        case DiagCode::R0402:
-        case DiagCode::R0701:
-            return "limit";
-        case DiagCode::R0702:
-            return "aborted";
-        default:
-            return "evaluate";
-    }
-}
+// The failure stage of a run — what the host is told it was — from the registry too.
+const char* failureStage(DiagCode code) { return diagInfo(code).stage.data(); }
 
 RuntimeError err(DiagCode code, std::string message, Json details = nullptr) {
     return RuntimeError{code, std::move(message), std::move(details)};
