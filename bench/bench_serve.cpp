@@ -11,7 +11,7 @@
 
 namespace {
 
-using remit::serve::Json;
+using remit::Json;
 
 constexpr const char* kHost =
     "capability web.fetch(url: Str deny private) -> Str\n  tags untrusted\n  idempotent\n"

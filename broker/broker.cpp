@@ -2,6 +2,7 @@
 // are taught with); where we are stricter (arg_max, approve tags in the policy, declared return
 // types) the messages follow the same pattern.
 #include "broker/broker.h"
+#include "runtime/json_text.h"
 
 #include <fmt/format.h>
 
@@ -19,12 +20,11 @@ namespace remit {
 
 namespace {
 
-using OJ = nlohmann::ordered_json;
 
 // An argument as plain JSON is capped, so a value made huge by sharing cannot blow up in a trace.
 constexpr size_t kMaxArgJsonBytes = size_t(16) << 20;
 
-RuntimeError err(DiagCode code, std::string message, OJ details = nullptr) {
+RuntimeError err(DiagCode code, std::string message, Json details = nullptr) {
     return RuntimeError{code, std::move(message), std::move(details)};
 }
 
@@ -38,14 +38,14 @@ std::string pyStrList(const std::vector<std::string>& items) {
     return out + "]";
 }
 
-OJ namesJson(const Heap& heap, TagSetId tags) {
-    OJ out = OJ::array();
+Json namesJson(const Heap& heap, TagSetId tags) {
+    Json out = Json::array();
     for (const std::string& n : heap.tagTable().names(tags)) out.push_back(n);
     return out;
 }
 
 // The prototype's rendering of a model request (docs/broker.md "Fixture files"); fixtures `match` on it.
-std::string renderPrompt(const std::string& prompt, const OJ& context) {
+std::string renderPrompt(const std::string& prompt, const Json& context) {
     if (context.is_null()) return prompt;
     std::string text = context.is_string() ? context.get<std::string>()
                                            : dumpJson(context, JsonTextStyle{false, false, 1, ",", ": "});
@@ -105,14 +105,14 @@ Broker::Broker(BrokerOptions options, Run& run) : options_(std::move(options)), 
     else budget_ = policyMax;
 }
 
-void Broker::emit(const OJ& event) { record(event); }
+void Broker::emit(const Json& event) { record(event); }
 
-bool Broker::record(const OJ& event, bool durable) {
+bool Broker::record(const Json& event, bool durable) {
     if (!options_.trace) return true;
     return options_.trace->emit(event) && (!durable || options_.trace->sync());
 }
 
-AdapterRequest Broker::requestFor(const HostCall& call, const OJ& rawArgs, const std::string& key) const {
+AdapterRequest Broker::requestFor(const HostCall& call, const Json& rawArgs, const std::string& key) const {
     const Site& site = *call.site;
     AdapterRequest request;
     request.kind = site.kind != SiteKind::Capability ? AdapterRequest::Kind::Ask : AdapterRequest::Kind::Call;
@@ -130,9 +130,9 @@ AdapterRequest Broker::requestFor(const HostCall& call, const OJ& rawArgs, const
             request.agent = call.agent->name;
             request.system = call.agent->system;
         }
-        OJ prompt = rawArgs.value("prompt", OJ(""));
+        Json prompt = rawArgs.value("prompt", Json(""));
         request.prompt = prompt.is_string() ? prompt.get<std::string>() : dumpJson(prompt, JsonTextStyle{});
-        request.context = rawArgs.value("context", OJ(nullptr));
+        request.context = rawArgs.value("context", Json(nullptr));
         request.renderedPrompt = renderPrompt(request.prompt, request.context);
         request.schema = jsonSchemaFor(call.askType);
         request.typeName = call.askType ? showType(call.askType) : "Unit";
@@ -175,36 +175,36 @@ Decision Broker::decide(const HostCall& call) {
     // Retries of effects that cannot be repeated safely (the prototype's broker refuses them too).
     if (call.attempt > 0 && a.cap && !a.cap->idempotent)
         return refuse(err(DiagCode::R0405, fmt::format("refusing to retry non-idempotent '{}'", resource),
-                          OJ{{"resource", resource}}));
+                          Json{{"resource", resource}}));
     // Agents: checked and counted before the broker's own rules, as the prototype's interpreter does.
     if (site.kind == SiteKind::Agent && call.agent) {
         int64_t& n = agentCalls_[call.agent->name];
         if (call.agent->maxCalls && n >= *call.agent->maxCalls)
             return refuse(err(DiagCode::R0402,
                               fmt::format("agent '{}' reached max_calls={}", call.agent->name, *call.agent->maxCalls),
-                              OJ{{"agent", call.agent->name}, {"limit", "max_calls"}, {"value", *call.agent->maxCalls}}));
+                              Json{{"agent", call.agent->name}, {"limit", "max_calls"}, {"value", *call.agent->maxCalls}}));
         ++n;
     }
 
     // 1–2. Resource and grant.
     if (!a.cap && !a.model)
-        return refuse(err(DiagCode::R0303, fmt::format("unknown resource '{}'", resource), OJ{{"resource", resource}}));
+        return refuse(err(DiagCode::R0303, fmt::format("unknown resource '{}'", resource), Json{{"resource", resource}}));
     a.grant = options_.policy ? options_.policy->grantFor(resource) : nullptr;
     if (!a.grant)
         return refuse(err(DiagCode::R0303, fmt::format("host policy does not grant '{}'", resource),
-                          OJ{{"resource", resource}}));
+                          Json{{"resource", resource}}));
     const Grant& grant = *a.grant;
 
     // Arguments: plain JSON, deep tags, deep provenance.
-    a.rawArgs = OJ::object();
+    a.rawArgs = Json::object();
     for (size_t i = 0; i < site.argNames.size() && i < call.args.size(); ++i) {
         const Value& v = call.args[i];
-        std::optional<OJ> j = valueToJson(v, kMaxArgJsonBytes);
+        std::optional<Json> j = valueToJson(v, kMaxArgJsonBytes);
         if (!j)
             return refuse(err(DiagCode::R0701,
                               fmt::format("argument '{}' of '{}' is larger than {} MiB as JSON", site.argNames[i],
                                           resource, kMaxArgJsonBytes >> 20),
-                              OJ{{"limit", "argument_size"}, {"value", kMaxArgJsonBytes}}));
+                              Json{{"limit", "argument_size"}, {"value", kMaxArgJsonBytes}}));
         a.rawArgs[site.argNames[i]] = std::move(*j);
         std::optional<TagSetId> t = heap.deepTags(v);
         std::optional<ProvId> p = heap.deepProv(v);
@@ -220,8 +220,8 @@ Decision Broker::decide(const HostCall& call) {
     if (a.cap)
         if (std::optional<DenyViolation> denied = deniedArgument(heap, *a.cap, site.argNames, a.argTags,
                                                                  options_.strictFlows ? call.pcTags : kNoTags)) {
-            OJ event{{"event", "violation"}, {"run_id", options_.runId}, {"resource", resource}, {"site", site.id},
-                     {"param", denied->param}, {"tags", OJ(denied->tags)}};
+            Json event{{"event", "violation"}, {"run_id", options_.runId}, {"resource", resource}, {"site", site.id},
+                     {"param", denied->param}, {"tags", Json(denied->tags)}};
             if (denied->viaControl) event["via"] = "control";
             emit(event);
             return refuse(err(DiagCode::R0301, denied->message(resource), denied->details(resource)));
@@ -238,7 +238,7 @@ Decision Broker::decide(const HostCall& call) {
                 err(DiagCode::R0301,
                     fmt::format("'{}' argument '{}' is outside the allowed prefixes {}", resource, param,
                                 pyStrList(prefixes)),
-                    OJ{{"resource", resource}, {"param", param}, {"constraint", "arg_prefix"}, {"allowed", prefixes}}));
+                    Json{{"resource", resource}, {"param", param}, {"constraint", "arg_prefix"}, {"allowed", prefixes}}));
     }
     for (const auto& [param, allowed] : grant.argOneOf) {
         auto it = a.rawArgs.find(param);
@@ -248,7 +248,7 @@ Decision Broker::decide(const HostCall& call) {
         if (!ok)
             return refuse(err(
                 DiagCode::R0301, fmt::format("'{}' argument '{}' is not one of the allowed values", resource, param),
-                OJ{{"resource", resource}, {"param", param}, {"constraint", "arg_one_of"}, {"allowed", allowed}}));
+                Json{{"resource", resource}, {"param", param}, {"constraint", "arg_one_of"}, {"allowed", allowed}}));
     }
     for (const auto& [param, max] : grant.argMax) {
         auto it = a.rawArgs.find(param);
@@ -256,14 +256,14 @@ Decision Broker::decide(const HostCall& call) {
             return refuse(err(DiagCode::R0301,
                               fmt::format("'{}' argument '{}' is above the allowed maximum {}", resource, param,
                                           dumpJson(nlohmann::json(max), JsonTextStyle{})),
-                              OJ{{"resource", resource}, {"param", param}, {"constraint", "arg_max"}, {"value", max}}));
+                              Json{{"resource", resource}, {"param", param}, {"constraint", "arg_max"}, {"value", max}}));
     }
 
     // 5. Call limit.
     if (grant.maxCalls && calls_[resource] >= *grant.maxCalls)
         return refuse(err(DiagCode::R0402,
                           fmt::format("policy allows at most {} call(s) to '{}'", *grant.maxCalls, resource),
-                          OJ{{"resource", resource}, {"limit", "max_calls"}, {"value", *grant.maxCalls}}));
+                          Json{{"resource", resource}, {"limit", "max_calls"}, {"value", *grant.maxCalls}}));
 
     // 6. Counter and idempotency key: k numbers every attempt at the site, so (root, site, k) is
     // the same attempt in every run of the family — a resume that replays the same calls reaches
@@ -287,7 +287,7 @@ Decision Broker::decide(const HostCall& call) {
                               fmt::format("replay diverged: the program made all {} recorded call(s), then asked for "
                                           "'{}' at {}, which the run did not record",
                                           plan->calls.size(), resource, site.id),
-                              OJ{{"event", "call"}, {"requested", {{"resource", resource}, {"site", site.id}}}}));
+                              Json{{"event", "call"}, {"requested", {{"resource", resource}, {"site", site.id}}}}));
         }
     }
     // A call an earlier run dispatched without recording its outcome is this attempt when its key is
@@ -308,7 +308,7 @@ Decision Broker::decide(const HostCall& call) {
                                               "(attempt {}), the program now makes '{}' there (attempt {}){}",
                                               f.runId, f.resource, site.id, f.attempt + 1, resource, call.attempt + 1,
                                               f.argsDigest != a.argsSha ? " with other arguments" : ""),
-                                  OJ{{"event", "dispatch"}, {"idempotency_key", a.key}, {"site", site.id}}));
+                                  Json{{"event", "dispatch"}, {"idempotency_key", a.key}, {"site", site.id}}));
             inFlightSent_[*a.inFlight] = true;
         }
     }
@@ -335,7 +335,7 @@ Decision Broker::decide(const HostCall& call) {
     }
     a.digest = approvalDigest(options_.programHash, site.id, resource, a.rawArgs);
     std::optional<std::string> who;
-    const OJ* inFlightApproval = a.inFlight ? &options_.replay->inFlight[*a.inFlight].approval : nullptr;
+    const Json* inFlightApproval = a.inFlight ? &options_.replay->inFlight[*a.inFlight].approval : nullptr;
     if (inFlightApproval && inFlightApproval->is_object() && stringField(*inFlightApproval, "digest") == a.digest) {
         // The approval was consumed by the dispatch whose outcome is unknown: the same effect.
         who = stringField(*inFlightApproval, "approved_by");
@@ -394,7 +394,7 @@ Decision Broker::decline() {
     return refuse(err(DiagCode::R0302,
                       fmt::format("'{}' needs approval ({}); digest {}", resource, fmt::join(a.reasons, "; "),
                                   a.digest.substr(0, 16)),
-                      OJ{{"digest", a.digest}, {"resource", resource}, {"args", a.rawArgs}, {"reasons", a.reasons}}));
+                      Json{{"digest", a.digest}, {"resource", resource}, {"args", a.rawArgs}, {"reasons", a.reasons}}));
 }
 
 Decision Broker::grantApproval(const std::string& who) {
@@ -420,7 +420,7 @@ Decision Broker::reserveAndDispatch() {
                           fmt::format("calling '{}' could exceed the budget: spent ${:.4f}, reserved ${:.4f}, this call "
                                       "reserves ${:.4f}, budget ${:.4f}",
                                       resource, spent_, reserved_, a.reserve, *budget_),
-                          OJ{{"resource", resource},
+                          Json{{"resource", resource},
                              {"limit", "budget_usd"},
                              {"value", *budget_},
                              {"spent", spent_},
@@ -435,8 +435,8 @@ Decision Broker::reserveAndDispatch() {
     if (!record({{"event", "dispatch"}, {"run_id", options_.runId}, {"resource", resource}, {"site", site.id},
                  {"idempotency_key", a.key}, {"k", a.k}, {"attempt", a.call->attempt}, {"args_sha256", a.argsSha},
                  {"approval", a.approval.is_object()
-                                  ? OJ{{"digest", a.approval["digest"]}, {"approved_by", a.approval["approved_by"]}}
-                                  : OJ(nullptr)}},
+                                  ? Json{{"digest", a.approval["digest"]}, {"approved_by", a.approval["approved_by"]}}
+                                  : Json(nullptr)}},
                 true)) {
         reserved_ -= a.reserve;
         return stopForTrace(fmt::format("the call to '{}' at {} was not sent", resource, site.id));
@@ -491,7 +491,7 @@ Decision Broker::complete(const AdapterReply& reply) {
         status = "error";
         callError = err(codeForAdapterError(reply.errorCode),
                         reply.message.empty() ? fmt::format("'{}' failed", resource) : reply.message,
-                        OJ{{"resource", resource}});
+                        Json{{"resource", resource}});
     } else {
         decoded = decodeResult(call, reply.result, a.allArgTags, a.prov, seq);
         if (decoded.error) {
@@ -501,11 +501,11 @@ Decision Broker::complete(const AdapterReply& reply) {
         }
     }
 
-    OJ argTagsJson = OJ::object();
+    Json argTagsJson = Json::object();
     for (size_t i = 0; i < a.argTags.size(); ++i) argTagsJson[site.argNames[i]] = namesJson(heap, a.argTags[i]);
-    OJ derived = OJ::array();
+    Json derived = Json::array();
     for (uint64_t s : heap.provTable().flatten(a.prov)) derived.push_back(s);
-    OJ event = {{"event", "call"},
+    Json event = {{"event", "call"},
                 {"seq", seq},
                 {"run_id", options_.runId},
                 {"resource", resource},
@@ -521,7 +521,7 @@ Decision Broker::complete(const AdapterReply& reply) {
                 {"cost_usd", actual},
                 {"duration_ms", durationMs},
                 {"status", status},
-                {"meta", reply.meta.is_object() ? reply.meta : OJ::object()},
+                {"meta", reply.meta.is_object() ? reply.meta : Json::object()},
                 {"attempt", call.attempt},
                 {"adapter", options_.adapterKind}};
     if (actual > a.reserve + 1e-12) event["overrun_usd"] = actual - a.reserve;
@@ -543,7 +543,7 @@ Decision Broker::complete(const AdapterReply& reply) {
         if (!record({{"event", "invalid_output"}, {"run_id", options_.runId}, {"site", site.id},
                      {"resource", resource}, {"message", *decoded.invalidOutput}}))
             return stopForTrace(fmt::format("the invalid output of '{}' at {} is not recorded", resource, site.id));
-        return refuse(err(DiagCode::R0502, *decoded.invalidOutput, OJ{{"resource", resource}}), true);
+        return refuse(err(DiagCode::R0502, *decoded.invalidOutput, Json{{"resource", resource}}), true);
     }
     if (callError) return refuse(std::move(*callError), operational);
     return answered(std::move(*decoded.value));
@@ -610,7 +610,7 @@ RunStatus driveWith(Run& run, Broker& broker, Adapter* adapter, const Approver& 
     return status;
 }
 
-Broker::Decoded Broker::decodeResult(const HostCall& call, const OJ& result, TagSetId allArgTags, ProvId prov,
+Broker::Decoded Broker::decodeResult(const HostCall& call, const Json& result, TagSetId allArgTags, ProvId prov,
                                      uint64_t seq) {
     Heap& heap = run_.heap();
     const Site& site = *call.site;
@@ -636,7 +636,7 @@ Broker::Decoded Broker::decodeResult(const HostCall& call, const OJ& result, Tag
             out.error = err(DiagCode::R0501,
                             fmt::format("'{}' returned a value that does not fit its declared type {}: {}", resource,
                                         showType(cap->ret), v.mismatch->text()),
-                            OJ{{"resource", resource}, {"path", v.mismatch->path}, {"expected", showType(cap->ret)}});
+                            Json{{"resource", resource}, {"path", v.mismatch->path}, {"expected", showType(cap->ret)}});
             return out;
         }
         if (!v.value) return outOfMemory();
@@ -670,18 +670,18 @@ std::vector<InFlightCall> Broker::unresolvedInFlight() const {
 
 Decision Broker::replayRecorded(const Attempt& a) {
     const HostCall& call = *a.call;
-    const OJ& rawArgs = a.rawArgs;
+    const Json& rawArgs = a.rawArgs;
     const uint64_t k = a.k;
     const std::string& key = a.key;
     const Site& site = *call.site;
     const std::string& resource = site.resource;
     const RecordedCall& record = options_.replay->calls[replayed_];
-    const OJ& rec = record.event;
+    const Json& rec = record.event;
     auto diverged = [&](std::string what) {
         return refuse(err(DiagCode::R0601,
                         fmt::format("replay diverged at recorded call {} of {} ({}:{}): {}", replayed_ + 1,
                                     options_.replay->calls.size(), options_.replay->tracePath, record.line, what),
-                        OJ{{"event", "call"},
+                        Json{{"event", "call"},
                            {"line", record.line},
                            {"recorded", {{"resource", rec["resource"]}, {"site", rec["site"]}}},
                            {"requested", {{"resource", resource}, {"site", site.id}}}}));
@@ -716,7 +716,7 @@ Decision Broker::replayRecorded(const Attempt& a) {
     double cost = rec.contains("cost_usd") && rec["cost_usd"].is_number() ? rec["cost_usd"].get<double>() : 0.0;
     if (std::isfinite(cost) && cost > 0) spent_ += cost;
     uint64_t seq = ++seq_;
-    OJ copy = rec;
+    Json copy = rec;
     copy["seq"] = seq;
     copy["run_id"] = options_.runId;
     copy["replayed"] = true;
@@ -732,7 +732,7 @@ Decision Broker::replayRecorded(const Attempt& a) {
                 if (auto parsed = parseDiagCode(c->get<std::string>())) code = *parsed;
             if (auto m = e->find("message"); m != e->end() && m->is_string()) message = m->get<std::string>();
         }
-        return refuse(err(code, message, OJ{{"resource", resource}}), diagInfo(code).operational);
+        return refuse(err(code, message, Json{{"resource", resource}}), diagInfo(code).operational);
     }
     Decoded decoded = decodeResult(call, rec["result"], a.allArgTags, a.prov, seq);
     if (decoded.error && decoded.operational)  // a recorded ok result that does not fit: the trace was edited
@@ -742,7 +742,7 @@ Decision Broker::replayRecorded(const Attempt& a) {
     if (decoded.invalidOutput) {
         emit({{"event", "invalid_output"}, {"run_id", options_.runId}, {"site", site.id}, {"resource", resource},
               {"message", *decoded.invalidOutput}});
-        return refuse(err(DiagCode::R0502, *decoded.invalidOutput, OJ{{"resource", resource}}), true);
+        return refuse(err(DiagCode::R0502, *decoded.invalidOutput, Json{{"resource", resource}}), true);
     }
     return answered(std::move(*decoded.value));
 }

@@ -32,7 +32,6 @@ namespace remit {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Json = nlohmann::ordered_json;
 
 // Replies nested deeper than this are refused before parsing (the trace writer and the broker
 // recurse over results).

@@ -3,6 +3,7 @@
 // checked against its format, every key is recomputed, and a record that lacks what a replay needs
 // is an error naming its line.
 #include "broker/replay.h"
+#include "runtime/json_text.h"
 
 #include <fmt/format.h>
 
@@ -17,12 +18,11 @@ namespace remit {
 
 namespace {
 
-using OJ = nlohmann::ordered_json;
 
-bool isString(const OJ& e, const char* key) { return e.contains(key) && e[key].is_string(); }
+bool isString(const Json& e, const char* key) { return e.contains(key) && e[key].is_string(); }
 
 // A non-negative integer field, or nothing.
-std::optional<uint64_t> countField(const OJ& e, const char* key) {
+std::optional<uint64_t> countField(const Json& e, const char* key) {
     auto it = e.find(key);
     if (it == e.end() || !it->is_number_integer() || it->get<int64_t>() < 0) return std::nullopt;
     return it->get<uint64_t>();
@@ -31,13 +31,13 @@ std::optional<uint64_t> countField(const OJ& e, const char* key) {
 }  // namespace
 
 std::string idempotencyKey(const std::string& root, const std::string& site, uint64_t k) {
-    return sha256Hex(canonicalJson(OJ::array({root, site, k}))).substr(0, 32);
+    return sha256Hex(canonicalJson(Json::array({root, site, k}))).substr(0, 32);
 }
 
-std::string argsDigest(const OJ& args) { return sha256Hex(canonicalJson(args)); }
+std::string argsDigest(const Json& args) { return sha256Hex(canonicalJson(args)); }
 
-OJ inFlightJson(const std::vector<InFlightCall>& calls) {
-    OJ out = OJ::array();
+Json inFlightJson(const std::vector<InFlightCall>& calls) {
+    Json out = Json::array();
     for (const InFlightCall& c : calls)
         out.push_back({{"run_id", c.runId}, {"resource", c.resource}, {"site", c.site},
                        {"idempotency_key", c.idempotencyKey}, {"k", c.k}, {"attempt", c.attempt},
@@ -72,7 +72,7 @@ ReplayPlan planFromTrace(const TraceFile& trace, const std::string& path, Replay
     const std::string root = stringField(plan.start, "idempotency_root").empty() ? stringField(plan.start, "run_id")
                                                                                  : stringField(plan.start, "idempotency_root");
     // Keys are derived: one that is not H(root, site, k) was not written by this broker.
-    auto checkKey = [&](const OJ& e, const char* what) -> std::string {
+    auto checkKey = [&](const Json& e, const char* what) -> std::string {
         std::optional<uint64_t> k = countField(e, "k");
         if (!isString(e, "idempotency_key") || !isString(e, "site") || !k || !countField(e, "attempt"))
             return fmt::format("{} lacks its idempotency_key, site, k or attempt", what);
@@ -81,7 +81,7 @@ ReplayPlan planFromTrace(const TraceFile& trace, const std::string& path, Replay
                                e["site"].get<std::string>(), *k, root);
         return "";
     };
-    auto inFlightFrom = [&](const OJ& e) {
+    auto inFlightFrom = [&](const Json& e) {
         InFlightCall c{stringField(e, "run_id"), stringField(e, "resource"), stringField(e, "site"),
                        stringField(e, "idempotency_key"), stringField(e, "args_sha256"), *countField(e, "k"),
                        static_cast<int64_t>(*countField(e, "attempt")), nullptr};
@@ -105,7 +105,7 @@ ReplayPlan planFromTrace(const TraceFile& trace, const std::string& path, Replay
     size_t replayedCopies = 0;
 
     for (size_t i = 1; i < trace.events.size(); ++i) {
-        const OJ& e = trace.events[i];
+        const Json& e = trace.events[i];
         std::string kind = stringField(e, "event");
         if (kind == "call") {
             bool ok = stringField(e, "status") == "ok";

@@ -32,7 +32,7 @@ namespace remit::cli {
 
 namespace {
 
-using mcp::Json;
+using remit::Json;
 
 using mcp::kMaxMessageBytes;  // the same over stdio and HTTP
 constexpr size_t kMaxMessageDepth = 256;

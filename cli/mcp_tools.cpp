@@ -45,9 +45,8 @@ constexpr const char* kSpecPath = "docs/spec/remit-language-v0.1.md";
 constexpr size_t kMaxJsonDepth = 128;
 // Run limits of a tool run: a client's policy may lower them, never raise them (the server is
 // shared by every run it holds).
-constexpr size_t kMaxRunMemory = size_t(64) << 20;
-constexpr uint64_t kMaxRunWallMs = 10'000;
 constexpr size_t kMaxRunResultBytes = size_t(1) << 20;
+constexpr VmLimits kRunCeiling{VmLimits{}.maxSteps, size_t(64) << 20, 10'000, kMaxRunResultBytes};
 
 // Tool results print as the prototype's server prints them: indented JSON, non-ASCII kept.
 std::string dump(const Json& value) { return value.dump(2, ' ', false, Json::error_handler_t::replace); }
@@ -478,14 +477,7 @@ struct Tools::Impl {
         run->host = std::move(c.checked->host);
         run->policy = c.policy ? std::move(*c.policy) : Policy::allowAllPolicy();
 
-        VmLimits limits;
-        limits.maxMemory = std::min(limits.maxMemory, kMaxRunMemory);
-        limits.maxWallMs = std::min(limits.maxWallMs, kMaxRunWallMs);
-        limits.maxResultBytes = std::min(limits.maxResultBytes, kMaxRunResultBytes);
-        const RunLimits& asked = run->policy.limits;
-        if (asked.maxSteps) limits.maxSteps = std::min(limits.maxSteps, static_cast<uint64_t>(*asked.maxSteps));
-        if (asked.maxMemory) limits.maxMemory = std::min(limits.maxMemory, static_cast<size_t>(*asked.maxMemory));
-        if (asked.maxWallMs) limits.maxWallMs = std::min(limits.maxWallMs, static_cast<uint64_t>(*asked.maxWallMs));
+        VmLimits limits = clampTo(overlay(VmLimits{}, run->policy.limits), kRunCeiling);
         run->run = std::make_unique<Run>(run->program, limits);
         std::string problem;
         run->args = mainArguments(*run->program, run->host, run->run->heap(), *inputsDoc, problem);

@@ -33,7 +33,6 @@
 
 namespace remit::cli::mcp {
 
-using Json = nlohmann::ordered_json;
 
 // The prototype's limit on each argument, in characters (code points).
 inline constexpr size_t kMaxArgumentChars = 200'000;

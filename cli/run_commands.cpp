@@ -109,7 +109,6 @@ std::string prettyJson(const nlohmann::ordered_json& value) {
     return dumpJson(value, JsonTextStyle{false, false, 2, ",", ": "});
 }
 
-
 }  // namespace
 
 int buildCommand(std::string_view tool, const std::vector<std::string>& argv) {
@@ -301,8 +300,6 @@ std::optional<uint64_t> parseLimitFlag(std::string_view tool, const Args& args, 
     }
     return n;
 }
-
-
 
 void printRuntimeFailure(const ProgramSource& source, const RunFailure& f) {
     Diagnostic d = makeDiagnostic(f.error.code, f.error.message, source.file,
@@ -497,30 +494,25 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
         return kUsage;
     }
 
-    VmLimits& limits = setup.limits;
-    if (setup.policy && setup.policy->limits.maxSteps) limits.maxSteps = static_cast<uint64_t>(*setup.policy->limits.maxSteps);
-    if (setup.policy && setup.policy->limits.maxMemory) limits.maxMemory = static_cast<size_t>(*setup.policy->limits.maxMemory);
-    if (setup.policy && setup.policy->limits.maxWallMs) limits.maxWallMs = static_cast<uint64_t>(*setup.policy->limits.maxWallMs);
+    // The flags are one more layer over the policy's [limits] (docs/policy.md "[limits]").
+    RunLimits flags;
     try {
-        if (auto n = parseLimitFlag(tool, args, "--max-steps")) limits.maxSteps = *n;
+        if (auto n = parseLimitFlag(tool, args, "--max-steps")) flags.maxSteps = static_cast<int64_t>(*n);
         if (auto n = parseLimitFlag(tool, args, "--max-memory")) {
             if (*n > kMaxMemoryBudget) {
                 fmt::print(stderr, "{}: error: --max-memory {} is more than the {} bytes (32 GiB) a run can have\n", tool,
                            *n, kMaxMemoryBudget);
                 return kUsage;
             }
-            limits.maxMemory = static_cast<size_t>(*n);
+            flags.maxMemory = static_cast<int64_t>(*n);
         }
-        if (auto n = parseLimitFlag(tool, args, "--max-wall-ms")) limits.maxWallMs = *n;
+        if (auto n = parseLimitFlag(tool, args, "--max-wall-ms")) flags.maxWallMs = static_cast<int64_t>(*n);
     } catch (const std::invalid_argument&) {
         return kUsage;
     }
+    setup.limits = overlay(overlay(VmLimits{}, setup.policy ? setup.policy->limits : RunLimits{}), flags);
     return kOk;
 }
-
-// A finished run's value as the trace and the envelopes give it.
-
-
 
 // What makes `resume` differ from `run`: the plan from the old trace and the run it continues.
 struct Continuation {

@@ -29,7 +29,7 @@ namespace remit::cli {
 
 namespace {
 
-using serve::Json;
+using remit::Json;
 using serve::Request;
 
 // Sessions alive at once; more is a `too_many_sessions` error.

@@ -1,34 +1,35 @@
 // See json_schema.h. Recursion depth is bounded by the type's nesting (kMaxTypeDepth).
 #include "runtime/json_schema.h"
 
+#include "runtime/json_text.h"
+
 namespace remit {
 
 nlohmann::ordered_json jsonSchemaFor(TypeRef type) {
-    using J = nlohmann::ordered_json;
-    if (!type) return J{{"type", "null"}};
+    if (!type) return Json{{"type", "null"}};
     switch (type->kind) {
-        case TypeKind::Int: return J{{"type", "integer"}};
-        case TypeKind::Float: return J{{"type", "number"}};
-        case TypeKind::Bool: return J{{"type", "boolean"}};
-        case TypeKind::Str: return J{{"type", "string"}};
+        case TypeKind::Int: return Json{{"type", "integer"}};
+        case TypeKind::Float: return Json{{"type", "number"}};
+        case TypeKind::Bool: return Json{{"type", "boolean"}};
+        case TypeKind::Str: return Json{{"type", "string"}};
         case TypeKind::Enum: {
-            J options = J::array();
+            Json options = Json::array();
             for (const std::string& o : type->options) options.push_back(o);
-            return J{{"type", "string"}, {"enum", options}};
+            return Json{{"type", "string"}, {"enum", options}};
         }
         case TypeKind::List: {
-            J schema = J{{"type", "array"}, {"items", jsonSchemaFor(type->elem)}};
+            Json schema = Json{{"type", "array"}, {"items", jsonSchemaFor(type->elem)}};
             if (type->max) schema["maxItems"] = *type->max;
             return schema;
         }
         case TypeKind::Record: {
-            J properties = J::object();
-            J required = J::array();
+            Json properties = Json::object();
+            Json required = Json::array();
             for (const RecordFieldType& f : type->fields) {
                 properties[f.name] = jsonSchemaFor(f.type);
                 required.push_back(f.name);
             }
-            return J{{"type", "object"},
+            return Json{{"type", "object"},
                      {"properties", properties},
                      {"required", required},
                      {"additionalProperties", false}};
@@ -36,7 +37,7 @@ nlohmann::ordered_json jsonSchemaFor(TypeRef type) {
         case TypeKind::Never:
         case TypeKind::Unit: break;
     }
-    return J{{"type", "null"}};
+    return Json{{"type", "null"}};
 }
 
 }  // namespace remit

@@ -13,6 +13,10 @@
 
 namespace remit {
 
+// The one JSON type of the code base: nlohmann's, keeping keys in insertion order (the order
+// documents, traces and replies are written in).
+using Json = nlohmann::ordered_json;
+
 // The default limit. A Remit value nests at most kMaxTypeDepth (128) levels, and the documents
 // that carry values (a trace event, an approval store entry, a fixture, a request) add a handful;
 // nothing legitimate comes near 256, and 256 levels of recursion are harmless on any stack.

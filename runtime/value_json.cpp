@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "runtime/canonical_json.h"
+#include "runtime/json_text.h"
 #include "runtime/numfmt.h"
 
 namespace remit {
 
 namespace {
 
-using OJson = nlohmann::ordered_json;
 
 size_t intTextSize(int64_t i) {
     char buf[24];
@@ -25,7 +25,7 @@ size_t intTextSize(int64_t i) {
 }
 
 // A scalar's JSON and the length of its compact text (strings without escapes).
-OJson scalarJson(const Value& v, size_t& size) {
+Json scalarJson(const Value& v, size_t& size) {
     switch (v.kind()) {
         case ValueKind::Unit:
             size += 4;
@@ -220,25 +220,25 @@ private:
 }  // namespace
 
 std::optional<nlohmann::ordered_json> valueToJson(const Value& root, size_t maxBytes) {
-    OJson out;
+    Json out;
     size_t size = 0;
     // A frame per open container; `target` points into its parent, whose storage was reserved
     // up front, so it stays valid while siblings are added.
     struct Frame {
         const Value* container;
-        OJson* target;
+        Json* target;
         size_t next;
     };
     std::vector<Frame> stack;
-    auto open = [&](const Value& v, OJson& target) {
+    auto open = [&](const Value& v, Json& target) {
         if (v.kind() == ValueKind::List) {
-            target = OJson::array();
-            target.get_ref<OJson::array_t&>().reserve(v.asList().items.size());
+            target = Json::array();
+            target.get_ref<Json::array_t&>().reserve(v.asList().items.size());
             size += 2;
             stack.push_back(Frame{&v, &target, 0});
         } else if (v.kind() == ValueKind::Record) {
-            target = OJson::object();
-            target.get_ref<OJson::object_t&>().reserve(v.asRecord().values.size());
+            target = Json::object();
+            target.get_ref<Json::object_t&>().reserve(v.asRecord().values.size());
             size += 2;
             stack.push_back(Frame{&v, &target, 0});
         } else {
@@ -249,7 +249,7 @@ std::optional<nlohmann::ordered_json> valueToJson(const Value& root, size_t maxB
     while (!stack.empty() && size <= maxBytes) {
         Frame& frame = stack.back();
         const Value& container = *frame.container;
-        OJson& target = *frame.target;
+        Json& target = *frame.target;
         size_t i = frame.next++;
         bool isList = container.kind() == ValueKind::List;
         size_t count = isList ? container.asList().items.size() : container.asRecord().values.size();
@@ -265,7 +265,7 @@ std::optional<nlohmann::ordered_json> valueToJson(const Value& root, size_t maxB
             const RecordObject& record = container.asRecord();
             const std::string& name = record.shape->names[i];
             size += name.size() + 3;  // "name":
-            auto [it, inserted] = target.get_ref<OJson::object_t&>().emplace(name, nullptr);
+            auto [it, inserted] = target.get_ref<Json::object_t&>().emplace(name, nullptr);
             open(record.values[i], it->second);
         }
     }

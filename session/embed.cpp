@@ -29,7 +29,6 @@ namespace remit::api {
 
 namespace {
 
-using OJ = nlohmann::ordered_json;
 
 Diagnostic publicDiagnostic(const remit::Diagnostic& d) {
     Diagnostic out;
@@ -172,10 +171,10 @@ struct Run::Impl {
         v.col = site.span.col;
         v.endLine = site.span.endLine;
         v.endCol = site.span.endCol;
-        OJ args = OJ::object();
+        Json args = Json::object();
         for (size_t i = 0; i < site.argNames.size() && i < c.args.size(); ++i) {
-            std::optional<OJ> j = valueToJson(c.args[i]);
-            args[site.argNames[i]] = j ? std::move(*j) : OJ(nullptr);
+            std::optional<Json> j = valueToJson(c.args[i]);
+            args[site.argNames[i]] = j ? std::move(*j) : Json(nullptr);
             std::optional<TagSetId> t = heap.deepTags(c.args[i]);
             v.argTags.emplace_back(site.argNames[i], names(heap, t ? *t : kNoTags));
         }
@@ -274,10 +273,7 @@ CreateResult Run::create(const Program& program, const RunOptions& options) {
     limits.maxSteps = options.maxSteps;
     limits.maxMemory = static_cast<size_t>(options.maxMemoryBytes);
     limits.maxWallMs = options.maxWallMs;
-    const RunLimits& asked = impl->policy.limits;
-    if (asked.maxSteps) limits.maxSteps = std::min(limits.maxSteps, static_cast<uint64_t>(*asked.maxSteps));
-    if (asked.maxMemory) limits.maxMemory = std::min(limits.maxMemory, static_cast<size_t>(*asked.maxMemory));
-    if (asked.maxWallMs) limits.maxWallMs = std::min(limits.maxWallMs, static_cast<uint64_t>(*asked.maxWallMs));
+    limits = clampTo(limits, overlay(limits, impl->policy.limits));  // the policy only lowers the options
     impl->vm = std::make_unique<remit::Run>(p.loaded, limits);
     impl->runId = newRunId();
 
@@ -317,14 +313,14 @@ Status Run::start(std::string_view inputsJson) {
             !r.trace.open((r.stateDir / "runs" / (r.runId + ".jsonl")).string(), error))
             return r.failBeforeRun("state", "StateError", error);
         const Module& module = r.program->loaded->module();
-        OJ start = {{"event", "run_start"},
+        Json start = {{"event", "run_start"},
                     {"run_id", r.runId},
                     {"idempotency_root", r.runId},
                     {"program", module.programName},
                     {"path", r.program->programName},
                     {"program_hash", module.programHash},
                     {"host_hash", module.hostHash},
-                    {"policy_hash", r.policy.sha256.empty() ? OJ(nullptr) : OJ(r.policy.sha256)},
+                    {"policy_hash", r.policy.sha256.empty() ? Json(nullptr) : Json(r.policy.sha256)},
                     {"inputs", *given},
                     {"mode", "embedder"},
                     {"replaying", 0}};

@@ -1,6 +1,7 @@
 // The C ABI of include/remit/remit.h over include/remit/remit.hpp. No exception crosses it: misuse
 // is REMIT_MISUSE, anything else unexpected a failed run or a NULL handle.
 #include "remit/remit.h"
+#include "runtime/json_text.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -10,8 +11,8 @@
 
 #include "remit/remit.hpp"
 
-using Json = nlohmann::ordered_json;
 namespace api = remit::api;
+using remit::Json;
 
 struct remit_program {
     api::Program program;

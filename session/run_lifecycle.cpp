@@ -22,6 +22,22 @@ std::string newRunId() {
     return fmt::format("{}-{:06x}", stamp, random() & 0xffffff);
 }
 
+VmLimits overlay(VmLimits limits, const RunLimits& policy) {
+    // The policy parser keeps each value positive and max_memory at most 32 GiB (docs/policy.md).
+    if (policy.maxSteps) limits.maxSteps = static_cast<uint64_t>(*policy.maxSteps);
+    if (policy.maxMemory) limits.maxMemory = static_cast<size_t>(*policy.maxMemory);
+    if (policy.maxWallMs) limits.maxWallMs = static_cast<uint64_t>(*policy.maxWallMs);
+    return limits;
+}
+
+VmLimits clampTo(VmLimits limits, const VmLimits& ceiling) {
+    limits.maxSteps = std::min(limits.maxSteps, ceiling.maxSteps);
+    limits.maxMemory = std::min(limits.maxMemory, ceiling.maxMemory);
+    limits.maxWallMs = std::min(limits.maxWallMs, ceiling.maxWallMs);
+    limits.maxResultBytes = std::min(limits.maxResultBytes, ceiling.maxResultBytes);
+    return limits;
+}
+
 std::vector<Value> mainArguments(const LoadedProgram& program, const HostModel& host, Heap& heap,
                                  const nlohmann::json& given, std::string& problem) {
     std::vector<Value> out;

@@ -12,11 +12,21 @@
 
 #include "vm/run.h"
 #include "runtime/host_model.h"
+#include "runtime/policy.h"
 
 namespace remit {
 
 // `YYYYMMDD-HHMMSS-xxxxxx`: the local time (as the prototype's time.strftime) and 24 random bits.
 std::string newRunId();
+
+// A run's VM limits are composed the same way by every front end (docs/policy.md "[limits]"):
+//   remitvm run/resume/replay  overlay(VmLimits{}, policy), then the flags overlaid the same way;
+//   MCP remit_run              clampTo(overlay(VmLimits{}, policy), the server's per-run ceiling);
+//   the embedding API          clampTo(options, overlay(options, policy)): the policy only lowers.
+// `overlay`: each limit the policy's [limits] sets replaces the one in `limits`.
+VmLimits overlay(VmLimits limits, const RunLimits& policy);
+// `clampTo`: each limit at most the ceiling's.
+VmLimits clampTo(VmLimits limits, const VmLimits& ceiling);
 
 // main's arguments from `given`, an object with one entry per parameter: each value checked
 // against the parameter's type and tagged as the host's `input` lines say (undeclared: untrusted).

@@ -22,10 +22,10 @@
 #include <vector>
 
 #include "runtime/policy.h"
+#include "runtime/json_text.h"
 
 namespace remit::serve {
 
-using Json = nlohmann::ordered_json;
 
 // The limits of one run (docs/serve.md "Limits"). Every run has all of them.
 struct Limits {

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "broker/approvals.h"
+#include "runtime/json_text.h"
 #include "broker/broker.h"
 #include "broker/fixture_adapter.h"
 #include "broker/replay.h"
@@ -331,7 +332,6 @@ TEST_CASE("json schema: the prototype's shapes") {
 
 namespace {
 
-using OJ = nlohmann::ordered_json;
 
 remit::TraceFile traceOf(const std::vector<std::string>& lines) {
     remit::TraceFile t;
@@ -346,7 +346,7 @@ constexpr const char* kRoot = "20260101-120000-a1b2c3";
 const std::string kStart = R"({"event":"run_start","run_id":"20260101-120000-a1b2c3","idempotency_root":"20260101-120000-a1b2c3","program_hash":"h","inputs":{},"path":"p.rmt"})";
 
 // A call or dispatch event of attempt k at `site`, with the key the broker derives for it.
-std::string keyed(OJ event, const std::string& site, uint64_t k, int64_t attempt = 0) {
+std::string keyed(Json event, const std::string& site, uint64_t k, int64_t attempt = 0) {
     event["site"] = site;
     event["k"] = k;
     event["attempt"] = attempt;
@@ -355,14 +355,14 @@ std::string keyed(OJ event, const std::string& site, uint64_t k, int64_t attempt
     return event.dump();
 }
 std::string okCall(const std::string& site, uint64_t k) {
-    return keyed({{"event", "call"}, {"resource", "a"}, {"args", OJ::object()}, {"status", "ok"}, {"result", 1}}, site, k);
+    return keyed({{"event", "call"}, {"resource", "a"}, {"args", Json::object()}, {"status", "ok"}, {"result", 1}}, site, k);
 }
 std::string failedCall(const std::string& site, uint64_t k, int64_t attempt = 0) {
-    return keyed({{"event", "call"}, {"resource", "b"}, {"args", OJ::object()}, {"status", "error"},
+    return keyed({{"event", "call"}, {"resource", "b"}, {"args", Json::object()}, {"status", "error"},
                   {"error", {{"code", "R0501"}, {"message", "x"}}}},
                  site, k, attempt);
 }
-std::string dispatch(const std::string& site, uint64_t k, int64_t attempt = 0, OJ approval = nullptr) {
+std::string dispatch(const std::string& site, uint64_t k, int64_t attempt = 0, Json approval = nullptr) {
     return keyed({{"event", "dispatch"}, {"resource", "b"}, {"args_sha256", "d"}, {"approval", approval}}, site, k,
                  attempt);
 }
@@ -387,7 +387,7 @@ std::string writtenTrace(const std::filesystem::path& path, const std::vector<st
         remit::TraceWriter w;
         std::string error;
         REQUIRE(w.open(path.string(), error));
-        for (const std::string& e : events) REQUIRE(w.emit(OJ::parse(e)));
+        for (const std::string& e : events) REQUIRE(w.emit(Json::parse(e)));
     }
     return readFile(path);
 }
@@ -435,7 +435,7 @@ TEST_CASE("replay plan: a dispatch without its call event is in flight, carried 
     CHECK(plan.inFlight[0].idempotencyKey == idempotencyKey(kRoot, "main#2", 0));
     CHECK(plan.inFlight[0].approval["approved_by"] == "ann");
     // A resume that has not reached it yet carries it in run_start.
-    OJ start = OJ::parse(kStart);
+    Json start = Json::parse(kStart);
     start["in_flight"] = inFlightJson(plan.inFlight);
     TraceFile resumed = traceOf({start.dump()});
     ReplayPlan again = planFromTrace(resumed, "t2.jsonl", ReplayPurpose::Resume, error);
@@ -447,16 +447,16 @@ TEST_CASE("replay plan: a dispatch without its call event is in flight, carried 
 TEST_CASE("replay plan: a resume that stopped while replaying continues from its parent's plan") {
     using namespace remit;
     std::string error;
-    OJ start = OJ::parse(kStart);
+    Json start = Json::parse(kStart);
     start["run_id"] = "20260101-120001-a1b2c3";
     start["resumed_from"] = kRoot;
     start["replaying"] = 2;
-    OJ copy = OJ::parse(okCall("main#0", 0));
+    Json copy = Json::parse(okCall("main#0", 0));
     copy["replayed"] = true;
     ReplayPlan plan = planFromTrace(traceOf({start.dump(), copy.dump()}), "t.jsonl", ReplayPurpose::Resume, error);
     CHECK(error.empty());
     CHECK(plan.replayUnfinished);
-    OJ copy2 = OJ::parse(okCall("main#0", 1));
+    Json copy2 = Json::parse(okCall("main#0", 1));
     copy2["replayed"] = true;
     plan = planFromTrace(traceOf({start.dump(), copy.dump(), copy2.dump()}), "t.jsonl", ReplayPurpose::Resume, error);
     CHECK_FALSE(plan.replayUnfinished);
@@ -464,20 +464,20 @@ TEST_CASE("replay plan: a resume that stopped while replaying continues from its
 
 TEST_CASE("replay plan: hostile traces are errors naming the line, never exceptions") {
     using namespace remit;
-    OJ start = OJ::parse(kStart);
-    auto startWith = [&](const char* key, OJ value) {
-        OJ s = start;
+    Json start = Json::parse(kStart);
+    auto startWith = [&](const char* key, Json value) {
+        Json s = start;
         s[key] = std::move(value);
         return s.dump();
     };
-    OJ otherKey = OJ::parse(okCall("main#0", 0));
+    Json otherKey = Json::parse(okCall("main#0", 0));
     otherKey["idempotency_key"] = idempotencyKey(kRoot, "main#0", 1);  // a digit changed, say
-    OJ otherK = OJ::parse(okCall("main#0", 0));
+    Json otherK = Json::parse(okCall("main#0", 0));
     otherK["k"] = 3;
-    OJ inFlight = OJ::parse(dispatch("main#0", 0));
-    OJ badInFlightKey = inFlight;
+    Json inFlight = Json::parse(dispatch("main#0", 0));
+    Json badInFlightKey = inFlight;
     badInFlightKey["idempotency_key"] = "00000000000000000000000000000000";
-    OJ badInFlightRun = inFlight;
+    Json badInFlightRun = inFlight;
     badInFlightRun["run_id"] = "../../etc";
     for (std::vector<std::string> lines : std::vector<std::vector<std::string>>{
              {R"({"event":"call"})"},
@@ -492,11 +492,11 @@ TEST_CASE("replay plan: hostile traces are errors naming the line, never excepti
              {startWith("idempotency_root", "/tmp/elsewhere")},
              {startWith("run_id", "../x")},
              {startWith("resumed_from", "20260101-120000-A1B2C3")},
-             {startWith("in_flight", OJ::array({badInFlightRun}))},
+             {startWith("in_flight", Json::array({badInFlightRun}))},
              // Keys are recomputed (item 3).
              {kStart, otherKey.dump()},
              {kStart, otherK.dump()},
-             {startWith("in_flight", OJ::array({badInFlightKey}))},
+             {startWith("in_flight", Json::array({badInFlightKey}))},
              {kStart, R"({"event":"pending_approval","digest":"4f"})"}}) {
         std::string error;
         planFromTrace(traceOf(lines), "t.jsonl", ReplayPurpose::Resume, error);
@@ -542,7 +542,7 @@ TEST_CASE("trace reading: a last line cut short is a warning, a damaged record a
     writeFile(path, text.substr(0, text.find('\n') + 1) + text.substr(secondEnd + 1));
     CHECK(readTrace(path.string()).error.find(":2: damaged record: its checksum does not match") != std::string::npos);
     // A trace from before chains: refused for resume and replay, shown by `trace`.
-    writeFile(path, canonicalJson(OJ::parse(kStart)) + "\n");
+    writeFile(path, canonicalJson(Json::parse(kStart)) + "\n");
     CHECK(readTrace(path.string()).error.find(":1: the trace has no record checksums") != std::string::npos);
     t = readTrace(path.string(), TraceCheck::AllowUnchained);
     CHECK(t.error.empty());
@@ -579,7 +579,7 @@ struct DedupAdapter final : remit::Adapter {
         std::string id = r.args.value("id", "");
         bool fail = id == "u0" && tried.insert(id).second;
         remit::AdapterReply reply = fail ? remit::AdapterReply{false, nullptr, std::nullopt, nullptr, "CapabilityFailed", "flaky"}
-                                         : remit::AdapterReply{true, OJ("page " + id), std::nullopt, OJ::object(), "", ""};
+                                         : remit::AdapterReply{true, Json("page " + id), std::nullopt, Json::object(), "", ""};
         replies[r.idempotencyKey] = reply;
         return reply;
     }

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "broker/broker.h"
+#include "runtime/json_text.h"
 #include "broker/fixture_adapter.h"
 #include "compiler/checker.h"
 #include "compiler/parser.h"
@@ -181,56 +182,55 @@ Diagnostic only(const std::string& source, DiagCode code) {
     return found[0];
 }
 
-using OJ = nlohmann::ordered_json;
 
 }  // namespace
 
 TEST_CASE("details: type mismatches name the expected and the actual type") {
     CHECK(only("program p\nfn main() -> Int {\n  let n: Int = \"five\"\n  return n\n}\n", DiagCode::E0103).details ==
-          OJ{{"expected", "Int"}, {"actual", "Str"}});
+          Json{{"expected", "Int"}, {"actual", "Str"}});
     CHECK(only("program p\nfn main() -> Int {\n  return \"one\"\n}\n", DiagCode::E0109).details ==
-          OJ{{"expected", "Int"}, {"actual", "Str"}});
+          Json{{"expected", "Int"}, {"actual", "Str"}});
     CHECK(only("program p\nfn f(x: Int) -> Int {\n  return x\n}\nfn main() -> Int {\n  return f(true)\n}\n",
                DiagCode::E0103)
-              .details == OJ{{"expected", "Int"}, {"actual", "Bool"}});
+              .details == Json{{"expected", "Int"}, {"actual", "Bool"}});
     CHECK(
         only("program p\nfn main() -> Int {\n  if 1 {\n    return 1\n  }\n  return 2\n}\n", DiagCode::E0103).details ==
-        OJ{{"expected", "Bool"}, {"actual", "Int"}});
+        Json{{"expected", "Bool"}, {"actual", "Int"}});
     CHECK(only("program p\nfn main() -> List[Int] max 2 {\n  return [1, 2, 3]\n}\n", DiagCode::E0113).details ==
-          OJ{{"expected", "List[Int] max 2"}, {"actual", "List[Int] max 3"}});
+          Json{{"expected", "List[Int] max 2"}, {"actual", "List[Int] max 3"}});
 }
 
 TEST_CASE("details: a missing or unknown capability names it") {
     CHECK(only("program p\nfn main() -> Str {\n  return web.fetch(\"u\")\n}\n", DiagCode::E0201).details ==
-          OJ{{"resource", "web.fetch"}});
+          Json{{"resource", "web.fetch"}});
     CHECK(
         only("program p\nuses web.fetch, web.fetc\nfn main() -> Str {\n  return web.fetch(\"u\")\n}\n", DiagCode::E0202)
-            .details == OJ{{"resource", "web.fetc"}});
+            .details == Json{{"resource", "web.fetc"}});
     CHECK(only("program p\nuses mail.send\nfn main() {\n  mail.send(\"a\", \"b\") retry 1\n}\n", DiagCode::E0405)
-              .details == OJ{{"resource", "mail.send"}});
+              .details == Json{{"resource", "mail.send"}});
 }
 
 TEST_CASE("details: a denied flow names the resource, the parameter and the tags") {
     CHECK(only("program p\nuses web.fetch\nfn main(secret: Str) -> Str {\n  return web.fetch(secret)\n}\n",
                DiagCode::E0301)
-              .details == OJ{{"resource", "web.fetch"}, {"param", "url"}, {"tags", {"private"}}});
+              .details == Json{{"resource", "web.fetch"}, {"param", "url"}, {"tags", {"private"}}});
 }
 
 TEST_CASE("details: an exceeded limit names the limit, its value and the worst case") {
     CHECK(only("program p\nuses llm\nagent A {\n  model: llm\n  max_calls: 1\n}\n"
                "fn main() -> Int {\n  let xs = for i in range(3) {\n    A.ask(Str, \"q\")\n  }\n  return len(xs)\n}\n",
                DiagCode::E0403)
-              .details == OJ{{"agent", "A"}, {"limit", "max_calls"}, {"value", 1}, {"worst_case", 3}});
+              .details == Json{{"agent", "A"}, {"limit", "max_calls"}, {"value", 1}, {"worst_case", 3}});
     CHECK(only("program p\nuses llm\nbudget usd 0.01\nfn main() -> Str {\n  return llm.ask(Str, \"q\")\n}\n",
                DiagCode::E0404)
-              .details == OJ{{"limit", "budget_usd"}, {"value", 0.01}, {"worst_case", 0.02}});
+              .details == Json{{"limit", "budget_usd"}, {"value", 0.01}, {"worst_case", 0.02}});
     CHECK(
         only("program p\nfn main() -> Int {\n  let " + std::string(257, 'n') + " = 1\n  return 1\n}\n", DiagCode::E0003)
-            .details == OJ{{"limit", "identifier_length"}, {"value", 256}});
+            .details == Json{{"limit", "identifier_length"}, {"value", 256}});
     CHECK(
         only("program p\nfn main() -> Int {\n  return " + std::string(130, '(') + "1" + std::string(130, ')') + "\n}\n",
              DiagCode::E0003)
-            .details == OJ{{"limit", "nesting"}, {"value", 128}});
+            .details == Json{{"limit", "nesting"}, {"value", 128}});
 }
 
 // ---------------------------------------------------------------- golden renderings of R codes

@@ -20,9 +20,9 @@
 #include <unistd.h>
 
 #include "broker/process_adapter.h"
+#include "runtime/json_text.h"
 
 using namespace remit;
-using Json = nlohmann::ordered_json;
 
 namespace {
 

@@ -16,7 +16,7 @@
 namespace {
 
 using namespace remit;
-using serve::Json;
+using remit::Json;
 
 constexpr const char* kHost =
     "capability web.fetch(url: Str deny private) -> Str\n  tags untrusted\n  idempotent\n"
