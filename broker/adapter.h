@@ -1,4 +1,4 @@
-// The adapter seam of the broker (shared/DESIGN.md A5): whatever performs a capability or model
+// The adapter seam of the broker (docs/adapters.md): whatever performs a capability or model
 // call for the broker — fixtures (broker/fixture_adapter.*), an adapter process speaking JSON lines
 // (`--adapter CMD`, broker/process_adapter.*), or a prototype-style adapters.py through our Python
 // shim (`--live`, the same process protocol). The broker has already applied every rule (grant,
@@ -18,7 +18,7 @@ struct AdapterRequest {
     enum class Kind : uint8_t { Call, Ask } kind = Kind::Call;
     std::string runId;
     std::string site;              // "fn#k"
-    std::string idempotencyKey;    // PROTOTYPE.md §4.12
+    std::string idempotencyKey;    // docs/broker.md "Idempotency keys"
     uint64_t timeoutMs = 0;        // the call's `timeout`, else the default
     // Call:
     std::string resource;          // capability name
@@ -29,7 +29,7 @@ struct AdapterRequest {
     std::string system;            // the agent's system prompt, or empty
     std::string prompt;
     nlohmann::ordered_json context;  // null when no context was given
-    std::string renderedPrompt;    // the prototype's rendering (PROTOTYPE.md §2.3), fixtures `match` on it
+    std::string renderedPrompt;    // the prototype's rendering (docs/broker.md); fixtures `match` on it
     nlohmann::ordered_json schema; // JSON Schema of the requested type
     std::string typeName;          // how the type is written, e.g. "Verdict" or "List[Str] max 5"
 };

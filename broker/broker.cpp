@@ -44,7 +44,7 @@ Json namesJson(const Heap& heap, TagSetId tags) {
     return out;
 }
 
-// The prototype's rendering of a model request (PROTOTYPE.md §2.3); fixtures `match` on it.
+// The prototype's rendering of a model request (docs/broker.md "Fixture files"); fixtures `match` on it.
 std::string renderPrompt(const std::string& prompt, const Json& context) {
     if (context.is_null()) return prompt;
     std::string text = context.is_string() ? context.get<std::string>()

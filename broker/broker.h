@@ -1,4 +1,4 @@
-// The broker (shared/DESIGN.md A4, shared/PROTOTYPE.md §4.8, §4.9, §4.12): the one path from a
+// The broker (docs/broker.md; docs/architecture.md "The one seam"): the one path from a
 // run to the world. It drives a remit::Run, and for every host-call ATTEMPT the run stops at it
 // applies, in the prototype's order:
 //   (agent max_calls) → resource known → grant (R0303) → deny tags vs deep argument tags (R0301,

@@ -1,4 +1,4 @@
-// The fixture adapter (shared/PROTOTYPE.md §2.3, shared/DESIGN.md A5): canned results for offline
+// The fixture adapter (docs/broker.md "Fixture files"): canned results for offline
 // runs and tests, from a JSON file such as `fixtures/run.json`:
 //   {"_note": "...", "approve_all": bool,
 //    "capabilities": {"res": [ENTRY...]}, "models": {"model": [ENTRY...]}, "model": [ENTRY...]}

@@ -1,4 +1,4 @@
-// Adapter processes (shared/DESIGN.md A5, A7; docs/adapters.md): `--adapter CMD` and `--live`.
+// Adapter processes (docs/adapters.md): `--adapter CMD` and `--live`.
 //
 // The adapter is a child process speaking JSON lines: one request per line on its stdin, one reply
 // per line on its stdout; its stderr is inherited (passes through to ours). It is started lazily on

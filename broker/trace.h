@@ -1,9 +1,11 @@
 // Run traces: one JSONL file per run at
 // `<state>/runs/<run_id>.jsonl`, one event per line in canonical JSON (sorted keys, compact), the
-// prototype's events and fields plus ours (`attempt`, `k`, `result_tags`, `adapter` on calls,
-// `host_hash`/`policy_hash` on run_start, `approval_granted`) and, on every record, `chain`: a hash
-// chain over the records (docs/broker.md "Traces"), so a damaged record is refused, never acted on.
-// Written by the broker; read by `remitvm trace` and by replay/resume.
+// prototype's events and fields plus ours (`dispatch`, `approval_granted`; `attempt`, `k`,
+// `result_tags`, `adapter` on calls; `host_hash`/`policy_hash` on run_start) and, on every record,
+// `chain`: a hash chain over the records (docs/broker.md "Traces"), so a damaged record is refused,
+// never acted on. Written by the front end that runs the program (run_start and run_end:
+// cli/run_commands.cpp, cli/mcp_tools.cpp, session/embed.cpp) and by the broker (every event of a
+// call); read by `remitvm trace`, `approve RUN_ID`, resume and replay.
 //
 // Invariants:
 // - The file is created (truncated) when the run starts and only appended to afterwards.

@@ -94,7 +94,7 @@ enum class SiteKind : uint8_t { Capability = 0, Model = 1, Agent = 2 };
 
 // One capability or model call site: everything the host needs when the run stops there.
 struct Site {
-    std::string id;                      // "fn#k" (shared/DESIGN.md A3)
+    std::string id;                      // "fn#k" (docs/language.md "Call-site ids")
     SiteKind kind = SiteKind::Capability;
     std::string resource;                // capability name, or the model the call is granted under
     std::string agent;                   // Agent: the agent's name (index into Module::agents by name)
@@ -122,7 +122,7 @@ struct TestCase {
 struct Module {
     std::string programName;
     std::string sourceFile;   // the program's file name as given to the compiler (for messages)
-    std::string programHash;  // bare lowercase hex (compiler/program_hash.h)
+    std::string programHash;  // the module's content hash, bare lowercase hex (bytecode/rbc.h programHashOf)
     std::string hostHash;
     std::optional<double> budgetUsd;
     std::vector<Constant> constants;

@@ -1,6 +1,7 @@
 // The commands shared by remitc, remitvm and the prototype-compatible `remit` front end. Each
 // takes its arguments (after the command name) and returns the process exit code of
-// shared/DESIGN.md A1. Only flag parsing and printing live here; the work is in compiler/.
+// docs/compatibility.md ("Exit codes"). Only flag parsing and printing live here; the work is in
+// the libraries (compiler/, vm/, broker/).
 #pragma once
 
 #include <filesystem>

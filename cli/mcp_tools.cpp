@@ -85,7 +85,7 @@ void checkText(TextCheck& out, const std::string& programName, const std::string
     static_cast<CheckOutcome&>(out) = checkSources(programName, programText, texts, options);
 }
 
-// The remit_check result for a finished TextCheck (PROTOTYPE.md §5).
+// The remit_check result for a finished TextCheck (docs/mcp.md "Tools").
 Json checkResult(const TextCheck& c) {
     if (!c.parsed()) return errorsResult(c.rendered(true));
     Json out;
@@ -102,9 +102,9 @@ Json checkResult(const TextCheck& c) {
 
 // ---------------------------------------------------------------- runs
 
-// One run of a program on fixtures, driven by the broker on its own thread. With `autoApprove`
-// every approval is granted (remit_run_fixtures); otherwise a call that needs approval blocks the
-// worker in the broker's approval callback until resume() answers it.
+// One run of a program on fixtures, driven by the broker on the caller's thread. With `autoApprove`
+// every approval is granted (remit_run_fixtures); otherwise the run stops at a call that needs
+// approval, and resume() answers it.
 struct LiveRun {
     std::string token;
     fs::path dir;  // this run's scratch directory: its trace and approval store

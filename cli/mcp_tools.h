@@ -1,4 +1,4 @@
-// The tools of `remitvm mcp` / `remit mcp` (docs/mcp.md, shared/PROTOTYPE.md §5): the prototype's
+// The tools of `remitvm mcp` / `remit mcp` (docs/mcp.md): the prototype's
 // six — remit_guide, remit_check, remit_format, remit_authority_diff, remit_examples,
 // remit_run_fixtures — with its parameter names and result shapes, plus remit_run and remit_resume,
 // a fixture run that pauses when a call needs a human approval and continues when the client

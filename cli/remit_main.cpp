@@ -1,5 +1,5 @@
 // remit: the prototype-compatible front end. Its commands and flags are the Python prototype's
-// (shared/PROTOTYPE.md §1); each maps onto the remitc/remitvm command that implements it.
+// (docs/compatibility.md "Command lines"); each maps onto the remitc/remitvm command that implements it.
 #include "cli/commands.h"
 
 namespace {

@@ -1,5 +1,6 @@
-// remitc: the compiler's command line — check, format, print manifests and compare authority
-// (shared/DESIGN.md A1). The commands themselves live in commands.cpp.
+// remitc: the compiler's command line — check, format, compile, disassemble, print manifests and
+// compare authority (docs/compatibility.md "Command lines"). The commands themselves live in
+// commands.cpp and run_commands.cpp (build, dis).
 #include "cli/commands.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// remitvm: the VM's command line (shared/DESIGN.md A1). `run` executes a .rmt (compiled in
+// remitvm: the VM's command line (docs/compatibility.md "Command lines"). `run` executes a .rmt (compiled in
 // memory) or a verified .rbc through the broker; `resume` and `replay` re-execute a recorded run;
 // `trace` reads a trace and `approve` records an approval; `test` runs test blocks; `serve` speaks
 // the checked-run protocol; `mcp` is the Model Context Protocol server for agents. The commands

@@ -320,7 +320,7 @@ std::string liveShimPath() {
 #endif
 }
 
-// The adapter the flags choose (DESIGN.md A1, A5): --adapter CMD, --live, or fixtures (default
+// The adapter the flags choose (docs/broker.md "Adapters"): --adapter CMD, --live, or fixtures (default
 // fixtures/run.json next to the program). A program without host-call sites runs without any
 // fixtures file. Prints the problem and returns false on a usage error.
 bool makeRunAdapter(std::string_view tool, const Args& args, const ProgramSource& source,
@@ -521,7 +521,7 @@ struct Continuation {
     std::string idempotencyRoot;
 };
 
-// --interactive: shows the request on stderr and reads y/N from the terminal (PROTOTYPE.md §1.1).
+// --interactive: shows the request on stderr and reads y/N from the terminal (docs/broker.md "Approvals").
 bool askAtTerminal(const PendingApproval& pending) {
     nlohmann::ordered_json request = {{"resource", pending.resource}, {"args", pending.args},
                                       {"reasons", pending.reasons}};
@@ -536,7 +536,7 @@ bool askAtTerminal(const PendingApproval& pending) {
     return answer == "y" || answer == "yes";
 }
 
-// Runs main through the broker and prints the outcome as `run` does (DESIGN.md A4): the adapter the
+// Runs main through the broker and prints the outcome as `run` does (docs/compatibility.md): the adapter the
 // flags choose, approvals, the trace, the run lock, the envelopes and exit codes. `resume` passes
 // the recorded inputs and its continuation.
 int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const nlohmann::json& givenInputs,

@@ -1,5 +1,5 @@
 // `remitvm test [PATH...] [--host H]` and `remit test`: runs the `test` blocks of .rmt files with the
-// prototype's semantics (shared/PROTOTYPE.md §1.1, §4.10; docs/testing.md). Each file is checked
+// prototype's semantics (docs/testing.md). Each file is checked
 // and compiled as `run` does (compiler/driver.h, session/pipeline.h); each test is the compiled function
 // module().tests names (compiler/codegen.cpp), run in a fresh remit::Run with default limits and
 // driven by a fresh Broker: allow-all policy, the program's `budget`, no trace, the test's fixture

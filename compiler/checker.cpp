@@ -790,7 +790,7 @@ Info Checker::block(const Block& b, const Ctx& ctx) {
 
 // The effects of a statement sequence. A statement `if` with a branch that always returns makes
 // that branch an alternative to the rest of the block rather than adding to it, which keeps
-// early-return guards tight (shared/PROTOTYPE.md §4.11).
+// early-return guards tight, as in the prototype (docs/language.md "Bounds and budget").
 Info Checker::statements(const std::vector<StmtPtr>& stmts, size_t from, const Ctx& ctx) {
     Effects eff;
     for (size_t i = from; i < stmts.size(); ++i) {
@@ -1887,7 +1887,7 @@ Info Checker::builtinCall(const CallExpr& e, const Ctx& ctx) {
         return ret(arena_.integer());
     }
     if (name == "min" || name == "max") {
-        // Two numbers (as in the prototype), or one non-empty list of numbers (shared/DESIGN.md B3).
+        // Two numbers (as in the prototype), or one non-empty list of numbers (docs/language.md, decision 24).
         if (infos.size() == 1) {
             need(0, isList(0) && (type(0)->elem->isNumber() || type(0)->elem->kind == remit::TypeKind::Never),
                  "a list of numbers");

@@ -29,7 +29,7 @@ std::optional<IoError> readSource(const std::string& path, size_t maxBytes, std:
 // Writes `text` to `path` atomically (a temporary file renamed over the target).
 std::optional<IoError> writeFileAtomically(const std::string& path, const std::string& text);
 
-// host.rmti next to the program, then in each parent directory (shared/DESIGN.md A1).
+// host.rmti next to the program, then in each parent directory (docs/language.md "Files").
 std::optional<std::string> findHostInterface(const std::string& programPath);
 // policy.toml next to the program (only there), as a path relative to the program's.
 std::optional<std::string> findPolicy(const std::string& programPath);

@@ -1,4 +1,4 @@
-// Front-end limits (shared/DESIGN.md A7, after spec/aegis-runtime.md): input that exceeds one is
+// Front-end limits (docs/diagnostics.md "Front-end limits (E0003)"): input that exceeds one is
 // rejected with E0003 before it can cost a deep recursion or quadratic work.
 #pragma once
 

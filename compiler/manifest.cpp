@@ -1,7 +1,7 @@
 // The manifest's four faces (compiler/manifest.h): its JSON (written and read back), the summary
 // `remitc check` prints, the static policy comparison (E0501–E0503) and the authority diff behind
-// `remitc diff`. The wording and number formats are the prototype's (shared/PROTOTYPE.md §1.3,
-// §2.8, §3.2), since users and agents are taught with them; docs/manifest.md describes all four.
+// `remitc diff`. The wording and number formats are the prototype's, since users and agents are
+// taught with them; docs/manifest.md describes all four.
 #include "compiler/manifest.h"
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // The manifest: what a checked program may do, computed before it runs (spec §1, §9;
-// shared/DESIGN.md A3). The checker fills it; `remitc check` prints its summary, `remitc manifest`
+// docs/manifest.md). The checker fills it; `remitc check` prints its summary, `remitc manifest`
 // prints its JSON, `.rbc` files embed it, `remitc diff` compares two of them, and the policy check
 // (E0501–E0503) reads it.
 #pragma once
@@ -95,7 +95,7 @@ struct Manifest {
 
 const char* approvalText(Approval approval);  // "none", "possible", "always"
 
-// The JSON of shared/DESIGN.md A3 (the prototype's shape plus program_hash, host_hash, fn#k site
+// The JSON of docs/manifest.md (the prototype's shape plus program_hash, host_hash, fn#k site
 // ids and flow sites), with keys in a fixed order.
 nlohmann::ordered_json manifestToJson(const Manifest& manifest);
 // Reads what manifestToJson wrote (for .rbc files and `remitc diff`); nullopt on a malformed document.
@@ -107,8 +107,8 @@ std::optional<Manifest> manifestFromJson(const nlohmann::json& json);
 // through manifestToJson is exact.
 std::optional<Manifest> manifestFromJson(const nlohmann::ordered_json& json);
 
-// The readable summary `remitc check` prints on success (shared/PROTOTYPE.md §1.3), one line per
-// item, ending with a newline.
+// The readable summary `remitc check` prints on success (docs/manifest.md "The summary"), one line
+// per item, ending with a newline.
 std::string manifestSummary(const Manifest& manifest);
 
 // E0501 (a resource the policy does not grant, including unused `uses` entries), E0502 (more calls

@@ -1,21 +1,21 @@
 // The semantic hashes of a program and a host interface, and the call-site ids used at run time.
 //
-// `program_hash` identifies what a program means, not how it is written (shared/DESIGN.md A6):
-// SHA-256 over a canonical serialisation of every semantic field of the tree, without spans, node
-// ids, comments, the file path or layout choices (a braced match arm). `remitc fmt` and comment
-// edits therefore keep it, so a paused run can be resumed and an approval reused after either;
-// any change in meaning — a literal, a name, a loop limit, `let` vs `var` — changes it. This is on
-// purpose unlike the prototype, whose hash covers the file path and header comments
-// (shared/PROTOTYPE.md §4.12). `host_hash` does the same for host.rmti, so `resume` can refuse
-// to continue a run against a host that changed its capabilities, costs or tags.
+// `program_hash` identifies what a program means, not how it is written (docs/language.md "The
+// program hash"): SHA-256 over a canonical serialisation of every semantic field of the tree,
+// without spans, node ids, comments, the file path or layout choices (a braced match arm).
+// `remitc fmt` and comment edits therefore keep it; any change in meaning — a literal, a name, a
+// loop limit, `let` vs `var` — changes it. This is on purpose unlike the prototype, whose hash
+// covers the file path and header comments. `host_hash` does the same for host.rmti, so `resume`
+// can refuse to continue a run against a host that changed its capabilities, costs or tags.
 //
-// Call-site ids are `<function>#<k>` (DESIGN.md A3): k is 0-based per function, in the
-// prototype's walk order, so traces, approvals and idempotency keys name the same call the
+// Call-site ids are `<function>#<k>` (docs/language.md "Call-site ids"): k is 0-based per function,
+// in the prototype's walk order, so traces, approvals and idempotency keys name the same call the
 // prototype would. The checker decides which calls count (capabilities, model and agent `.ask`).
 //
-// The compiler writes both hashes into the manifest and the .rbc; the VM and broker compare them
-// on resume and fold them into approval digests. The canonical text is versioned: any change to
-// it changes every hash, so bump the version tag when it changes.
+// The compiler writes both hashes into the manifest, and host_hash into the .rbc, which `resume`
+// compares with the trace's. Runs, traces and approval digests are bound to the compiled module's
+// own hash instead (bytecode/rbc.h programHashOf; docs/bytecode.md "The program hash"). The canonical
+// text is versioned: any change to it changes every hash, so bump the version tag when it changes.
 #pragma once
 
 #include <functional>
@@ -45,9 +45,9 @@ struct CallSite {
 };
 
 // Numbers the effectful calls of every `fn` in declaration order. The walk is pre-order in the
-// prototype's AST field order (PROTOTYPE.md §4.12): a call before the calls in its arguments,
-// arguments before the `else` fallback; `if` as cond, then, else; `for` as iter, body, then
-// filter; `match` as subject, then arms. Test blocks are never numbered and agents have no
+// prototype's AST field order (docs/language.md "Call-site ids"): a call before the calls in its
+// arguments, arguments before the `else` fallback; `if` as cond, then, else; `for` as iter, body,
+// then filter; `match` as subject, then arms. Test blocks are never numbered and agents have no
 // bodies. Ids are unique when function names are, which the checker enforces.
 std::vector<CallSite> numberCallSites(const ast::Program& program,
                                       const std::function<bool(const ast::CallExpr&)>& isEffectful);

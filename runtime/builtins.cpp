@@ -1,13 +1,13 @@
 // The builtins of Remit (runtime/builtins.h has the table, the semantics and the labelling rules).
 // One function per builtin, `builtin<Id>`, reached through a switch generated from builtins.def.
 //
-// Behaviour is Python 3.11's, as the prototype's interpreter calls it (shared/PROTOTYPE.md §4.5),
-// with the changes of shared/DESIGN.md B3 — 64-bit Int, finite Float, min/max of a list, R0101
-// for split's empty separator — and these decisions of ours, each marked where it is made:
+// Behaviour is Python 3.11's, as the prototype's interpreter calls it, with the changes
+// docs/language.md lists (decisions 18–26, 39–45) — 64-bit Int, finite Float, min/max of a list,
+// R0101 for split's empty separator — and these decisions of ours, each marked where it is made:
 //   - take(xs, N) with a negative N is empty (Python's xs[:N] drops |N| items from the end);
 //   - error messages quote strings as Python's repr does for the common cases, cut at 200 code
 //     points (Python cuts only int()'s);
-//   - str(x) follows ops.h toStr (deep labels, DESIGN.md A4), not the prototype's top-level ones.
+//   - str(x) follows ops.h toStr (deep labels, decision 45), not the prototype's top-level ones.
 // Python's Unicode behaviour (case mappings, whitespace, digits) comes from tables generated out
 // of Python itself (runtime/unicode_tables.inc, scripts/gen-unicode-tables).
 //
@@ -664,7 +664,7 @@ std::optional<Value> builtinTake(Heap& heap, std::span<const Value> args) {
 std::optional<Value> builtinRange(Heap& heap, std::span<const Value> args) {
     if (args[0].kind() != ValueKind::Int) return wrongArgs(heap, BuiltinId::Range, "an Int", args);
     int64_t n = std::max<int64_t>(args[0].asInt(), 0);
-    // Untagged (PROTOTYPE.md §4.7). The capacity is charged up front, so a huge N is R0701 before
+    // Untagged, as in the prototype. The capacity is charged up front, so a huge N is R0701 before
     // anything is allocated.
     std::optional<Value> out = heap.newList(static_cast<size_t>(n));
     if (!out) return std::nullopt;
@@ -860,7 +860,7 @@ std::optional<Value> builtinSplit(Heap& heap, std::span<const Value> args) {
         return wrongArgs(heap, BuiltinId::Split, "(Str, Str)", args);
     std::string_view text = args[0].asStr();
     std::string_view separator = args[1].asStr();
-    // DESIGN.md B3: R0101 where Python raises ValueError("empty separator").
+    // docs/language.md, decision 25: R0101 where Python raises ValueError("empty separator").
     if (separator.empty()) return evalError(heap, BuiltinId::Split, "empty separator");
     std::optional<Labels> labels = topLabels(heap, args);
     if (!labels) return std::nullopt;
@@ -967,7 +967,8 @@ std::optional<Value> builtinMin2(Heap& heap, std::span<const Value> args) { retu
 
 std::optional<Value> builtinMax2(Heap& heap, std::span<const Value> args) { return pickOfTwo(heap, BuiltinId::Max2, args); }
 
-// min/max of one list (DESIGN.md B3): the first extreme element, as Python's min/max return it.
+// min/max of one list (docs/language.md, decision 24): the first extreme element, as Python's
+// min/max return it.
 std::optional<Value> pickOfList(Heap& heap, BuiltinId id, std::span<const Value> args) {
     const Value& xs = args[0];
     if (xs.kind() != ValueKind::List) return wrongArgs(heap, id, "a List of numbers", args);
@@ -1101,7 +1102,7 @@ std::optional<Value> builtinFloat(Heap& heap, std::span<const Value> args) {
                     return evalError(heap, BuiltinId::Float,
                                      fmt::format("could not convert string to float: {}", pythonRepr(x.asStr())));
                 case ParseStatus::OutOfRange:
-                    // DESIGN.md B3: a Float is finite, so "inf", "nan" and "1e999" are errors.
+                    // A Float is finite (docs/language.md, decision 41): "inf", "nan", "1e999" are errors.
                     return evalError(heap, BuiltinId::Float,
                                      fmt::format("float({}) is not a finite number", pythonRepr(x.asStr())));
             }

@@ -1,9 +1,9 @@
 // The builtins of Remit on runtime values (the table is runtime/builtins.def). The VM's BUILTIN
-// opcode calls `callBuiltin`; the semantics are the prototype's (shared/PROTOTYPE.md §4.5) as
-// changed by shared/DESIGN.md B3, and the result labels follow PROTOTYPE.md §4.7:
+// opcode calls `callBuiltin`; the semantics are the prototype's as changed by docs/language.md
+// (decisions 24–26, 39–45), and the result labels follow docs/language.md "Labels, exactly":
 //   most builtins     the union of the arguments' top-level tags and provenance
 //   join, sum, contains on a list, min/max of a list   also the list's deep labels
-//   take              xs ∪ N;  first: element ∪ list;  unique: the list's own labels
+//   take              xs ∪ N;  first: element ∪ list;  unique: the kept elements, the list deep(xs)
 //   split             every piece (and the list) gets the arguments' labels;  range: untagged
 #pragma once
 

@@ -1,9 +1,9 @@
-// JSON text exactly as Python's json.dumps writes it. The canonical form —
-// json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=False) — is what approval
-// digests and idempotency keys hash (shared/PROTOTYPE.md §4.12), so it must match the
-// prototype's bytes: the broker hashes it, replay compares arguments with it. The same writer,
-// with other options, prints results like the prototype (`run` output) and backs str() of lists
-// and records (runtime/ops.h).
+// JSON text exactly as Python's json.dumps writes it. The canonical form — json.dumps(x,
+// sort_keys=True, separators=(",", ":"), ensure_ascii=False) — is what approval digests and
+// idempotency keys hash (docs/compatibility.md "Hashes and canonical JSON"), so it must match the
+// prototype's bytes: the broker hashes it, replay compares arguments with it. The same writer, with
+// other options, prints results like the prototype (`run` output) and backs str() of lists and
+// records (runtime/ops.h).
 //
 // Python's choices, kept here: integers print as decimal and floats as repr (`612.0`, `1e+16`,
 // `1e-05`), so nlohmann's integer/float distinction is preserved — 1 and 1.0 print differently;

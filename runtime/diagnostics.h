@@ -1,6 +1,6 @@
 // The one diagnostics engine every phase uses: the lexer, parser, host and policy loaders, the
 // checker, the VM's runtime errors and the broker. Codes come from diagnostics.def; rendering is
-// the prototype's text layout (shared/DESIGN.md A2) or JSON. A Diagnostic never carries host
+// the prototype's text layout or JSON (docs/diagnostics.md). A Diagnostic never carries host
 // paths other than the file name as the user gave it, nor exception text.
 #pragma once
 

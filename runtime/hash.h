@@ -1,8 +1,8 @@
 // Cryptographic hashing shared by the compiler (program_hash, host_hash), the policy loader
 // (policy_hash) and the broker (approval digests, idempotency keys). Every hash Remit shows a user
-// or writes to a trace is bare lowercase hex SHA-256 (shared/DESIGN.md A7, B3), computed with
-// OpenSSL so the digests match the prototype's hashlib ones byte for byte. (Internal, never-shown
-// hashing uses XXH3 instead and does not live here.)
+// or writes to a trace is bare lowercase hex SHA-256 (docs/compatibility.md "Hashes and canonical
+// JSON"), computed with OpenSSL so the digests match the prototype's hashlib ones byte for byte.
+// (Internal, never-shown hashing uses XXH3 instead and does not live here.)
 #pragma once
 
 #include <string>

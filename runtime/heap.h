@@ -1,7 +1,7 @@
-// The per-run heap of the VM (shared/DESIGN.md B2 "Memory"): it allocates and frees the heap
-// objects behind Str, List and Record values, accounts their LIVE bytes against the run's memory
-// budget (`max_memory`, R0701), and owns the run's tag-set and provenance tables. The VM creates
-// one Heap per run; the broker, value⇄JSON (runtime/value_json.h) and the operations
+// The per-run heap of the VM (docs/language.md, decision 46, "Memory"): it allocates and frees the
+// heap objects behind Str, List and Record values, accounts their LIVE bytes against the run's
+// memory budget (`max_memory`, R0701), and owns the run's tag-set and provenance tables. The VM
+// creates one Heap per run; the broker, value⇄JSON (runtime/value_json.h) and the operations
 // (runtime/ops.h) build values through it.
 //
 // Errors never throw on the hot path. A fallible call returns std::nullopt (or false) and leaves
@@ -48,7 +48,7 @@
 
 namespace remit {
 
-constexpr size_t kDefaultMemoryBudget = size_t(256) << 20;  // 256 MiB (DESIGN.md A7)
+constexpr size_t kDefaultMemoryBudget = size_t(256) << 20;  // 256 MiB (docs/policy.md "[limits]")
 constexpr size_t kMaxMemoryBudget = size_t(32) << 30;       // 32 GiB: see HeapObject::refCount
 // What malloc adds to each block (its header and rounding on glibc, 64-bit): charged per block so
 // that many small objects cannot hold much more memory than the budget says.
@@ -113,7 +113,7 @@ public:
     std::optional<Value> makeRecord(const RecordShape* shape, std::span<const Value> values, TagSetId tags = kNoTags,
                                     ProvId prov = kNoProv);
 
-    // ---- Growing in place (DESIGN.md B2: `xs = xs + [x]` and `s = s + t` are amortised O(1)).
+    // ---- Growing in place (`xs = xs + [x]` and `s = s + t` are amortised O(1)).
     // Each mutates the target's object when the target holds its only reference, and otherwise
     // replaces the target with a fresh copy, so other holders never see a change. Capacity at
     // least doubles when it must grow. On failure the target is unchanged.

@@ -1,6 +1,6 @@
 // The resolved host interface: what the checker checks against and the broker enforces. Built
-// from a parsed host.rmti by compiler/host_resolve (types resolved, duplicates rejected); the
-// broker and VM read it without knowing the syntax.
+// from a parsed host.rmti by resolveHost (compiler/checker.h: types resolved, duplicates rejected);
+// the broker and VM read it without knowing the syntax.
 #pragma once
 
 #include <map>

@@ -1,7 +1,7 @@
-// JSON Schema from Remit types (shared/PROTOTYPE.md §4.9): the schema the broker sends with every
-// model and agent request, which adapters hand to the model and fixtures use to shape `answer`s.
-// The shape is the prototype's byte for byte (same keys, same order), so a prototype adapter that
-// inspects the schema sees what it always saw:
+// JSON Schema from Remit types (docs/adapters.md "Requests"): the schema the broker sends with
+// every model and agent request, which adapters hand to the model and fixtures use to shape
+// `answer`s. The shape is the prototype's byte for byte (same keys, same order), so a prototype
+// adapter that inspects the schema sees what it always saw:
 //   Int → {"type":"integer"} · Float → {"type":"number"} · Bool → {"type":"boolean"} ·
 //   Str → {"type":"string"} · enum → {"type":"string","enum":[options]} ·
 //   List → {"type":"array","items":S[,"maxItems":N]} ·

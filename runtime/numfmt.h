@@ -1,6 +1,7 @@
 // Number formatting shared by the formatter, str()/interpolation and JSON output. Remit prints a
-// Float exactly as Python's repr() does (shared/DESIGN.md B3): the shortest digits that round-trip,
-// ".0" on integral values, and exponent form when the exponent is below -4 or at least 16.
+// Float exactly as Python's repr() does (docs/language.md, decision 23): the shortest digits
+// that round-trip, ".0" on integral values, and exponent form when the exponent is below -4 or
+// at least 16.
 #pragma once
 
 #include <string>

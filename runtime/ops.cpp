@@ -70,7 +70,7 @@ std::optional<Value> divisionByZero(Heap& heap, std::string_view op) {
     return evalError(heap, "division by zero", nlohmann::ordered_json{{"operator", op}});
 }
 
-// A Float result, or R0101 when the IEEE result is inf or nan (DESIGN.md A6).
+// A Float result, or R0101 when the IEEE result is inf or nan (docs/language.md, decision 19).
 std::optional<Value> floatResult(Heap& heap, double result, std::string_view op, const Value& a, const Value& b) {
     if (!std::isfinite(result)) {
         return evalError(

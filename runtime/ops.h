@@ -1,21 +1,22 @@
-// The operations of Remit on runtime values, with the prototype's semantics (shared/PROTOTYPE.md
-// §4.1–§4.4, §4.7) as changed by shared/DESIGN.md B3 and A4/A6: 64-bit Int with overflow R0101,
-// finite Float, `/` always Float, floored `%`, structural `==`, Python-style negative indexing,
-// str() as Python's json.dumps for containers — and each result labelled with tags and provenance
-// per §4.7. The VM's opcodes call these (its typed fast paths may inline the scalar helpers at
-// the end); the broker and builtins reuse the comparisons and str().
+// The operations of Remit on runtime values, with the prototype's semantics as changed by the
+// decisions of docs/language.md ("Decisions where the spec is silent"): 64-bit Int with overflow
+// R0101, finite Float, `/` always Float, floored `%`, structural `==`, Python-style negative
+// indexing, str() as Python's json.dumps for containers — and each result labelled with tags and
+// provenance per docs/language.md "Labels, exactly". The VM's opcodes call these (its typed fast
+// paths may inline the scalar helpers at the end); the broker and builtins reuse the comparisons
+// and str().
 //
 // Every operation returns std::nullopt on failure, leaving the RuntimeError in heap.error():
 // R0101 for evaluation errors, R0701 when memory or a label table runs out. Operand kinds are
 // guaranteed by the checker and the bytecode verifier; a mismatch is still reported as R0101
 // rather than trusted.
 //
-// Labels of results (tags and provenance alike — DESIGN.md B2: every operation unions both):
+// Labels of results (tags and provenance alike: every operation unions both):
 //   + - * / % unary-, not, < <= > >=, concatenation   top-level labels of the operands
 //   == != in                                           deep labels of both operands
 //   xs[i]                                              element ∪ list ∪ index (top-level)
 //   r.f                                                field ∪ record (top-level)
-//   str(x), interpolation                              deep labels of every part (DESIGN.md A4)
+//   str(x), interpolation                              deep labels of every part
 #pragma once
 
 #include <cstdint>
@@ -62,7 +63,7 @@ std::optional<Value> getField(Heap& heap, const Value& record, std::string_view 
 std::optional<Value> getFieldAt(Heap& heap, const Value& record, size_t position);
 
 // ---- Text.
-// str(x) (PROTOTYPE.md §4.2): Str unchanged, Unit "", Bool true/false, Int decimal, Float as
+// str(x), as the prototype's: Str unchanged, Unit "", Bool true/false, Int decimal, Float as
 // Python's repr, List/Record as JSON with ", " and ": ", non-ASCII unescaped, fields in order.
 std::optional<Value> toStr(Heap& heap, const Value& v);
 // The parts' str() texts concatenated (literal parts are untagged Str constants).

@@ -1,6 +1,6 @@
 // Loading and validating policy.toml (see policy.h). toml++ does the TOML; this file checks the
-// structure the prototype reads (shared/PROTOTYPE.md §2.2) plus our extensions (shared/DESIGN.md
-// A5) and turns every deviation into an E0504 that points at the offending key or value.
+// structure the prototype reads plus our extensions (docs/policy.md) and turns every deviation into
+// an E0504 that points at the offending key or value.
 #include "runtime/policy.h"
 
 #include "runtime/suggest.h"

@@ -1,10 +1,9 @@
-// The policy model: what a host operator's policy.toml grants a program (shared/DESIGN.md A5,
-// shared/PROTOTYPE.md §2.2, docs/policy.md). The CLI loads the file with parsePolicy; the checker
-// compares a program's manifest with it (E0501-E0503) and the host interface (E0505); the broker
-// enforces grants, argument constraints, call limits and the budget at run time, and the VM takes
-// its run limits from [limits]. Unlike the prototype, which silently ignores what it does not
-// know, every unknown key and wrong type is an E0504 with its file, line and column: a typo such
-// as `max_call = 1` must not quietly lift a limit.
+// The policy model: what a host operator's policy.toml grants a program (docs/policy.md). The CLI
+// loads the file with parsePolicy; the checker compares a program's manifest with it (E0501-E0503)
+// and the host interface (E0505); the broker enforces grants, argument constraints, call limits and
+// the budget at run time, and the VM takes its run limits from [limits]. Unlike the prototype,
+// which silently ignores what it does not know, every unknown key and wrong type is an E0504 with
+// its file, line and column: a typo such as `max_call = 1` must not quietly lift a limit.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +33,8 @@ struct Grant {
     bool approvalAlways = false;                                     // approval = "always"
 };
 
-// [limits]: run-time limits (R0701). Unset means the VM's default (DESIGN.md A7); command-line
-// flags override both.
+// [limits]: run-time limits (R0701). Unset means the VM's default (docs/policy.md "[limits]");
+// command-line flags override both.
 struct RunLimits {
     std::optional<int64_t> maxSteps;
     std::optional<int64_t> maxMemory;  // bytes of live memory

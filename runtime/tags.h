@@ -1,4 +1,4 @@
-// Interned tag sets for the VM's values (shared/DESIGN.md B2). Tags are host-defined names
+// Interned tag sets for the VM's values (docs/architecture.md). Tags are host-defined names
 // (`untrusted`, `private`, ... — any number of them); a value carries one small TagSetId naming
 // the set of its tags. The VM unions tag sets on every operation, the broker asks `contains` for
 // deny/approve tags and `subtract`s a capability's `clears`, and traces print `names`.

@@ -2,7 +2,7 @@
 // (capability signatures), and the VM and broker (input checking, model output validation, JSON
 // Schema). Types are immutable and owned by a TypeArena; a TypeRef is a plain pointer into it.
 //
-// Two refinements of the prototype's rules (shared/DESIGN.md A7):
+// Two refinements of the prototype's rules (docs/language.md, decisions 13 and 15):
 // - A string literal has type Str carrying the set of literal values it may hold (`literals`).
 //   Such a Str is accepted where an enum is expected when every literal is an option; elsewhere
 //   it is just Str. So `let x = "a"` then `x == "b"` checks, and `[{id: "a"}, {id: "b"}]` is a

@@ -1,7 +1,7 @@
-// The VM's runtime value (shared/DESIGN.md B2): a 16-byte handle carrying the value, its tags and
-// its provenance. The VM's registers, the broker's arguments and results, value⇄JSON and the serve
-// protocol all traffic in `Value`; heap objects are created only through a `Heap`
-// (runtime/heap.h), which accounts their memory, and operations live in runtime/ops.h.
+// The VM's runtime value (docs/architecture.md "Values and labels"): a 16-byte handle carrying the
+// value, its tags and its provenance. The VM's registers, the broker's arguments and results,
+// value⇄JSON and the serve protocol all traffic in `Value`; heap objects are created only through a
+// `Heap` (runtime/heap.h), which accounts their memory, and operations live in runtime/ops.h.
 //
 // Layout (static_assert'ed): 8-byte payload (int64, double, bool, or HeapObject*), then one
 // 32-bit word holding the kind (low 8 bits) and the TagSetId (high 24 bits), then the 32-bit

@@ -1,8 +1,8 @@
-// Value ⇄ JSON (shared/DESIGN.md A4). Out: the VM's result for `run` (printed and in the
-// `--json` envelope), capability and model arguments sent to adapters, trace payloads and, through
-// runtime/canonical_json.h, approval digests and idempotency keys. In: program inputs
+// Value ⇄ JSON (docs/compatibility.md "JSON output"). Out: the VM's result for `run` (printed and
+// in the `--json` envelope), capability and model arguments sent to adapters, trace payloads and,
+// through runtime/canonical_json.h, approval digests and idempotency keys. In: program inputs
 // (`-i`, `--inputs`), fixture and adapter results and model outputs, each checked against the
-// static type it must have, with the model-output validator's rules (PROTOTYPE.md §2.4, §4.9).
+// static type it must have, by the rules for model output (docs/compatibility.md "Inputs").
 //
 // Out: Int → integer, Float → float (nlohmann keeps them apart, so 612.0 stays `612.0` and 1
 // stays `1`), Str → string, Bool → bool, Unit → null, List → array, record → object with its

@@ -1,4 +1,4 @@
-// The session engine of `remitvm serve` (docs/serve.md; shared/spec/checked-run-rfc.md): one
+// The session engine of `remitvm serve` (docs/serve.md): one
 // checked run of source the host did not write. A `run` request is parsed and checked against the
 // host interface it carries, checked again against its grants (an ungranted capability is a
 // rejection before anything runs), compiled, and run under its limits; every capability or model
@@ -10,7 +10,7 @@
 // print; a request the engine cannot serve gets a fixed error reply, never exception text.
 //
 // Threads: a Session is used by one thread at a time, except requestAbort, which any thread may
-// call at any time (it stops checking at the next poll and the VM within 1024 step charges).
+// call at any time (it stops checking at the next poll and the VM within 16,384 step charges).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +29,7 @@ namespace remit::serve {
 
 // The limits of one run (docs/serve.md "Limits"). Every run has all of them.
 struct Limits {
-    uint64_t steps = 10'000'000;           // VM step charges (shared/DESIGN.md B2)
+    uint64_t steps = 10'000'000;           // VM step charges (docs/language.md, decision 46)
     uint64_t wallMs = 5'000;               // checking, compiling and running together; time paused at calls excluded
     uint64_t hostCalls = 100;              // calls reported to the host, retries included
     uint64_t resultBytes = 1u << 20;       // the result as JSON; also each host call's arguments

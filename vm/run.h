@@ -52,9 +52,9 @@ private:
     std::vector<TypeRef> types_;
 };
 
-// The limits of one run (shared/DESIGN.md A7). Every run has all of them; no run is unbounded.
+// The limits of one run (docs/compatibility.md "Limits"): every run has all of them.
 struct VmLimits {
-    uint64_t maxSteps = 100'000'000;  // an upper bound on instructions executed (charged per call and back-edge)
+    uint64_t maxSteps = 100'000'000;  // instructions plus the work inside them (docs/language.md, decision 46)
     size_t maxMemory = kDefaultMemoryBudget;
     uint64_t maxWallMs = 10'000;       // time spent inside the VM; time the embedder spends on host calls is excluded
     size_t maxResultBytes = size_t(16) << 20;
@@ -107,7 +107,8 @@ public:
     // Whether the call just failed for good will run its `else` (for the broker's `fallback` event).
     bool willFallBack(bool operational) const;
 
-    // Stops the run at its next back-edge or call with R0702; safe from any thread.
+    // Stops the run with R0702 at its next check of the abort flag (every 16,384 steps and every batch
+    // of work: docs/language.md, decision 46); safe from any thread.
     void requestAbort();
 
     uint64_t stepsUsed() const;

@@ -1,4 +1,4 @@
-// The dispatch loop (shared/DESIGN.md B2) and the Run of vm/run.h.
+// The dispatch loop (docs/architecture.md "The one seam") and the Run of vm/run.h.
 //
 // Registers live on one stack allocated when the run starts: the verifier computed the most any
 // chain of calls can need (Module::stackRegisters), since there is no recursion. A call's frame

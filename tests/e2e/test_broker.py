@@ -1,14 +1,13 @@
 #!/usr/bin/env python3
-"""The broker end to end (shared/DESIGN.md A4, A5, A7; PROTOTYPE.md §2.3, §2.6, §2.7, §4.8, §4.12):
-`remitvm run` performs capability and model calls through fixtures, applying the policy's argument
-constraints, the budget (with adapter cost overruns), approvals (pending → exit 3 with the
-prototype's digest, `approve`, single use, --approve-all), retries, `else` fallbacks,
-declared-type checks of results (R0501) and model output validation
-(R0502 + invalid_output). Traces carry the prototype's events and fields plus ours, with
-idempotency keys per the prototype's formula; `remitvm trace` and `--why` read them back.
-(Rules the checker already enforces statically — grants, deny tags, call and agent limits, retries of non-idempotent
-capabilities — are
-exercised against the broker directly in tests/unit/test_broker.cpp.)"""
+"""The broker end to end (docs/broker.md, docs/adapters.md, docs/compatibility.md): `remitvm run`
+performs capability and model calls through fixtures, applying the policy's argument constraints,
+the budget (with adapter cost overruns), approvals (pending → exit 3 with the prototype's digest,
+`approve`, single use, --approve-all), retries, `else` fallbacks, declared-type checks of results
+(R0501) and model output validation (R0502 + invalid_output). Traces carry the prototype's events
+and fields plus ours, with idempotency keys per the prototype's formula; `remitvm trace` and `--why`
+read them back. (Rules the checker already enforces statically — grants, deny tags, call and agent
+limits, retries of non-idempotent capabilities — are exercised against the broker directly in
+tests/unit/test_broker.cpp.)"""
 import hashlib
 import json
 import os

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""End-to-end tests of `remitc check` and the `remit` front end: exit codes, text and JSON
-output, host discovery, directories, and I/O errors (shared/DESIGN.md A1, A2, A7)."""
+"""End-to-end tests of `remitc check` and the `remit` front end: exit codes, text and JSON output,
+host discovery, directories, and I/O errors (docs/compatibility.md, docs/diagnostics.md)."""
 import json
 
 from harness import REMIT, REMITC, REMITVM, Workspace, expect, main, run

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""`remitc diff OLD NEW` end to end (shared/DESIGN.md A1; PROTOTYPE.md §1.1): no change → exit 0
-and "no authority widening"; every kind of widening → exit 4 with its line; narrowing → exit 0
-with `-` lines; the --json shape; a side that does not check → exit 1; usage errors → exit 2;
-and the prototype-compatible `remit diff` behaving the same."""
+"""`remitc diff OLD NEW` end to end (docs/manifest.md "`remitc diff`"): no change → exit 0 and "no
+authority widening"; every kind of widening → exit 4 with its line; narrowing → exit 0 with `-`
+lines; the --json shape; a side that does not check → exit 1; usage errors → exit 2; and the
+prototype-compatible `remit diff` behaving the same."""
 import json
 import os
 

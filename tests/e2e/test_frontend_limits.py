@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Front-end limits end to end (shared/DESIGN.md A7): every limit gives E0003 and exit 1 quickly,
-never a crash, a hang or a stack overflow."""
+"""Front-end limits end to end (docs/diagnostics.md "Front-end limits (E0003)"): every limit gives
+E0003 and exit 1 quickly, never a crash, a hang or a stack overflow."""
 import time
 
 from harness import REMITC, Workspace, expect, main, run

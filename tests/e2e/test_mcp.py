@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""`remitvm mcp` and `remit mcp` end to end (docs/mcp.md; shared/PROTOTYPE.md §5): a scripted MCP
-client speaks JSON-RPC over the real server's stdin/stdout. The handshake, tools/list (the exact
-tool and parameter names), each tool's success and error shapes, the resources, remit_run pausing
-for an approval and remit_resume continuing or refusing it, the bound on paused runs, oversized
-input, malformed JSON, unknown methods, bad params, hostile messages, nothing leaking paths, and
-`remit mcp` answering exactly as `remitvm mcp` does. The transcript in docs/mcp.md is replayed."""
+"""`remitvm mcp` and `remit mcp` end to end (docs/mcp.md): a scripted MCP client speaks JSON-RPC
+over the real server's stdin/stdout. The handshake, tools/list (the exact tool and parameter names),
+each tool's success and error shapes, the resources, remit_run pausing for an approval and
+remit_resume continuing or refusing it, the bound on paused runs, oversized input, malformed JSON,
+unknown methods, bad params, hostile messages, nothing leaking paths, and `remit mcp` answering
+exactly as `remitvm mcp` does. The transcript in docs/mcp.md is replayed."""
 import json
 import os
 import pathlib

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""`remitvm mcp --http` and `remit mcp --http` end to end (docs/mcp.md, "HTTP transport";
-shared/PROTOTYPE.md §5): the real server on a free port (`--port 0`, read from its start-up line),
-driven with the standard library. Health checks without a key; 401 without or with a wrong key;
-Bearer and x-api-key; a real initialize, tools/list and tools/call; the monthly limit (the 4th of 3
-is 429 and usage.sqlite holds (acme, month, 4), as in the prototype's test); anonymous metering by
-client IP; the streamable HTTP rules (202 for notifications, 405 for GET, sessions, Origin, content
-type); hostile input (an oversized body, garbage, random bytes) with the server still answering;
-unusable keys files; a port in use; SIGTERM ending the server with exit 0."""
+"""`remitvm mcp --http` and `remit mcp --http` end to end (docs/mcp.md, "HTTP transport"): the real
+server on a free port (`--port 0`, read from its start-up line), driven with the standard library.
+Health checks without a key; 401 without or with a wrong key; Bearer and x-api-key; a real
+initialize, tools/list and tools/call; the monthly limit (the 4th of 3 is 429 and usage.sqlite holds
+(acme, month, 4), as in the prototype's test); anonymous metering by client IP; the streamable HTTP
+rules (202 for notifications, 405 for GET, sessions, Origin, content type); hostile input (an
+oversized body, garbage, random bytes) with the server still answering; unusable keys files; a port
+in use; SIGTERM ending the server with exit 0."""
 import datetime
 import hashlib
 import http.client

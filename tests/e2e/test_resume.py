@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Approvals, resume, replay and crash safety end to end (issue #6; shared/DESIGN.md A1, A7;
-PROTOTYPE.md §1.1, §2.6, §4.8, §4.12; docs/broker.md "Resume and replay").
+"""Approvals, resume, replay and crash safety end to end (issue #6; docs/broker.md "Approvals",
+"Traces" and "Resume and replay"; docs/compatibility.md).
 
 The program makes real, countable effects through tests/e2e/adapters/effects_adapter.py, whose log
 shows every effect performed and every repeated idempotency key it recognised. The scenarios:

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """`remitvm run` / `remit run` of pure programs, `remitc build`, `remitc dis` and `remitc manifest
-PROG.rbc` end to end (shared/DESIGN.md A1, A4, A7): every construct of the language computes the
-prototype's values (printed as the prototype prints them), inputs are parsed by type and tagged per
-the host, runtime errors carry code, line and column, limits stop runaway work with R0701, and a
-.rbc runs exactly like its source while a damaged one is refused with exit 2."""
+PROG.rbc` end to end (docs/compatibility.md, docs/language.md): every construct of the language
+computes the prototype's values (printed as the prototype prints them), inputs are parsed by type
+and tagged per the host, runtime errors carry code, line and column, limits stop runaway work with
+R0701, and a .rbc runs exactly like its source while a damaged one is refused with exit 2."""
 import json
 
 from harness import REMIT, REMITC, REMITVM, Workspace, expect, main, run
@@ -13,7 +13,7 @@ model llm cost 0.01
 """
 
 # One program that touches every construct: the expected result below was worked out by hand
-# with the prototype's rules (PROTOTYPE.md §4).
+# with the prototype's rules (docs/language.md "Decisions where the spec is silent").
 EVERYTHING = """program everything
 
 type Point = { x: Int, y: Float }

@@ -1,10 +1,9 @@
 #!/usr/bin/env python3
-"""`remitvm serve` end to end (docs/serve.md; shared/spec/checked-run-rfc.md): a real server
-process driven over its stdin/stdout. Rejections (type error, ungranted capability — with no
-host-call message), a pause that is performed and completes, a denial, the step limit, the wall
-limit while checking, an abort of a pure loop, two sessions interleaved, malformed lines,
-expected_type, the rendered text and max_diagnostics, the default limits, and the transcript in
-docs/serve.md replayed line by line.
+"""`remitvm serve` end to end (docs/serve.md): a real server process driven over its stdin/stdout.
+Rejections (type error, ungranted capability — with no host-call message), a pause that is performed
+and completes, a denial, the step limit, the wall limit while checking, an abort of a pure loop, two
+sessions interleaved, malformed lines, expected_type, the rendered text and max_diagnostics, the
+default limits, and the transcript in docs/serve.md replayed line by line.
 
 `test_serve.py --regenerate` rewrites the replies of the transcript in docs/serve.md from a real
 session (run it after an intended change of the protocol, and review the diff)."""

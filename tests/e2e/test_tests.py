@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""`remitvm test` / `remit test` end to end (shared/DESIGN.md A1, PROTOTYPE.md §1.1, §4.10,
-docs/testing.md): the file line, `  ok    NAME` and `  FAIL  NAME: file:line:col: message` lines
-and the `N passed, M failed` total; exit 0, 1 and 2; expectation messages with their position;
-runtime errors rendered on one line; approve_all against R0302; the program budget; missing and
-malformed fixture files; untagged arguments to main; directory search (sorted, .venv skipped);
-files that do not check; both front ends alike; and the examples' own tests."""
+"""`remitvm test` / `remit test` end to end (docs/testing.md): the file line, `  ok    NAME` and
+`  FAIL  NAME: file:line:col: message` lines and the `N passed, M failed` total; exit 0, 1 and 2;
+expectation messages with their position; runtime errors rendered on one line; approve_all against
+R0302; the program budget; missing and malformed fixture files; untagged arguments to main;
+directory search (sorted, .venv skipped); files that do not check; both front ends alike; and the
+examples' own tests."""
 import time
 
 from harness import REMIT, REMITVM, REPO, Workspace, expect, main, run

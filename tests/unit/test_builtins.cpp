@@ -1,9 +1,9 @@
-// Unit tests for the builtins (runtime/builtins.h): each builtin's behaviour, the Python edge
-// cases it must reproduce, the labelling rules of PROTOTYPE.md §4.7, the errors (R0101 for bad
-// arguments and values, R0701 for memory) and large inputs that would expose quadratic work.
-// Expected values were produced with CPython 3.11 (str.lower/upper/strip, int(), float(), round(),
-// sum(), min()/max(), str.replace/split). Beyond these, the implementation was checked against
-// Python over every code point and ~1.5 million generated strings and round() calls.
+// Unit tests for the builtins (runtime/builtins.h): each builtin's behaviour, the Python edge cases
+// it must reproduce, the labelling rules of docs/language.md "Labels, exactly", the errors (R0101
+// for bad arguments and values, R0701 for memory) and large inputs that would expose quadratic
+// work. Expected values were produced with CPython 3.11 (str.lower/upper/strip, int(), float(),
+// round(), sum(), min()/max(), str.replace/split). Beyond these, the implementation was checked
+// against Python over every code point and ~1.5 million generated strings and round() calls.
 #include <doctest/doctest.h>
 
 #include <bit>
@@ -525,7 +525,7 @@ TEST_CASE("builtins: float() of numbers and of strings, finite only") {
     }
     CHECK(failure(heap, call(heap, BuiltinId::Float, {str(heap, "abc")})).message ==
           "could not convert string to float: 'abc'");
-    // Python accepts these; a Remit Float must be finite (DESIGN.md B3).
+    // Python accepts these; a Remit Float must be finite (docs/language.md, decision 41).
     for (std::string_view nonFinite : {"inf", "-Infinity", "nAn", "+nan", "INF", "1e309", "-1.8e308"}) {
         CAPTURE(nonFinite);
         RuntimeError e = failure(heap, call(heap, BuiltinId::Float, {str(heap, nonFinite)}));
@@ -568,7 +568,7 @@ TEST_CASE("builtins: first and unique") {
     CHECK(ok(call(heap, BuiltinId::Unique, {list(heap, {})})).asList().items.empty());
 }
 
-// ---------------------------------------------------------------- labels (PROTOTYPE.md §4.7)
+// ---------------------------------------------------- labels (docs/language.md "Labels, exactly")
 
 TEST_CASE("builtins: tags and provenance of results") {
     Heap heap;
@@ -678,7 +678,7 @@ TEST_CASE("builtins: tags and provenance of results") {
     CHECK(numbers.prov() == kNoProv);
     CHECK(numbers.asList().deepTags == kNoTags);
 
-    // str: deep labels (ops.h toStr, DESIGN.md A4).
+    // str: deep labels (ops.h toStr; docs/language.md, decision 45).
     CHECK(names(ok(call(heap, BuiltinId::Str, {xs}))) == Names{"secret", "untrusted"});
 }
 

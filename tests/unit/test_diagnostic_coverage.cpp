@@ -1,5 +1,5 @@
-// Every registered diagnostic code is documented and tested (shared/DESIGN.md A2: "Every code has
-// a test"). For each code in runtime/diagnostics.def:
+// Every registered diagnostic code is documented and tested (docs/diagnostics.md, "Coverage").
+// For each code in runtime/diagnostics.def:
 //   - docs/diagnostics.md names it in a heading or a table row;
 //   - some test under tests/ mentions it: a golden .out file, an expectation comment in the checker
 //     corpus (`# expect CODE`, `# expect-file CODE` in tests/check/**.rmt), an end-to-end script

@@ -1,8 +1,8 @@
 // Unit tests for the manifest (compiler/manifest.h) on hand-built Manifest values: the JSON's key
-// order and number formats (shared/PROTOTYPE.md §2.8 plus DESIGN.md A3), the round trip through
-// manifestFromJson and its refusal of malformed documents, the `remitc check` summary text, the
-// policy codes E0501–E0503 with their exact messages, and each kind of widening and narrowing that
-// diffManifests reports.
+// order and number formats (the prototype's, plus our additions: docs/manifest.md), the round trip
+// through manifestFromJson and its refusal of malformed documents, the `remitc check` summary text,
+// the policy codes E0501–E0503 with their exact messages, and each kind of widening and narrowing
+// that diffManifests reports.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -90,7 +90,7 @@ Manifest sampleManifest() {
 }
 
 // Python's json.dumps(manifest, indent=2, ensure_ascii=False) of the same manifest in the prototype's
-// shape, with DESIGN.md A3's additions.
+// shape, with our additions (docs/manifest.md "Differences from the prototype").
 constexpr std::string_view kSampleJson = R"json({
   "program": "support_triage",
   "program_hash": "ab12",

@@ -36,7 +36,7 @@ void checkSpan(const Span& span, uint32_t line, uint32_t col, uint32_t endLine, 
     CHECK(span.endCol == endCol);
 }
 
-// PROTOTYPE.md §2.2, verbatim.
+// The prototype's example policy (the format of docs/policy.md), verbatim.
 constexpr std::string_view kPrototypePolicy = R"([budget]
 max_usd = 0.75
 

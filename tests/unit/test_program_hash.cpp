@@ -1,6 +1,6 @@
 // Program and host hashes, and call-site ids: the hashes ignore everything `remitc fmt`, comment
 // edits and the file name can change and see every change in meaning; site ids follow the
-// prototype's walk order (shared/PROTOTYPE.md §4.12, shared/DESIGN.md A3, A6).
+// prototype's walk order (docs/language.md "Call-site ids" and "The program hash").
 #include <doctest/doctest.h>
 
 #include <memory>

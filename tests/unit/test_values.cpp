@@ -647,7 +647,7 @@ TEST_CASE("ops: Python-style indexing and field reads") {
 
 // ---------------------------------------------------------------- tags and provenance per operation
 
-TEST_CASE("ops: tags and provenance per operation (PROTOTYPE.md 4.7, DESIGN.md A4)") {
+TEST_CASE("ops: tags and provenance per operation") {
     Heap heap;
     TagSetId u = tagSet(heap, {"untrusted"});
     TagSetId p = tagSet(heap, {"private"});
@@ -728,7 +728,7 @@ TEST_CASE("ops: tags and provenance per operation (PROTOTYPE.md 4.7, DESIGN.md A
 
 // ---------------------------------------------------------------- str()
 
-TEST_CASE("ops: str() follows PROTOTYPE.md 4.2") {
+TEST_CASE("ops: str() converts as the prototype does") {
     Heap heap;
     auto text = [&](const Value& v) { return std::string(ok(toStr(heap, v)).asStr()); };
     auto F = [](double f) { return Value::floating(f); };

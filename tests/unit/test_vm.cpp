@@ -1,7 +1,7 @@
 // The VM through its run API (vm/run.h): programs compiled from source run to
 // the prototype's values; runs stop at host calls exposing the site, resource, tagged arguments
 // and pc tags, and resume with a result, a retried error, a fallback or a failure; labels follow
-// PROTOTYPE.md §4.7; limits and the host abort stop runs with R0701 and R0702.
+// docs/language.md "Labels, exactly"; limits and the host abort stop runs with R0701 and R0702.
 #include <doctest/doctest.h>
 
 #include <thread>
