@@ -7,10 +7,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include "runtime/json_text.h"
 
 namespace remit {
 
@@ -22,23 +23,23 @@ struct AdapterRequest {
     uint64_t timeoutMs = 0;        // the call's `timeout`, else the default
     // Call:
     std::string resource;          // capability name
-    nlohmann::ordered_json args;   // {param: value}, plain JSON
+    Json args;                     // {param: value}, plain JSON
     // Ask:
     std::string model;             // the model the call is granted under
     std::string agent;             // empty unless an agent call
     std::string system;            // the agent's system prompt, or empty
     std::string prompt;
-    nlohmann::ordered_json context;  // null when no context was given
+    Json context;                  // null when no context was given
     std::string renderedPrompt;    // the prototype's rendering (docs/broker.md); fixtures `match` on it
-    nlohmann::ordered_json schema; // JSON Schema of the requested type
+    Json schema;                   // JSON Schema of the requested type
     std::string typeName;          // how the type is written, e.g. "Verdict" or "List[Str] max 5"
 };
 
 struct AdapterReply {
     bool ok = false;
-    nlohmann::ordered_json result;     // ok: the raw result (validated by the broker)
+    Json result;                       // ok: the raw result (validated by the broker)
     std::optional<double> costUsd;     // the actual cost, when the adapter reports one
-    nlohmann::ordered_json meta;       // free-form, recorded in the trace
+    Json meta;                         // free-form, recorded in the trace
     // Not ok: "CapabilityFailed" (R0501), "Timeout" (R0503) or "ModelOutputInvalid" (R0502) — all
     // operational — and a message. A malformed, late or mismatched reply, or a dead adapter, is
     // reported by the adapter itself as CapabilityFailed with a message saying what happened.

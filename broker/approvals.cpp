@@ -23,9 +23,8 @@
 namespace remit {
 
 std::string approvalDigest(const std::string& programHash, const std::string& site, const std::string& resource,
-                           const nlohmann::ordered_json& args) {
-    nlohmann::ordered_json request = {
-        {"args", args}, {"program_hash", programHash}, {"resource", resource}, {"site", site}};
+                           const Json& args) {
+    Json request = {{"args", args}, {"program_hash", programHash}, {"resource", resource}, {"site", site}};
     return sha256Hex(canonicalJson(request));
 }
 

@@ -17,18 +17,19 @@
 //   leaves at most that one file, which the next writer reuses.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "runtime/json_text.h"
 
 namespace remit {
 
 // The approval digest: SHA-256 hex of canonical {"args", "program_hash", "resource", "site"}.
 std::string approvalDigest(const std::string& programHash, const std::string& site, const std::string& resource,
-                           const nlohmann::ordered_json& args);
+                           const Json& args);
 
 class ApprovalStore {
 public:

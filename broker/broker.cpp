@@ -92,8 +92,8 @@ std::string DenyViolation::message(const std::string& resource) const {
                        viaControl ? " (strict flows)" : "");
 }
 
-nlohmann::ordered_json DenyViolation::details(const std::string& resource) const {
-    nlohmann::ordered_json d{{"resource", resource}, {"param", param}, {"tags", tags}};
+Json DenyViolation::details(const std::string& resource) const {
+    Json d{{"resource", resource}, {"param", param}, {"tags", tags}};
     if (viaControl) d["via"] = "control";
     return d;
 }

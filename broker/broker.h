@@ -26,26 +26,26 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "broker/adapter.h"
 #include "broker/approvals.h"
 #include "broker/replay.h"
 #include "broker/trace.h"
-#include "vm/run.h"
 #include "runtime/host_model.h"
+#include "runtime/json_text.h"
 #include "runtime/policy.h"
+#include "vm/run.h"
 
 namespace remit {
 
 // The request a paused run waits for (the `approval_required` envelope's `pending`).
 struct PendingApproval {
     std::string digest, site, resource;
-    nlohmann::ordered_json args;
+    Json args;
     std::vector<std::string> reasons;
 };
 
@@ -76,7 +76,7 @@ struct DenyViolation {
     bool viaControl = false;
     // The R0301 message and details, in the broker's words.
     std::string message(const std::string& resource) const;
-    nlohmann::ordered_json details(const std::string& resource) const;
+    Json details(const std::string& resource) const;
 };
 // The first such parameter of `cap` among the call's arguments (`argTags[i]` belongs to
 // `argNames[i]`), or nothing; `strictPc` is the pc in strict mode, else kNoTags. Shared by the
@@ -88,7 +88,7 @@ std::optional<DenyViolation> deniedArgument(const Heap& heap, const Capability& 
 // The call a replay without live calls stopped at (the record was used up).
 struct UnrecordedCall {
     std::string resource, site;
-    nlohmann::ordered_json args;
+    Json args;
 };
 
 
@@ -158,7 +158,7 @@ private:
         const Capability* cap = nullptr;
         const ModelInfo* model = nullptr;
         const Grant* grant = nullptr;
-        nlohmann::ordered_json rawArgs;
+        Json rawArgs;
         std::vector<TagSetId> argTags;
         TagSetId allArgTags = kNoTags;
         ProvId prov = kNoProv;
@@ -166,7 +166,7 @@ private:
         std::string key, argsSha, digest;
         std::optional<size_t> inFlight;  // the plan's in-flight call this attempt sends again
         std::vector<std::string> reasons;
-        nlohmann::ordered_json approval = nullptr;
+        Json approval = nullptr;
         double reserve = 0;
         std::chrono::steady_clock::time_point sent;
         enum class State : uint8_t { Checking, AwaitingApproval, Dispatched } state = State::Checking;
@@ -194,11 +194,11 @@ private:
     Decision reserveAndDispatch();
     Decision replayRecorded(const Attempt& a);
     nlohmann::json approvalRequest(const Attempt& a) const;
-    AdapterRequest requestFor(const HostCall& call, const nlohmann::ordered_json& rawArgs, const std::string& key) const;
+    AdapterRequest requestFor(const HostCall& call, const Json& rawArgs, const std::string& key) const;
     // (declared ∪ deep argument tags ∪ pc) − clears.
     std::optional<TagSetId> resultTagsFor(const HostCall& call, TagSetId allArgTags);
     // Writes an event to the trace (and fsyncs it when `durable`); false when the trace failed.
-    bool record(const nlohmann::ordered_json& event, bool durable = false);
+    bool record(const Json& event, bool durable = false);
     // Stops the run: R0702, non-operational (no retry, no else), `why` kept for ioError().
     Decision stop(std::string why);
     Decision stopForTrace(const std::string& what);
@@ -210,9 +210,8 @@ private:
         std::optional<std::string> invalidOutput;  // a model's output that does not fit its type
         TagSetId tags = kNoTags;
     };
-    Decoded decodeResult(const HostCall& call, const nlohmann::ordered_json& result, TagSetId allArgTags, ProvId prov,
-                         uint64_t seq);
-    void emit(const nlohmann::ordered_json& event);
+    Decoded decodeResult(const HostCall& call, const Json& result, TagSetId allArgTags, ProvId prov, uint64_t seq);
+    void emit(const Json& event);
 };
 
 // The synchronous driver: decides each host call, asks `approve` when a call needs approval

@@ -111,13 +111,13 @@ bool pyJsonEqual(const nlohmann::json& a, const nlohmann::json& b) {
     return a == b;
 }
 
-nlohmann::ordered_json shapeAnswer(const nlohmann::json& answer, const nlohmann::ordered_json& schema) {
-    const nlohmann::ordered_json* s = &schema;
+Json shapeAnswer(const nlohmann::json& answer, const Json& schema) {
+    const Json* s = &schema;
     for (const char* key : {"anyOf", "oneOf", "allOf"})
         if (s->is_object() && s->contains(key) && (*s)[key].is_array() && !(*s)[key].empty()) s = &(*s)[key][0];
     std::string type = s->is_object() && s->contains("type") && (*s)["type"].is_string() ? (*s)["type"].get<std::string>() : "";
     if (type == "object") {
-        nlohmann::ordered_json out = nlohmann::ordered_json::object();
+        Json out = Json::object();
         if (s->contains("properties") && (*s)["properties"].is_object())
             for (auto it = (*s)["properties"].begin(); it != (*s)["properties"].end(); ++it)
                 out[it.key()] = shapeAnswer(answer, it.value());
@@ -131,8 +131,8 @@ nlohmann::ordered_json shapeAnswer(const nlohmann::json& answer, const nlohmann:
         return text == "business" || text == "yes" || text == "true";
     }
     if (type == "number" || type == "integer") return 0;
-    if (type == "array") return nlohmann::ordered_json::array();
-    return nlohmann::ordered_json(answer);
+    if (type == "array") return Json::array();
+    return Json(answer);
 }
 
 std::unique_ptr<FixtureAdapter> FixtureAdapter::load(const std::string& path, std::string& error, std::string& hint) {
@@ -217,7 +217,7 @@ AdapterReply FixtureAdapter::call(const AdapterRequest& request) {
         if (e.contains("error")) return failure(e);
         AdapterReply reply;
         reply.ok = true;
-        reply.result = e.contains("output") ? nlohmann::ordered_json(e["output"]) : nlohmann::ordered_json(nullptr);
+        reply.result = e.contains("output") ? Json(e["output"]) : Json(nullptr);
         if (e.contains("cost_usd")) reply.costUsd = e["cost_usd"].get<double>();
         reply.meta = {{"adapter", "fixture"}};
         return reply;
@@ -249,8 +249,8 @@ AdapterReply FixtureAdapter::ask(const AdapterRequest& request) {
         if (e.contains("error")) return failure(e);
         AdapterReply reply;
         reply.ok = true;
-        reply.result = e.contains("answer") ? shapeAnswer(e["answer"], request.schema)
-                                            : nlohmann::ordered_json(e.value("output", nlohmann::json()));
+        reply.result =
+            e.contains("answer") ? shapeAnswer(e["answer"], request.schema) : Json(e.value("output", nlohmann::json()));
         reply.costUsd = e.contains("cost_usd") ? e["cost_usd"].get<double>() : 0.0;
         reply.meta = {{"adapter", "fixture"}};
         return reply;

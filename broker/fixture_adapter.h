@@ -18,12 +18,12 @@
 
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "broker/adapter.h"
+#include "runtime/json_text.h"
 
 namespace remit {
 
@@ -55,7 +55,7 @@ private:
 };
 
 // The prototype's `shape`: a fixture `answer` fitted to the requested JSON Schema.
-nlohmann::ordered_json shapeAnswer(const nlohmann::json& answer, const nlohmann::ordered_json& schema);
+Json shapeAnswer(const nlohmann::json& answer, const Json& schema);
 // Python's `==` on JSON values: numbers compare by value across int and float; otherwise
 // structural. (Unlike Python, `true == 1` is false: a fixture should not match by accident.)
 bool pyJsonEqual(const nlohmann::json& a, const nlohmann::json& b);

@@ -20,18 +20,18 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "broker/trace.h"
+#include "runtime/json_text.h"
 
 namespace remit {
 
 // A call recorded in an earlier trace, answered from the record.
 struct RecordedCall {
-    nlohmann::ordered_json event;  // the `call` event as read
+    Json event;                    // the `call` event as read
     size_t line = 0;               // its line in the trace, for divergence messages
 };
 
@@ -40,15 +40,15 @@ struct InFlightCall {
     std::string runId, resource, site, idempotencyKey, argsDigest;
     uint64_t k = 0;
     int64_t attempt = 0;
-    nlohmann::ordered_json approval;  // null, or {digest, approved_by}
+    Json approval;  // null, or {digest, approved_by}
 };
 
 struct ReplayPlan {
     std::string tracePath;
-    nlohmann::ordered_json start;  // the trace's run_start
-    nlohmann::ordered_json end;    // its last run_end, or null when the run stopped without one
+    Json start;  // the trace's run_start
+    Json end;    // its last run_end, or null when the run stopped without one
     size_t endLine = 0;
-    nlohmann::ordered_json pendingApproval;  // the last pending_approval event, or null
+    Json pendingApproval;  // the last pending_approval event, or null
     std::vector<RecordedCall> calls;
     std::vector<InFlightCall> inFlight;
     bool liveAfter = true;  // resume: continue live once the record is used up; replay: diverge
@@ -76,9 +76,9 @@ std::string stringField(const Json& event, const char* key) {
 std::string idempotencyKey(const std::string& root, const std::string& site, uint64_t k);
 
 // SHA-256 of the canonical arguments: how a `dispatch` event names them without repeating them.
-std::string argsDigest(const nlohmann::ordered_json& args);
+std::string argsDigest(const Json& args);
 
 // The in-flight calls as `run_start` records them, and back.
-nlohmann::ordered_json inFlightJson(const std::vector<InFlightCall>& calls);
+Json inFlightJson(const std::vector<InFlightCall>& calls);
 
 }  // namespace remit

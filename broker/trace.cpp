@@ -77,11 +77,11 @@ bool TraceWriter::fail(int errorNumber) {
     return false;
 }
 
-bool TraceWriter::emit(const nlohmann::ordered_json& event) {
+bool TraceWriter::emit(const Json& event) {
     if (fd_ < 0) return true;  // not opened: tests without a trace
     if (!ok_) return false;
     ++emitted_;
-    nlohmann::ordered_json record = event;
+    Json record = event;
     record.erase("chain");
     std::string chain = traceChain(chain_, canonicalJson(record));
     record["chain"] = chain;

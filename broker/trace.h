@@ -19,11 +19,12 @@
 #pragma once
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "runtime/json_text.h"
 
 namespace remit {
 
@@ -39,7 +40,7 @@ public:
     bool open(const std::string& path, std::string& error);
     // Appends one event (plus its `chain` field) as a canonical JSON line. False if it could not
     // be written completely, or if an earlier write failed.
-    bool emit(const nlohmann::ordered_json& event);
+    bool emit(const Json& event);
     // Forces what was written to stable storage. False if that failed, or if anything failed before.
     bool sync();
     bool ok() const { return ok_; }

@@ -158,16 +158,15 @@ std::shared_ptr<const LoadedProgram> compileChecked(const CheckOutcome& outcome,
 
 namespace {
 
-nlohmann::ordered_json checkJson(const CheckOutcome& outcome) {
-    nlohmann::ordered_json diagnostics = nlohmann::ordered_json::array();
+Json checkJson(const CheckOutcome& outcome) {
+    Json diagnostics = Json::array();
     for (const Diagnostic& d : outcome.diags.items()) diagnostics.push_back(toJson(d));
-    nlohmann::ordered_json j;
+    Json j;
     j["file"] = outcome.file;
     j["ok"] = outcome.ok();
     j["diagnostics"] = std::move(diagnostics);
-    j["manifest"] = outcome.ok() && outcome.checked ? manifestToJson(outcome.checked->manifest)
-                                                    : nlohmann::ordered_json(nullptr);
-    j["policy"] = outcome.policyPath ? nlohmann::ordered_json(*outcome.policyPath) : nlohmann::ordered_json(nullptr);
+    j["manifest"] = outcome.ok() && outcome.checked ? manifestToJson(outcome.checked->manifest) : Json(nullptr);
+    j["policy"] = outcome.policyPath ? Json(*outcome.policyPath) : Json(nullptr);
     return j;
 }
 
@@ -232,7 +231,7 @@ int checkCommand(std::string_view tool, const std::vector<std::string>& argv) {
         fmt::print(stderr, "{}: error: {}\n", tool, e.message);
         exit = kUsage;
     }
-    nlohmann::ordered_json results = nlohmann::ordered_json::array();
+    Json results = Json::array();
     for (const std::string& file : files) {
         CheckOutcome outcome = checkProgramFile(file, options);
         if (outcome.ioError) {
@@ -256,8 +255,8 @@ int checkCommand(std::string_view tool, const std::vector<std::string>& argv) {
     }
     if (json && !results.empty()) {
         // One file gives one object, several a list (as the prototype prints them).
-        const nlohmann::ordered_json& shown = results.size() == 1 ? results[0] : results;
-        fmt::print("{}\n", shown.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+        const Json& shown = results.size() == 1 ? results[0] : results;
+        fmt::print("{}\n", shown.dump(2, ' ', false, Json::error_handler_t::replace));
     }
     return exit;
 }
@@ -317,7 +316,7 @@ int diffCommand(std::string_view tool, const std::vector<std::string>& argv) {
     if (!after) return exit;
     AuthorityDiff diff = diffManifests(before->checked->manifest, after->checked->manifest);
     if (args.has("--json")) {
-        nlohmann::ordered_json j;
+        Json j;
         j["widened"] = diff.widened;
         j["changes"] = diff.changes;
         fmt::print("{}\n", j.dump(2));

@@ -2,7 +2,7 @@
 // the JSON-RPC 2.0 side — one function, Server::reply, turns a parsed message into its reply for
 // both transports — with the protocol's own methods (initialize, ping, tools/list, resources/*),
 // and the stdio transport: one message per line on stdin, one reply per line on stdout. The HTTP
-// transport (`--http`) is cli/mcp_http.{h,cpp}; what a tool does is cli/mcp_tools.{h,cpp}'s.
+// transport (`--http`) is cli/mcp_http.{h,cpp}; what a tool does is session/mcp_tools.{h,cpp}'s.
 //
 // Over stdio every request is answered in order on the reading thread. A line that is not JSON is
 // a -32700 error, a message that is not a request -32600, an unknown method -32601, bad parameters
@@ -21,8 +21,8 @@
 
 #include "cli/commands.h"
 #include "cli/mcp_http.h"
-#include "cli/mcp_tools.h"
 #include "runtime/source.h"
+#include "session/mcp_tools.h"
 
 #ifndef REMIT_VERSION
 #define REMIT_VERSION "0.1.0"
@@ -96,7 +96,7 @@ Json resultReply(const Json& id, Json result) {
     return Json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
 }
 
-class Server final : public mcp::Endpoint {
+class Server final : public McpEndpoint {
 public:
     std::optional<Json> parse(std::string_view text, Json& error) const override;
     Json reply(const Json& message) override;
@@ -265,8 +265,8 @@ std::optional<uint64_t> parseCount(const std::string& text, uint64_t max) {
 }
 
 // The options of `mcp --http`; nullopt, with a message printed, when one is not usable.
-std::optional<mcp::HttpOptions> httpOptions(std::string_view tool, const Args& args) {
-    mcp::HttpOptions options;
+std::optional<McpHttpOptions> httpOptions(std::string_view tool, const Args& args) {
+    McpHttpOptions options;
     if (const std::string* host = args.value("--host")) options.host = *host;
     if (options.host.empty()) {
         fmt::print(stderr, "{}: error: --host needs an address, e.g. 127.0.0.1 or 0.0.0.0\n", tool);
@@ -306,10 +306,10 @@ int mcpCommand(std::string_view tool, const std::vector<std::string>& argv) {
     }
     std::signal(SIGPIPE, SIG_IGN);  // a client that goes away must not kill the server mid-write
     if (args.has("--http")) {
-        std::optional<mcp::HttpOptions> options = httpOptions(tool, args);
+        std::optional<McpHttpOptions> options = httpOptions(tool, args);
         if (!options) return kUsage;
         Server server;
-        return mcp::serveHttp(tool, *options, server);
+        return serveMcpHttp(tool, *options, server);
     }
     for (const char* flag : {"--host", "--port", "--keys", "--usage", "--free-monthly"}) {
         if (args.value(flag)) {

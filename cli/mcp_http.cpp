@@ -34,7 +34,7 @@
 #include "runtime/files.h"
 #include "runtime/hash.h"
 
-namespace remit::cli::mcp {
+namespace remit::cli {
 
 namespace {
 
@@ -228,8 +228,8 @@ Response methodNotAllowed(const char* allow) {
 
 class McpHttp final : public http::Handler {
 public:
-    McpHttp(std::string_view tool, const HttpOptions& options, std::optional<Keys> keys,
-            std::unique_ptr<UsageStore> usage, Endpoint& endpoint)
+    McpHttp(std::string_view tool, const McpHttpOptions& options, std::optional<Keys> keys,
+            std::unique_ptr<UsageStore> usage, McpEndpoint& endpoint)
         : tool_(tool), options_(options), keys_(std::move(keys)), usage_(std::move(usage)), endpoint_(endpoint) {}
 
     std::optional<Response> screen(const Request& r) override {
@@ -285,10 +285,10 @@ public:
 
 private:
     std::string tool_;
-    HttpOptions options_;
+    McpHttpOptions options_;
     std::optional<Keys> keys_;
     std::unique_ptr<UsageStore> usage_;
-    Endpoint& endpoint_;
+    McpEndpoint& endpoint_;
 
     std::mutex sessionsMutex_;
     std::unordered_set<std::string> sessions_;  // guarded
@@ -357,7 +357,7 @@ void stopOnSignal(int) {
 
 }  // namespace
 
-int serveHttp(std::string_view tool, const HttpOptions& options, Endpoint& endpoint) {
+int serveMcpHttp(std::string_view tool, const McpHttpOptions& options, McpEndpoint& endpoint) {
     static constexpr const char* kSee = "docs/mcp.md, \"HTTP transport\"";
     std::optional<Keys> keys;
     std::string problem;
@@ -385,7 +385,7 @@ int serveHttp(std::string_view tool, const HttpOptions& options, Endpoint& endpo
                    tool);
 
     http::Limits limits;
-    limits.maxBody = kMaxMessageBytes;
+    limits.maxBody = mcp::kMaxMessageBytes;
     http::Server server(limits);
     // Installed before listening, so a signal during start-up ends the server cleanly too.
     gServer = &server;
@@ -415,4 +415,4 @@ int serveHttp(std::string_view tool, const HttpOptions& options, Endpoint& endpo
     return kOk;
 }
 
-}  // namespace remit::cli::mcp
+}  // namespace remit::cli

@@ -3,7 +3,7 @@
 // batches of 2025-03-26), health checks, and the prototype's hosted mode in front of them — API
 // keys from keys.json looked up by the SHA-256 of the token, monthly metering per key (or per
 // client IP for anonymous use) in the prototype's usage.sqlite, 401 without a key, 429 over the
-// limit. The JSON-RPC side is the same Endpoint the stdio transport uses (cli/mcp_command.cpp);
+// limit. The JSON-RPC side is the same McpEndpoint the stdio transport uses (cli/mcp_command.cpp);
 // the HTTP side is cli/http_server.h.
 #pragma once
 
@@ -12,15 +12,15 @@
 #include <string>
 #include <string_view>
 
-#include "cli/mcp_tools.h"
+#include "session/mcp_tools.h"
 
-namespace remit::cli::mcp {
+namespace remit::cli {
 
 // The JSON-RPC 2.0 side of the server, implemented in cli/mcp_command.cpp and shared by both
 // transports, so a message means the same over stdio and HTTP.
-class Endpoint {
+class McpEndpoint {
 public:
-    virtual ~Endpoint() = default;
+    virtual ~McpEndpoint() = default;
     // Parses the text of one message or batch. When it is not JSON (or nests too deeply to be
     // parsed safely) returns nullopt with `error` set to the -32700 reply.
     virtual std::optional<Json> parse(std::string_view text, Json& error) const = 0;
@@ -31,7 +31,7 @@ public:
     virtual bool speaks(std::string_view version) const = 0;
 };
 
-struct HttpOptions {
+struct McpHttpOptions {
     std::string host = "127.0.0.1";
     uint16_t port = 8000;      // 0 picks a free port; the start-up line names the one bound
     std::string keysPath;      // empty: no keys, every client is anonymous
@@ -42,6 +42,6 @@ struct HttpOptions {
 // Serves `endpoint` over HTTP until SIGINT or SIGTERM. Prints `TOOL mcp: listening on
 // http://HOST:PORT/mcp` on stderr once listening. Returns the exit code: 0 after a signal, 1 when
 // it cannot listen, 2 when the keys or usage file cannot be used (the message names the file).
-int serveHttp(std::string_view tool, const HttpOptions& options, Endpoint& endpoint);
+int serveMcpHttp(std::string_view tool, const McpHttpOptions& options, McpEndpoint& endpoint);
 
-}  // namespace remit::cli::mcp
+}  // namespace remit::cli

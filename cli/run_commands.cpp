@@ -105,9 +105,7 @@ std::string sourceTextFor(const ProgramSource& source) {
 }
 
 // Results print as the prototype prints them: json.dumps(value, indent=2, ensure_ascii=False).
-std::string prettyJson(const nlohmann::ordered_json& value) {
-    return dumpJson(value, JsonTextStyle{false, false, 2, ",", ": "});
-}
+std::string prettyJson(const Json& value) { return dumpJson(value, JsonTextStyle{false, false, 2, ",", ": "}); }
 
 }  // namespace
 
@@ -209,7 +207,7 @@ int bytecodeManifest(std::string_view tool, const std::string& path) {
     int exit = kOk;
     auto program = loadBytecodeFile(tool, path, exit);
     if (!program) return exit;
-    nlohmann::ordered_json manifest = nlohmann::ordered_json::parse(program->module().manifestJson);
+    Json manifest = Json::parse(program->module().manifestJson);
     fmt::print("{}\n", manifest.dump(2));
     return kOk;
 }
@@ -386,9 +384,9 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
     int exit = kOk;
     auto rejected = [&](const DiagnosticList& diags) {
         if (json) {
-            nlohmann::ordered_json d = nlohmann::ordered_json::array();
+            Json d = Json::array();
             for (const Diagnostic& x : diags.items()) d.push_back(toJson(x));
-            fmt::print("{}\n", nlohmann::ordered_json{{"status", "rejected"}, {"diagnostics", d}}.dump(2));
+            fmt::print("{}\n", Json{{"status", "rejected"}, {"diagnostics", d}}.dump(2));
         } else {
             printDiagnostics(diags, source.checked ? &*source.checked : nullptr);
             fmt::print(stderr, "refusing to run a program with errors\n");
@@ -523,8 +521,7 @@ struct Continuation {
 
 // --interactive: shows the request on stderr and reads y/N from the terminal (docs/broker.md "Approvals").
 bool askAtTerminal(const PendingApproval& pending) {
-    nlohmann::ordered_json request = {{"resource", pending.resource}, {"args", pending.args},
-                                      {"reasons", pending.reasons}};
+    Json request = {{"resource", pending.resource}, {"args", pending.args}, {"reasons", pending.reasons}};
     fmt::print(stderr, "\n=== approval required ===\n{}\ndigest {}\napprove this exact call? [y/N] ",
                prettyJson(request), pending.digest);
     std::fflush(stderr);
@@ -617,7 +614,7 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
         recorded.resumedFrom = continuation->resumedFrom;
         if (!continuation->plan->inFlight.empty()) recorded.inFlight = inFlightJson(continuation->plan->inFlight);
     }
-    nlohmann::ordered_json start = runStartEvent(recorded);
+    Json start = runStartEvent(recorded);
     if (!trace.emit(start) || !trace.sync()) {
         std::error_code ec;
         std::filesystem::remove(tracePath, ec);  // nothing in it can be resumed
@@ -666,12 +663,15 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
         if (!trace.emit(runEndPaused(runId, pending.digest)))
             return endFailure();
         if (json) {
-            nlohmann::ordered_json reasons(pending.reasons);
-            nlohmann::ordered_json envelope = {
-                {"status", "approval_required"},
-                {"run_id", runId},
-                {"pending", {{"digest", pending.digest}, {"site", pending.site}, {"resource", pending.resource},
-                             {"args", pending.args}, {"reasons", reasons}}}};
+            Json reasons(pending.reasons);
+            Json envelope = {{"status", "approval_required"},
+                             {"run_id", runId},
+                             {"pending",
+                              {{"digest", pending.digest},
+                               {"site", pending.site},
+                               {"resource", pending.resource},
+                               {"args", pending.args},
+                               {"reasons", reasons}}}};
             fmt::print("{}\n", prettyJson(envelope));
         } else {
             printRuntimeFailure(source, run.failure());
@@ -690,7 +690,7 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
         if (!trace.emit(runEndFailed(runId, f)))
             return endFailure();
         if (json)
-            fmt::print("{}\n", nlohmann::ordered_json{{"status", "failed"}, {"run_id", runId}, {"error", failureJson(f)}}.dump(2));
+            fmt::print("{}\n", Json{{"status", "failed"}, {"run_id", runId}, {"error", failureJson(f)}}.dump(2));
         else
             printRuntimeFailure(source, f);
         traceLine();
@@ -700,9 +700,9 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     if (!trace.emit(runEndCompleted(runId, result, broker.spent())))
         return endFailure();
     if (json) {
-        nlohmann::ordered_json envelope = {{"status", "completed"},   {"run_id", runId},
-                                           {"result", result.value},  {"result_tags", result.tags},
-                                           {"spent_usd", broker.spent()}, {"calls", broker.calls()}};
+        Json envelope = {{"status", "completed"},       {"run_id", runId},
+                         {"result", result.value},      {"result_tags", result.tags},
+                         {"spent_usd", broker.spent()}, {"calls", broker.calls()}};
         fmt::print("{}\n", prettyJson(envelope));
     } else {
         fmt::print("{}\n", prettyJson(result.value));
@@ -916,8 +916,7 @@ int replayCommand(std::string_view tool, const std::vector<std::string>& argv) {
     // A divergence found after the run (count, outcome): R0601 naming the first differing event.
     auto diverged = [&](const std::string& message, const std::optional<RunFailure>& replayFailure) {
         if (json) {
-            nlohmann::ordered_json error = {{"code", "R0601"}, {"name", diagInfo(DiagCode::R0601).name},
-                                            {"message", message}};
+            Json error = {{"code", "R0601"}, {"name", diagInfo(DiagCode::R0601).name}, {"message", message}};
             fmt::print("{}\n", prettyJson({{"status", "failed"}, {"run_id", recordedRun}, {"error", error}}));
         } else {
             // A replay that itself stopped with R0601 has printed it with its span; any other
@@ -950,7 +949,7 @@ int replayCommand(std::string_view tool, const std::vector<std::string>& argv) {
     run.start(source.program->entry(), std::move(inputs));
     RunStatus status = driveWith(run, broker, nullptr);
 
-    const nlohmann::ordered_json& end = plan.end;
+    const Json& end = plan.end;
     std::string endStatus = end.is_object() ? stringField(end, "status") : "";
     size_t recorded = plan.calls.size();
     std::string outcome;  // how the recorded run ended, when the replay reproduced it
@@ -960,7 +959,7 @@ int replayCommand(std::string_view tool, const std::vector<std::string>& argv) {
         bool usedUp = f.error.code == DiagCode::R0601 && next && broker.replayed() == recorded;
         if (usedUp && endStatus == "pending_approval") {
             // The run paused at this call: the replay reproduced everything up to the pause.
-            const nlohmann::ordered_json& p = plan.pendingApproval;
+            const Json& p = plan.pendingApproval;
             bool same = p.is_object() && stringField(p, "resource") == next->resource && stringField(p, "site") == next->site &&
                         p.contains("args") && canonicalJson(p["args"]) == canonicalJson(next->args);
             if (!same) return diverged(atEnd(fmt::format("the run paused for approval of another call than '{}' at {}",

@@ -5,7 +5,9 @@
 #   runtime → bytecode → compiler | vm → broker → session → cli
 #
 # compiler and vm share a layer and may not link each other: the compiler never runs code, and the
-# VM never sees source. remit_check_layers() runs after every library is defined.
+# VM never sees source. remit_mcp (session/mcp_tools.h) sits in the session folder above the session
+# library it uses and below the transports of cli/; it is kept out of the embedding library.
+# remit_check_layers() runs after every library is defined.
 set(REMIT_LAYERS
   "remit_runtime:0"
   "remit_bytecode:1"
@@ -13,7 +15,8 @@ set(REMIT_LAYERS
   "remit_vm:2"
   "remit_broker:3"
   "remit_session:4"
-  "remit_cli:5")
+  "remit_mcp:5"
+  "remit_cli:6")
 
 # -DREMIT_FORBIDDEN_LINK=FROM:TO adds one forbidden link before the check, so a test can prove
 # the check fails (tests/CMakeLists.txt, "layers: a forbidden link fails the configure step").
@@ -44,7 +47,7 @@ function(remit_check_layers)
     list(GET pair 0 target)
     list(GET pair 1 rank)
     if(NOT TARGET ${target})
-      continue()  # remit_cli without REMIT_BUILD_CLI
+      continue()  # remit_cli and remit_mcp without REMIT_BUILD_CLI
     endif()
     get_target_property(linked ${target} LINK_LIBRARIES)
     get_target_property(exported ${target} INTERFACE_LINK_LIBRARIES)

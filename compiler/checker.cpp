@@ -284,8 +284,7 @@ private:
         return t;
     }
 
-    void error(DiagCode code, std::string message, const Span& span, std::string hint = {},
-               nlohmann::ordered_json details = nullptr) {
+    void error(DiagCode code, std::string message, const Span& span, std::string hint = {}, Json details = nullptr) {
         Diagnostic d = makeDiagnostic(code, std::move(message), file_, span, std::move(hint));
         d.details = std::move(details);
         diags_.add(std::move(d));
@@ -397,7 +396,7 @@ private:
     // ------------------------------------------------------------ diagnostics
 
     void report(DiagCode code, std::string message, const Span& span, std::string hint = {},
-                std::vector<std::string> notes = {}, nlohmann::ordered_json details = nullptr) {
+                std::vector<std::string> notes = {}, Json details = nullptr) {
         if (stopped_ || dry_) return;
         Diagnostic d =
             makeDiagnostic(code, std::move(message), opts_.programFile, span, std::move(hint), std::move(notes));
@@ -405,13 +404,11 @@ private:
         diags_.add(std::move(d));
     }
     // The payload of a type mismatch: what the place needs and what it was given.
-    static nlohmann::ordered_json mismatch(std::string_view expected, TypeRef actual) {
+    static Json mismatch(std::string_view expected, TypeRef actual) {
         return {{"expected", expected}, {"actual", showType(actual)}};
     }
-    static nlohmann::ordered_json mismatch(TypeRef expected, TypeRef actual) {
-        return mismatch(showType(expected), actual);
-    }
-    static nlohmann::ordered_json resourceDetails(const std::string& resource) { return {{"resource", resource}}; }
+    static Json mismatch(TypeRef expected, TypeRef actual) { return mismatch(showType(expected), actual); }
+    static Json resourceDetails(const std::string& resource) { return {{"resource", resource}}; }
 
     // Resolves a written type and records it under its node, for the code generator.
     TypeRef resolve(const TypeExpr& te) {

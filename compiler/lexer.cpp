@@ -97,23 +97,19 @@ private:
     size_t errors_ = 0;
     LexResult out_;
 
-    void error(DiagCode code, std::string message, Span span, std::string hint = {},
-               nlohmann::ordered_json details = nullptr) {
+    void error(DiagCode code, std::string message, Span span, std::string hint = {}, Json details = nullptr) {
         // Past the error cap nothing new would be shown: stop rather than scan a hostile file.
         if (++errors_ >= limits_.maxErrors) out_.fatal = true;
         Diagnostic d = makeDiagnostic(code, std::move(message), std::string(file_), span, std::move(hint));
         d.details = std::move(details);
         diags_.add(std::move(d));
     }
-    void fatal(DiagCode code, std::string message, Span span, std::string hint = {},
-               nlohmann::ordered_json details = nullptr) {
+    void fatal(DiagCode code, std::string message, Span span, std::string hint = {}, Json details = nullptr) {
         error(code, std::move(message), span, std::move(hint), std::move(details));
         out_.fatal = true;
     }
     // The payload of an E0003: which front-end limit, and its value.
-    static nlohmann::ordered_json limitDetails(std::string_view limit, size_t value) {
-        return {{"limit", limit}, {"value", value}};
-    }
+    static Json limitDetails(std::string_view limit, size_t value) { return {{"limit", limit}, {"value", value}}; }
     Span here(uint32_t width = 1) const { return Span{line_, col_, line_, col_ + width}; }
 
     // Encoding and per-line limits are checked once over the whole file, before any token.

@@ -74,20 +74,20 @@ std::vector<const ResourceUse*> sortedResources(const Manifest& manifest) {
     return out;
 }
 
-nlohmann::ordered_json stringArray(const std::vector<std::string>& items) {
-    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+Json stringArray(const std::vector<std::string>& items) {
+    Json out = Json::array();
     for (const std::string& item : items) out.push_back(item);
     return out;
 }
 
 template <class T>
-nlohmann::ordered_json optionalJson(const std::optional<T>& value) {
+Json optionalJson(const std::optional<T>& value) {
     if (!value) return nullptr;
     return *value;
 }
 
-nlohmann::ordered_json callSiteJson(const CallSiteInfo& site, bool modelCall) {
-    nlohmann::ordered_json j;
+Json callSiteJson(const CallSiteInfo& site, bool modelCall) {
+    Json j;
     j["site"] = site.site;
     j["line"] = site.line;
     j["col"] = site.col;
@@ -573,16 +573,16 @@ const char* approvalText(Approval approval) {
     return "none";
 }
 
-nlohmann::ordered_json manifestToJson(const Manifest& manifest) {
-    nlohmann::ordered_json j;
+Json manifestToJson(const Manifest& manifest) {
+    Json j;
     j["program"] = manifest.program;
     j["program_hash"] = manifest.programHash;
     j["host_hash"] = manifest.hostHash;
     j["uses"] = stringArray(manifest.uses);
 
-    nlohmann::ordered_json resources = nlohmann::ordered_json::object();
+    Json resources = Json::object();
     for (const ResourceUse* r : sortedResources(manifest)) {
-        nlohmann::ordered_json res;
+        Json res;
         res["kind"] = r->isModel ? "model" : "capability";
         res["max_calls"] = r->maxCalls;
         res["cost_per_call"] = r->costPerCall;
@@ -597,9 +597,9 @@ nlohmann::ordered_json manifestToJson(const Manifest& manifest) {
     }
     j["resources"] = std::move(resources);
 
-    nlohmann::ordered_json agents = nlohmann::ordered_json::object();
+    Json agents = Json::object();
     for (const AgentUse& a : manifest.agents) {
-        nlohmann::ordered_json agent;
+        Json agent;
         agent["model"] = a.model;
         agent["max_calls_declared"] = optionalJson(a.maxCallsDeclared);
         agent["max_calls_worst_case"] = a.maxCallsWorstCase;
@@ -610,26 +610,26 @@ nlohmann::ordered_json manifestToJson(const Manifest& manifest) {
     j["worst_case_cost_usd"] = manifest.worstCaseCostUsd;
     j["budget_usd"] = optionalJson(manifest.budgetUsd);
 
-    nlohmann::ordered_json sites = nlohmann::ordered_json::array();
-    nlohmann::ordered_json approvalSites = nlohmann::ordered_json::array();
+    Json sites = Json::array();
+    Json approvalSites = Json::array();
     for (const CallSiteInfo& s : manifest.callSites) {
         const ResourceUse* r = manifest.resource(s.resource);
-        nlohmann::ordered_json site = callSiteJson(s, r != nullptr && r->isModel);
+        Json site = callSiteJson(s, r != nullptr && r->isModel);
         if (s.approval != Approval::None) approvalSites.push_back(site);
         sites.push_back(std::move(site));
     }
     j["call_sites"] = std::move(sites);
     j["approval_sites"] = std::move(approvalSites);
 
-    nlohmann::ordered_json flows = nlohmann::ordered_json::array();
+    Json flows = Json::array();
     for (const Flow& f : manifest.flows) {
-        nlohmann::ordered_json flow;
+        Json flow;
         flow["sink"] = f.sink;
         flow["tags"] = stringArray(f.tags);
         flow["verdict"] = f.verdict;
-        nlohmann::ordered_json flowSites = nlohmann::ordered_json::array();
+        Json flowSites = Json::array();
         for (const FlowSite& s : f.sites) {
-            nlohmann::ordered_json site;
+            Json site;
             site["site"] = s.site;
             site["via"] = s.via;
             flowSites.push_back(std::move(site));
@@ -639,7 +639,7 @@ nlohmann::ordered_json manifestToJson(const Manifest& manifest) {
     }
     j["flows"] = std::move(flows);
 
-    nlohmann::ordered_json inputs = nlohmann::ordered_json::object();
+    Json inputs = Json::object();
     for (const auto& [name, tags] : manifest.inputs) inputs[name] = stringArray(tags);
     j["inputs"] = std::move(inputs);
     // Only in strict mode, so a default manifest keeps the prototype's shape.
@@ -650,7 +650,7 @@ nlohmann::ordered_json manifestToJson(const Manifest& manifest) {
 
 std::optional<Manifest> manifestFromJson(const nlohmann::json& json) { return readManifestNoThrow(json); }
 
-std::optional<Manifest> manifestFromJson(const nlohmann::ordered_json& json) { return readManifestNoThrow(json); }
+std::optional<Manifest> manifestFromJson(const Json& json) { return readManifestNoThrow(json); }
 
 std::string manifestSummary(const Manifest& manifest) {
     // Column widths and spacing are the prototype's, so scripts that read this text keep working.
@@ -680,7 +680,7 @@ std::string manifestSummary(const Manifest& manifest) {
 
 void checkManifestAgainstPolicy(const Manifest& manifest, const Policy& policy, const std::string& programFile,
                                 const Span& programSpan, DiagnosticList& diags) {
-    auto report = [&](DiagCode code, std::string message, std::string hint, nlohmann::ordered_json details) {
+    auto report = [&](DiagCode code, std::string message, std::string hint, Json details) {
         Diagnostic d = makeDiagnostic(code, std::move(message), programFile, programSpan, std::move(hint));
         d.details = std::move(details);
         diags.add(std::move(d));

@@ -5,15 +5,15 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "runtime/diagnostics.h"
+#include "runtime/json_text.h"
 
 namespace remit {
 
@@ -97,7 +97,7 @@ const char* approvalText(Approval approval);  // "none", "possible", "always"
 
 // The JSON of docs/manifest.md (the prototype's shape plus program_hash, host_hash, fn#k site
 // ids and flow sites), with keys in a fixed order.
-nlohmann::ordered_json manifestToJson(const Manifest& manifest);
+Json manifestToJson(const Manifest& manifest);
 // Reads what manifestToJson wrote (for .rbc files and `remitc diff`); nullopt on a malformed document.
 // Never throws on bad input: .rbc files are untrusted. Extra keys are ignored; approval_sites is
 // derived from call_sites, so it is only checked to be a list.
@@ -105,7 +105,7 @@ std::optional<Manifest> manifestFromJson(const nlohmann::json& json);
 // The same for a document parsed as ordered_json. Prefer it: nlohmann::json sorts object keys, which
 // loses the declaration order of `agents` and `inputs`; this overload keeps it, so a round trip
 // through manifestToJson is exact.
-std::optional<Manifest> manifestFromJson(const nlohmann::ordered_json& json);
+std::optional<Manifest> manifestFromJson(const Json& json);
 
 // The readable summary `remitc check` prints on success (docs/manifest.md "The summary"), one line
 // per item, ending with a newline.

@@ -72,8 +72,7 @@ private:
         throw SyntaxError{};
     }
     [[noreturn]] void failAt(std::string message, std::string hint = {}) { fail(std::move(message), peek().span, std::move(hint)); }
-    void record(DiagCode code, std::string message, Span span, std::string hint = {},
-                nlohmann::ordered_json details = nullptr) {
+    void record(DiagCode code, std::string message, Span span, std::string hint = {}, Json details = nullptr) {
         Diagnostic d = makeDiagnostic(code, std::move(message), std::string(ctx_.file), span, std::move(hint));
         d.details = std::move(details);
         if (ctx_.diags.add(std::move(d))) ++ctx_.errors;

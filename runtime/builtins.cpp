@@ -230,9 +230,8 @@ std::optional<Value> withTopLabels(Heap& heap, Value result, std::span<const Val
 
 std::string_view nameOf(BuiltinId id) { return builtinInfo(id).name; }
 
-std::optional<Value> evalError(Heap& heap, BuiltinId id, std::string message,
-                               nlohmann::ordered_json details = nlohmann::ordered_json::object()) {
-    nlohmann::ordered_json payload{{"builtin", nameOf(id)}};
+std::optional<Value> evalError(Heap& heap, BuiltinId id, std::string message, Json details = Json::object()) {
+    Json payload{{"builtin", nameOf(id)}};
     payload.update(details);
     heap.fail(RuntimeError{DiagCode::R0101, std::move(message), std::move(payload)});
     return std::nullopt;
@@ -1181,9 +1180,9 @@ std::optional<Value> callBuiltin(Heap& heap, BuiltinId id, std::span<const Value
     auto index = static_cast<uint16_t>(id);
     if (index >= kBuiltinCount || args.size() != kBuiltins[index].argc) {
         // The VM's verifier rules both out; a forged call still fails cleanly.
-        heap.fail(RuntimeError{DiagCode::R0101, fmt::format("no builtin number {} taking {} arguments", index,
-                                                            args.size()),
-                               nlohmann::ordered_json{{"builtin", index}}});
+        heap.fail(RuntimeError{DiagCode::R0101,
+                               fmt::format("no builtin number {} taking {} arguments", index, args.size()),
+                               Json{{"builtin", index}}});
         return std::nullopt;
     }
     switch (id) {

@@ -206,9 +206,9 @@ void appendJsonString(std::string& out, std::string_view text, bool ensureAscii)
 }
 
 std::string dumpJson(const nlohmann::json& value, const JsonTextStyle& style) { return dumpImpl(value, style); }
-std::string dumpJson(const nlohmann::ordered_json& value, const JsonTextStyle& style) { return dumpImpl(value, style); }
+std::string dumpJson(const Json& value, const JsonTextStyle& style) { return dumpImpl(value, style); }
 
 std::string canonicalJson(const nlohmann::json& value) { return dumpImpl(value, canonicalStyle()); }
-std::string canonicalJson(const nlohmann::ordered_json& value) { return dumpImpl(value, canonicalStyle()); }
+std::string canonicalJson(const Json& value) { return dumpImpl(value, canonicalStyle()); }
 
 }  // namespace remit

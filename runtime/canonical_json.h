@@ -17,6 +17,8 @@
 #include <string>
 #include <string_view>
 
+#include "runtime/json_text.h"
+
 namespace remit {
 
 // json.dumps's parameters. The defaults are Python's, except that the separators must be given
@@ -30,11 +32,11 @@ struct JsonTextStyle {
 };
 
 std::string dumpJson(const nlohmann::json& value, const JsonTextStyle& style);
-std::string dumpJson(const nlohmann::ordered_json& value, const JsonTextStyle& style);
+std::string dumpJson(const Json& value, const JsonTextStyle& style);
 
 // json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).
 std::string canonicalJson(const nlohmann::json& value);
-std::string canonicalJson(const nlohmann::ordered_json& value);
+std::string canonicalJson(const Json& value);
 
 // Appends `text` as a quoted JSON string literal, escaped as json.dumps does.
 void appendJsonString(std::string& out, std::string_view text, bool ensureAscii);

@@ -151,9 +151,9 @@ std::string renderDiagnostics(const std::vector<Diagnostic>& diagnostics, const 
     return out + fmt::format("... and {} more {}; fix the ones above first\n", hidden, what);
 }
 
-nlohmann::ordered_json toJson(const Diagnostic& d) {
+Json toJson(const Diagnostic& d) {
     const DiagInfo& info = diagInfo(d.code);
-    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    Json j = Json::object();
     j["code"] = info.code;
     j["severity"] = info.severity == Severity::Warning ? "warning" : "error";
     j["message"] = d.message;
@@ -166,7 +166,7 @@ nlohmann::ordered_json toJson(const Diagnostic& d) {
     } else {
         for (const char* key : {"line", "col", "end_line", "end_col"}) j[key] = nullptr;
     }
-    j["hint"] = d.hint.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(d.hint);
+    j["hint"] = d.hint.empty() ? Json(nullptr) : Json(d.hint);
     j["notes"] = d.notes;
     if (!d.details.is_null()) j["details"] = d.details;
     return j;

@@ -7,14 +7,14 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_set>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "runtime/json_text.h"
 #include "runtime/source.h"
 
 namespace remit {
@@ -42,7 +42,7 @@ struct DiagInfo {
 struct RuntimeError {
     DiagCode code = DiagCode::R0101;
     std::string message;
-    nlohmann::ordered_json details;  // structured payload (e.g. R0701 names the limit); null if none
+    Json details;  // structured payload (e.g. R0701 names the limit); null if none
 };
 
 const DiagInfo& diagInfo(DiagCode code);
@@ -57,7 +57,7 @@ struct Diagnostic {
     Span span;                 // may be invalid (no position)
     std::string hint;          // empty: no hint
     std::vector<std::string> notes;
-    nlohmann::ordered_json details;    // structured payload for repair tools; null when there is none
+    Json details;  // structured payload for repair tools; null when there is none
 
     Severity severity() const { return diagInfo(code).severity; }
     bool isError() const { return severity() != Severity::Warning; }
@@ -115,6 +115,6 @@ std::string renderDiagnostics(const std::vector<Diagnostic>& diagnostics, const 
                               const RenderOptions& options = {});
 
 // {"code","severity","message","file","line","col","end_line","end_col","hint","notes"[,"details"]}
-nlohmann::ordered_json toJson(const Diagnostic& diagnostic);
+Json toJson(const Diagnostic& diagnostic);
 
 }  // namespace remit

@@ -129,7 +129,7 @@ void Heap::failAllocation(size_t bytes) {
                       fmt::format("out of memory: the system could not allocate {} bytes (the run held {} bytes, "
                                   "within its max_memory of {} bytes)",
                                   bytes, live_, budget_),
-                      nlohmann::ordered_json{{"limit", "system_memory"}, {"value", bytes}}});
+                      Json{{"limit", "system_memory"}, {"value", bytes}}});
 }
 
 void Heap::failMemory(size_t needed) {
@@ -137,7 +137,7 @@ void Heap::failMemory(size_t needed) {
                       fmt::format("memory limit exceeded: {} bytes are live and {} more were needed, "
                                   "but max_memory is {} bytes",
                                   live_, needed, budget_),
-                      nlohmann::ordered_json{{"limit", "max_memory"}, {"value", budget_}}});
+                      Json{{"limit", "max_memory"}, {"value", budget_}}});
 }
 
 RuntimeError Heap::takeError() {
@@ -518,7 +518,7 @@ std::optional<TagSetId> Heap::uniteTagsSlow(TagSetId a, TagSetId b) {
     if (!out) {
         fail(RuntimeError{DiagCode::R0701,
                           fmt::format("too many distinct tag sets: a run may create at most {}", tags_.maxSets()),
-                          nlohmann::ordered_json{{"limit", "tag_sets"}, {"value", tags_.maxSets()}}});
+                          Json{{"limit", "tag_sets"}, {"value", tags_.maxSets()}}});
         return std::nullopt;
     }
     if (!chargeTables()) return std::nullopt;
@@ -529,7 +529,7 @@ std::optional<ProvId> Heap::uniteProvSlow(ProvId a, ProvId b) {
     std::optional<ProvId> out = prov_.unite(a, b);
     if (!out) {
         fail(RuntimeError{DiagCode::R0701, "too many provenance nodes in one run",
-                          nlohmann::ordered_json{{"limit", "provenance_nodes"}, {"value", prov_.nodeCount()}}});
+                          Json{{"limit", "provenance_nodes"}, {"value", prov_.nodeCount()}}});
         return std::nullopt;
     }
     if (!chargeTables()) return std::nullopt;
@@ -541,7 +541,7 @@ std::optional<TagSetId> Heap::internTags(std::span<const std::string> names) {
     if (!out) {
         fail(RuntimeError{DiagCode::R0701,
                           fmt::format("too many distinct tag sets: a run may create at most {}", tags_.maxSets()),
-                          nlohmann::ordered_json{{"limit", "tag_sets"}, {"value", tags_.maxSets()}}});
+                          Json{{"limit", "tag_sets"}, {"value", tags_.maxSets()}}});
         return std::nullopt;
     }
     if (!chargeTables()) return std::nullopt;
@@ -558,7 +558,7 @@ std::optional<TagSetId> Heap::subtractTags(TagSetId set, TagSetId removed) {
     if (!out) {
         fail(RuntimeError{DiagCode::R0701,
                           fmt::format("too many distinct tag sets: a run may create at most {}", tags_.maxSets()),
-                          nlohmann::ordered_json{{"limit", "tag_sets"}, {"value", tags_.maxSets()}}});
+                          Json{{"limit", "tag_sets"}, {"value", tags_.maxSets()}}});
         return std::nullopt;
     }
     if (!chargeTables()) return std::nullopt;
@@ -569,7 +569,7 @@ std::optional<ProvId> Heap::provLeaf(uint64_t seq) {
     std::optional<ProvId> out = prov_.leaf(seq);
     if (!out) {
         fail(RuntimeError{DiagCode::R0701, "too many provenance nodes in one run",
-                          nlohmann::ordered_json{{"limit", "provenance_nodes"}, {"value", prov_.nodeCount()}}});
+                          Json{{"limit", "provenance_nodes"}, {"value", prov_.nodeCount()}}});
         return std::nullopt;
     }
     if (!chargeTables()) return std::nullopt;

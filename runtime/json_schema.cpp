@@ -5,7 +5,7 @@
 
 namespace remit {
 
-nlohmann::ordered_json jsonSchemaFor(TypeRef type) {
+Json jsonSchemaFor(TypeRef type) {
     if (!type) return Json{{"type", "null"}};
     switch (type->kind) {
         case TypeKind::Int: return Json{{"type", "integer"}};

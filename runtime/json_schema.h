@@ -12,10 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/json_text.h"
 #include "runtime/types.h"
 
 namespace remit {
 
-nlohmann::ordered_json jsonSchemaFor(TypeRef type);
+Json jsonSchemaFor(TypeRef type);
 
 }  // namespace remit

@@ -64,9 +64,9 @@ std::optional<nlohmann::json> parseJsonText(std::string_view what, std::string_v
     return parseBounded<nlohmann::json>(what, text, error, maxDepth);
 }
 
-std::optional<nlohmann::ordered_json> parseOrderedJsonText(std::string_view what, std::string_view text,
-                                                           std::string& error, size_t maxDepth) {
-    return parseBounded<nlohmann::ordered_json>(what, text, error, maxDepth);
+std::optional<Json> parseOrderedJsonText(std::string_view what, std::string_view text, std::string& error,
+                                         size_t maxDepth) {
+    return parseBounded<Json>(what, text, error, maxDepth);
 }
 
 std::optional<nlohmann::json> readJsonFile(const std::string& path, size_t maxBytes, std::string_view what,

@@ -13,8 +13,10 @@
 
 namespace remit {
 
-// The one JSON type of the code base: nlohmann's, keeping keys in insertion order (the order
-// documents, traces and replies are written in).
+// The JSON type of the code base: nlohmann's, keeping keys in insertion order (the order
+// documents, traces and replies are written in). Documents that are only read, or whose objects
+// are meant to be kept with sorted keys (fixtures, the approval store, the events a trace reader
+// renders), are plain nlohmann::json, as parseJsonText returns them.
 using Json = nlohmann::ordered_json;
 
 // The default limit. A Remit value nests at most kMaxTypeDepth (128) levels, and the documents
@@ -31,8 +33,8 @@ bool jsonNestsDeeperThan(std::string_view text, size_t maxDepth);
 // exception text.
 std::optional<nlohmann::json> parseJsonText(std::string_view what, std::string_view text, std::string& error,
                                             size_t maxDepth = kMaxJsonNesting);
-std::optional<nlohmann::ordered_json> parseOrderedJsonText(std::string_view what, std::string_view text,
-                                                           std::string& error, size_t maxDepth = kMaxJsonNesting);
+std::optional<Json> parseOrderedJsonText(std::string_view what, std::string_view text, std::string& error,
+                                         size_t maxDepth = kMaxJsonNesting);
 
 // Reads the regular file at `path` (runtime/files.h: at most `maxBytes`) and parses it as above,
 // naming the file in every message. `missing` is set when the file does not exist (some callers

@@ -47,7 +47,7 @@ std::optional<Value> labelDeep(Heap& heap, Value result, const Value& a, const V
 
 // ---- Errors.
 
-std::optional<Value> evalError(Heap& heap, std::string message, nlohmann::ordered_json details = nullptr) {
+std::optional<Value> evalError(Heap& heap, std::string message, Json details = nullptr) {
     heap.fail(RuntimeError{DiagCode::R0101, std::move(message), std::move(details)});
     return std::nullopt;
 }
@@ -63,11 +63,11 @@ std::optional<Value> unsupported(Heap& heap, std::string_view op, const Value& a
 
 std::optional<Value> intOverflow(Heap& heap, std::string_view op, int64_t a, int64_t b) {
     return evalError(heap, fmt::format("integer overflow: {} {} {} does not fit in 64 bits", a, op, b),
-                     nlohmann::ordered_json{{"operator", op}, {"left", a}, {"right", b}});
+                     Json{{"operator", op}, {"left", a}, {"right", b}});
 }
 
 std::optional<Value> divisionByZero(Heap& heap, std::string_view op) {
-    return evalError(heap, "division by zero", nlohmann::ordered_json{{"operator", op}});
+    return evalError(heap, "division by zero", Json{{"operator", op}});
 }
 
 // A Float result, or R0101 when the IEEE result is inf or nan (docs/language.md, decision 19).
@@ -75,7 +75,7 @@ std::optional<Value> floatResult(Heap& heap, double result, std::string_view op,
     if (!std::isfinite(result)) {
         return evalError(
             heap, fmt::format("float overflow: {} {} {} is not a finite number", numberText(a), op, numberText(b)),
-            nlohmann::ordered_json{{"operator", op}});
+            Json{{"operator", op}});
     }
     return labelTop(heap, Value::floating(result), a, b);
 }
@@ -510,7 +510,7 @@ std::optional<Value> negate(Heap& heap, const Value& a) {
     if (a.kind() == ValueKind::Int) {
         if (a.asInt() == INT64_MIN) {
             return evalError(heap, fmt::format("integer overflow: -({}) does not fit in 64 bits", a.asInt()),
-                             nlohmann::ordered_json{{"operator", "-"}, {"operand", a.asInt()}});
+                             Json{{"operator", "-"}, {"operand", a.asInt()}});
         }
         result = Value::integer(-a.asInt());
     } else if (a.kind() == ValueKind::Float) {
@@ -585,7 +585,7 @@ std::optional<Value> indexList(Heap& heap, const Value& list, const Value& index
     int64_t at = i < 0 ? i + length : i;  // no overflow: i >= INT64_MIN and length >= 0
     if (at < 0 || at >= length) {
         return evalError(heap, fmt::format("index {} is out of range for a list of length {}", i, length),
-                         nlohmann::ordered_json{{"index", i}, {"length", length}});
+                         Json{{"index", i}, {"length", length}});
     }
     const Value& element = items[static_cast<size_t>(at)];
     std::optional<TagSetId> tags = heap.uniteTags(element.tags(), list.tags());
@@ -616,7 +616,7 @@ std::optional<Value> getField(Heap& heap, const Value& record, std::string_view 
     if (!heap.work(record.asRecord().values.size() * sizeof(Value))) return std::nullopt;
     std::optional<size_t> position = record.asRecord().shape->indexOf(name);
     if (!position) {
-        return evalError(heap, fmt::format("record has no field '{}'", name), nlohmann::ordered_json{{"field", name}});
+        return evalError(heap, fmt::format("record has no field '{}'", name), Json{{"field", name}});
     }
     return getFieldAt(heap, record, *position);
 }

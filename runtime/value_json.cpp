@@ -219,7 +219,7 @@ private:
 
 }  // namespace
 
-std::optional<nlohmann::ordered_json> valueToJson(const Value& root, size_t maxBytes) {
+std::optional<Json> valueToJson(const Value& root, size_t maxBytes) {
     Json out;
     size_t size = 0;
     // A frame per open container; `target` points into its parent, whose storage was reserved
@@ -278,9 +278,9 @@ ValueFromJson valueFromJson(Heap& heap, const nlohmann::json& json, TypeRef type
     return FromJson<nlohmann::json>(heap, tags, prov).run(json, type, path);
 }
 
-ValueFromJson valueFromJson(Heap& heap, const nlohmann::ordered_json& json, TypeRef type, std::string_view path,
-                            TagSetId tags, ProvId prov) {
-    return FromJson<nlohmann::ordered_json>(heap, tags, prov).run(json, type, path);
+ValueFromJson valueFromJson(Heap& heap, const Json& json, TypeRef type, std::string_view path, TagSetId tags,
+                            ProvId prov) {
+    return FromJson<Json>(heap, tags, prov).run(json, type, path);
 }
 
 }  // namespace remit

@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "runtime/heap.h"
+#include "runtime/json_text.h"
 #include "runtime/types.h"
 #include "runtime/value.h"
 
@@ -32,7 +33,7 @@ namespace remit {
 // escapes) — so a value made large by sharing (a list holding one big string many times) cannot
 // blow up when unfolded into JSON. The VM's result-size limit (16 MiB) is checked through it.
 // Iterative: deep values do not recurse.
-std::optional<nlohmann::ordered_json> valueToJson(const Value& v, size_t maxBytes = SIZE_MAX);
+std::optional<Json> valueToJson(const Value& v, size_t maxBytes = SIZE_MAX);
 
 // Where and why JSON does not fit a type.
 struct JsonMismatch {
@@ -51,7 +52,7 @@ struct ValueFromJson {
 // `json` checked against `type` and converted; `path` names the root in messages ("input.ticket").
 ValueFromJson valueFromJson(Heap& heap, const nlohmann::json& json, TypeRef type, std::string_view path,
                             TagSetId tags = kNoTags, ProvId prov = kNoProv);
-ValueFromJson valueFromJson(Heap& heap, const nlohmann::ordered_json& json, TypeRef type, std::string_view path,
-                            TagSetId tags = kNoTags, ProvId prov = kNoProv);
+ValueFromJson valueFromJson(Heap& heap, const Json& json, TypeRef type, std::string_view path, TagSetId tags = kNoTags,
+                            ProvId prov = kNoProv);
 
 }  // namespace remit

@@ -248,7 +248,7 @@ CreateResult Run::create(const Program& program, const RunOptions& options) {
         std::optional<Policy> parsed = parsePolicy("policy.toml", options.policyToml, diags);
         if (parsed) {
             checkPolicyAgainstHost(*parsed, p.host.resourceNames(), diags);
-            std::optional<Manifest> manifest = manifestFromJson(nlohmann::ordered_json::parse(p.manifestJson));
+            std::optional<Manifest> manifest = manifestFromJson(Json::parse(p.manifestJson));
             if (manifest && !diags.hasErrors())
                 checkManifestAgainstPolicy(*manifest, *parsed, p.programName, Span{}, diags);
             if (parsed->strictFlows && !p.strictFlows)

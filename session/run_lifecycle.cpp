@@ -32,8 +32,7 @@ std::filesystem::path runLockPath(const std::filesystem::path& stateDir, std::st
 
 std::filesystem::path approvalStorePath(const std::filesystem::path& stateDir) { return stateDir / "approvals.json"; }
 
-nlohmann::ordered_json runStartEvent(const RunStart& s) {
-    using Json = nlohmann::ordered_json;
+Json runStartEvent(const RunStart& s) {
     bool hashed = s.policy && !s.policy->sha256.empty();
     Json start = {{"event", "run_start"},
                   {"run_id", s.runId},
@@ -111,30 +110,33 @@ std::vector<Value> mainArguments(const LoadedProgram& program, const HostModel& 
 
 RunResult resultOf(Run& run) {
     RunResult out;
-    if (std::optional<nlohmann::ordered_json> v = valueToJson(run.result())) out.value = std::move(*v);
+    if (std::optional<Json> v = valueToJson(run.result())) out.value = std::move(*v);
     std::optional<TagSetId> deep = run.heap().deepTags(run.result());
     for (const std::string& n : run.heap().tagTable().names(deep ? *deep : kNoTags)) out.tags.push_back(n);
     return out;
 }
 
-nlohmann::ordered_json failureJson(const RunFailure& f) {
+Json failureJson(const RunFailure& f) {
     const DiagInfo& info = diagInfo(f.error.code);
-    nlohmann::ordered_json error = {{"code", info.code}, {"name", info.name}, {"message", f.error.message},
-                                    {"line", f.span.line}, {"col", f.span.col}};
+    Json error = {{"code", info.code},
+                  {"name", info.name},
+                  {"message", f.error.message},
+                  {"line", f.span.line},
+                  {"col", f.span.col}};
     if (!f.error.details.is_null()) error["details"] = f.error.details;
     return error;
 }
 
-nlohmann::ordered_json runEndPaused(const std::string& runId, const std::string& digest) {
+Json runEndPaused(const std::string& runId, const std::string& digest) {
     return {{"event", "run_end"}, {"run_id", runId}, {"status", "pending_approval"}, {"digest", digest}};
 }
 
-nlohmann::ordered_json runEndFailed(const std::string& runId, const RunFailure& f) {
+Json runEndFailed(const std::string& runId, const RunFailure& f) {
     return {{"event", "run_end"}, {"run_id", runId}, {"status", "error"},
             {"code", std::string(diagInfo(f.error.code).code)}, {"message", f.error.message}};
 }
 
-nlohmann::ordered_json runEndCompleted(const std::string& runId, const RunResult& result, double spentUsd) {
+Json runEndCompleted(const std::string& runId, const RunResult& result, double spentUsd) {
     return {{"event", "run_end"}, {"run_id", runId}, {"status", "ok"}, {"result", result.value},
             {"result_tags", result.tags}, {"spent_usd", spentUsd}};
 }

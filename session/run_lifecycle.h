@@ -5,16 +5,16 @@
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "bytecode/module.h"
-#include "vm/run.h"
 #include "runtime/host_model.h"
+#include "runtime/json_text.h"
 #include "runtime/policy.h"
+#include "vm/run.h"
 
 namespace remit {
 
@@ -39,13 +39,13 @@ std::vector<Value> mainArguments(const LoadedProgram& program, const HostModel& 
 
 // A completed run's result as JSON and its deep tags (names).
 struct RunResult {
-    nlohmann::ordered_json value = nullptr;
-    nlohmann::ordered_json tags = nlohmann::ordered_json::array();
+    Json value = nullptr;
+    Json tags = Json::array();
 };
 RunResult resultOf(Run& run);
 
 // A failure as the `--json` envelopes show it: {code, name, message, line, col, details?}.
-nlohmann::ordered_json failureJson(const RunFailure& failure);
+Json failureJson(const RunFailure& failure);
 
 // Where a state directory keeps a run's records (docs/broker.md "Traces", "Resume and replay"):
 // the trace `runs/<run id>.jsonl`; the lock `runs/<idempotency root>.lock`, held by the one process that runs
@@ -68,13 +68,13 @@ struct RunStart {
     bool strictFlows = false;                 // recorded only when true
     std::optional<std::string> adapterCommand;  // --adapter's command line
     std::optional<std::string> resumedFrom;     // the run a resume continues
-    nlohmann::ordered_json inFlight;            // a resume's calls whose outcome is unknown (null: none)
+    Json inFlight;                              // a resume's calls whose outcome is unknown (null: none)
 };
-nlohmann::ordered_json runStartEvent(const RunStart& start);
+Json runStartEvent(const RunStart& start);
 
 // The `run_end` events (docs/broker.md "Traces").
-nlohmann::ordered_json runEndPaused(const std::string& runId, const std::string& digest);
-nlohmann::ordered_json runEndFailed(const std::string& runId, const RunFailure& failure);
-nlohmann::ordered_json runEndCompleted(const std::string& runId, const RunResult& result, double spentUsd);
+Json runEndPaused(const std::string& runId, const std::string& digest);
+Json runEndFailed(const std::string& runId, const RunFailure& failure);
+Json runEndCompleted(const std::string& runId, const RunResult& result, double spentUsd);
 
 }  // namespace remit

@@ -213,7 +213,7 @@ RunStatus Run::Impl::fail(RuntimeError error, uint32_t function, uint32_t at) {
 RunStatus Run::Impl::completed(Value v, uint32_t function) {
     // The result must fit the result-size limit when written as JSON.
     if (!valueToJson(v, limits.maxResultBytes)) {
-        nlohmann::ordered_json details = {{"limit", "result_bytes"}, {"value", limits.maxResultBytes}};
+        Json details = {{"limit", "result_bytes"}, {"value", limits.maxResultBytes}};
         failure.error = RuntimeError{
             DiagCode::R0701, fmt::format("the result is larger than the limit of {} bytes", limits.maxResultBytes),
             std::move(details)};

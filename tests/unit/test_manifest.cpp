@@ -330,7 +330,7 @@ using Lines = std::vector<std::string>;
 }  // namespace
 
 TEST_CASE("manifest JSON: key order, shapes and numbers as in the prototype") {
-    nlohmann::ordered_json j = manifestToJson(sampleManifest());
+    Json j = manifestToJson(sampleManifest());
     CHECK(j.dump(2) == kSampleJson);
 
     std::vector<std::string> keys;
@@ -350,7 +350,7 @@ TEST_CASE("manifest JSON: resources are written in name order, and no budget is 
     Manifest m = sampleManifest();
     std::swap(m.resources[0], m.resources[3]);
     m.budgetUsd.reset();
-    nlohmann::ordered_json j = manifestToJson(m);
+    Json j = manifestToJson(m);
     std::vector<std::string> names;
     for (auto it = j["resources"].begin(); it != j["resources"].end(); ++it) names.push_back(it.key());
     CHECK(names == std::vector<std::string>{"crm.find", "email.send", "llm", "web.fetch"});
@@ -361,7 +361,7 @@ TEST_CASE("manifest JSON: resources are written in name order, and no budget is 
 TEST_CASE("manifest JSON: empty manifest") {
     Manifest m;
     m.program = "empty";
-    nlohmann::ordered_json j = manifestToJson(m);
+    Json j = manifestToJson(m);
     CHECK(j.dump() ==
           R"({"program":"empty","program_hash":"","host_hash":"","uses":[],"resources":{},"agents":{},)"
           R"("worst_case_cost_usd":0.0,"budget_usd":null,"call_sites":[],"approval_sites":[],"flows":[],"inputs":{},)"
@@ -394,7 +394,7 @@ TEST_CASE("manifest JSON: reading text, as from an .rbc file") {
     Manifest m = sampleManifest();
     std::string text = manifestToJson(m).dump();
 
-    std::optional<Manifest> ordered = manifestFromJson(nlohmann::ordered_json::parse(text));
+    std::optional<Manifest> ordered = manifestFromJson(Json::parse(text));
     REQUIRE(ordered);
     CHECK(*ordered == m);
 
@@ -416,10 +416,10 @@ TEST_CASE("manifest JSON: reading text, as from an .rbc file") {
 }
 
 TEST_CASE("manifest JSON: a missing top-level member is refused") {
-    nlohmann::ordered_json good = manifestToJson(sampleManifest());
+    Json good = manifestToJson(sampleManifest());
     for (auto it = good.begin(); it != good.end(); ++it) {
         CAPTURE(it.key());
-        nlohmann::ordered_json bad = good;
+        Json bad = good;
         bad.erase(it.key());
         std::optional<Manifest> m;
         CHECK_NOTHROW(m = manifestFromJson(bad));
@@ -428,51 +428,50 @@ TEST_CASE("manifest JSON: a missing top-level member is refused") {
 }
 
 TEST_CASE("manifest JSON: missing or mistyped members are refused without throwing") {
-    nlohmann::ordered_json good = manifestToJson(sampleManifest());
-    using Edit = void (*)(nlohmann::ordered_json&);
+    Json good = manifestToJson(sampleManifest());
+    using Edit = void (*)(Json&);
     const std::vector<std::pair<const char*, Edit>> edits = {
-        {"document is an array", [](nlohmann::ordered_json& j) { j = nlohmann::ordered_json::array(); }},
-        {"document is null", [](nlohmann::ordered_json& j) { j = nullptr; }},
-        {"program is a number", [](nlohmann::ordered_json& j) { j["program"] = 1; }},
-        {"uses holds a number", [](nlohmann::ordered_json& j) { j["uses"].push_back(2); }},
-        {"resources is a list", [](nlohmann::ordered_json& j) { j["resources"] = nlohmann::ordered_json::array(); }},
-        {"unknown kind", [](nlohmann::ordered_json& j) { j["resources"]["llm"]["kind"] = "tool"; }},
-        {"negative max_calls", [](nlohmann::ordered_json& j) { j["resources"]["llm"]["max_calls"] = -1; }},
-        {"fractional max_calls", [](nlohmann::ordered_json& j) { j["resources"]["llm"]["max_calls"] = 1.5; }},
-        {"max_calls as text", [](nlohmann::ordered_json& j) { j["resources"]["llm"]["max_calls"] = "4"; }},
-        {"cost as text", [](nlohmann::ordered_json& j) { j["resources"]["llm"]["cost_per_call"] = "0.01"; }},
-        {"capability without clears", [](nlohmann::ordered_json& j) { j["resources"]["crm.find"].erase("clears"); }},
-        {"idempotent as text", [](nlohmann::ordered_json& j) { j["resources"]["crm.find"]["idempotent"] = "yes"; }},
-        {"agent is a string", [](nlohmann::ordered_json& j) { j["agents"]["Alpha"] = "llm"; }},
-        {"agent without declared", [](nlohmann::ordered_json& j) { j["agents"]["Alpha"].erase("max_calls_declared"); }},
-        {"declared as float", [](nlohmann::ordered_json& j) { j["agents"]["Alpha"]["max_calls_declared"] = 2.5; }},
-        {"budget as text", [](nlohmann::ordered_json& j) { j["budget_usd"] = "0.08"; }},
-        {"cost is null", [](nlohmann::ordered_json& j) { j["worst_case_cost_usd"] = nullptr; }},
-        {"call site is a string", [](nlohmann::ordered_json& j) { j["call_sites"][0] = "main#0"; }},
-        {"site id is a number", [](nlohmann::ordered_json& j) { j["call_sites"][0]["site"] = 7; }},
-        {"line too large", [](nlohmann::ordered_json& j) { j["call_sites"][0]["line"] = 1ULL << 40; }},
-        {"unknown approval", [](nlohmann::ordered_json& j) { j["call_sites"][0]["approval"] = "sometimes"; }},
-        {"agent is a number", [](nlohmann::ordered_json& j) { j["call_sites"][1]["agent"] = 5; }},
-        {"retry as text", [](nlohmann::ordered_json& j) { j["call_sites"][1]["retry"] = "1"; }},
-        {"retry too large", [](nlohmann::ordered_json& j) { j["call_sites"][1]["retry"] = ~0ULL; }},
-        {"timeout missing", [](nlohmann::ordered_json& j) { j["call_sites"][1].erase("timeout_s"); }},
-        {"reasons not a list", [](nlohmann::ordered_json& j) { j["call_sites"][2]["reasons"] = "x"; }},
-        {"approval_sites an object",
-         [](nlohmann::ordered_json& j) { j["approval_sites"] = nlohmann::ordered_json::object(); }},
-        {"unknown verdict", [](nlohmann::ordered_json& j) { j["flows"][0]["verdict"] = "maybe"; }},
-        {"flow without sites", [](nlohmann::ordered_json& j) { j["flows"][0].erase("sites"); }},
-        {"unknown via", [](nlohmann::ordered_json& j) { j["flows"][0]["sites"][0]["via"] = "both"; }},
+        {"document is an array", [](Json& j) { j = Json::array(); }},
+        {"document is null", [](Json& j) { j = nullptr; }},
+        {"program is a number", [](Json& j) { j["program"] = 1; }},
+        {"uses holds a number", [](Json& j) { j["uses"].push_back(2); }},
+        {"resources is a list", [](Json& j) { j["resources"] = Json::array(); }},
+        {"unknown kind", [](Json& j) { j["resources"]["llm"]["kind"] = "tool"; }},
+        {"negative max_calls", [](Json& j) { j["resources"]["llm"]["max_calls"] = -1; }},
+        {"fractional max_calls", [](Json& j) { j["resources"]["llm"]["max_calls"] = 1.5; }},
+        {"max_calls as text", [](Json& j) { j["resources"]["llm"]["max_calls"] = "4"; }},
+        {"cost as text", [](Json& j) { j["resources"]["llm"]["cost_per_call"] = "0.01"; }},
+        {"capability without clears", [](Json& j) { j["resources"]["crm.find"].erase("clears"); }},
+        {"idempotent as text", [](Json& j) { j["resources"]["crm.find"]["idempotent"] = "yes"; }},
+        {"agent is a string", [](Json& j) { j["agents"]["Alpha"] = "llm"; }},
+        {"agent without declared", [](Json& j) { j["agents"]["Alpha"].erase("max_calls_declared"); }},
+        {"declared as float", [](Json& j) { j["agents"]["Alpha"]["max_calls_declared"] = 2.5; }},
+        {"budget as text", [](Json& j) { j["budget_usd"] = "0.08"; }},
+        {"cost is null", [](Json& j) { j["worst_case_cost_usd"] = nullptr; }},
+        {"call site is a string", [](Json& j) { j["call_sites"][0] = "main#0"; }},
+        {"site id is a number", [](Json& j) { j["call_sites"][0]["site"] = 7; }},
+        {"line too large", [](Json& j) { j["call_sites"][0]["line"] = 1ULL << 40; }},
+        {"unknown approval", [](Json& j) { j["call_sites"][0]["approval"] = "sometimes"; }},
+        {"agent is a number", [](Json& j) { j["call_sites"][1]["agent"] = 5; }},
+        {"retry as text", [](Json& j) { j["call_sites"][1]["retry"] = "1"; }},
+        {"retry too large", [](Json& j) { j["call_sites"][1]["retry"] = ~0ULL; }},
+        {"timeout missing", [](Json& j) { j["call_sites"][1].erase("timeout_s"); }},
+        {"reasons not a list", [](Json& j) { j["call_sites"][2]["reasons"] = "x"; }},
+        {"approval_sites an object", [](Json& j) { j["approval_sites"] = Json::object(); }},
+        {"unknown verdict", [](Json& j) { j["flows"][0]["verdict"] = "maybe"; }},
+        {"flow without sites", [](Json& j) { j["flows"][0].erase("sites"); }},
+        {"unknown via", [](Json& j) { j["flows"][0]["sites"][0]["via"] = "both"; }},
         {"flow site is a list",
-         [](nlohmann::ordered_json& j) {
+         [](Json& j) {
              j["flows"][0]["sites"][0] = {{"site", 1}};
          }},
-        {"input tags not a list", [](nlohmann::ordered_json& j) { j["inputs"]["ticket"] = "untrusted"; }},
-        {"ambient effects a bool", [](nlohmann::ordered_json& j) { j["ambient_effects"] = true; }},
+        {"input tags not a list", [](Json& j) { j["inputs"]["ticket"] = "untrusted"; }},
+        {"ambient effects a bool", [](Json& j) { j["ambient_effects"] = true; }},
     };
     for (const auto& entry : edits) {
         const char* what = entry.first;  // a plain variable: CAPTURE cannot capture a structured binding
         CAPTURE(what);
-        nlohmann::ordered_json bad = good;
+        Json bad = good;
         entry.second(bad);
         std::optional<Manifest> m;
         CHECK_NOTHROW(m = manifestFromJson(bad));

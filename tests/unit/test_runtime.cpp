@@ -54,7 +54,7 @@ TEST_CASE("diagnostics: JSON shape and de-duplication") {
     d.message = "m";
     d.file = "f.rmt";
     d.span = Span{1, 2, 1, 4};
-    nlohmann::ordered_json j = toJson(d);
+    Json j = toJson(d);
     CHECK(j["code"] == "E0001");
     CHECK(j["severity"] == "error");
     CHECK(j["line"] == 1);

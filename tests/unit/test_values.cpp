@@ -234,7 +234,7 @@ TEST_CASE("heap: a deeply nested value is freed, compared and printed without re
         std::string text = valueText(a);
         CHECK(text.size() == 2 * (kDepth + 1));
         CHECK(text.substr(0, 3) == "[[[");
-        std::optional<nlohmann::ordered_json> json = valueToJson(a);
+        std::optional<Json> json = valueToJson(a);
         CHECK(json);
         CHECK(dumpJson(*json, JsonTextStyle{}).size() == 2 * (kDepth + 1));
     }
@@ -784,7 +784,7 @@ TEST_CASE("value_json: values to JSON keep Int and Float apart and fields in ord
                             {"ok", Value::boolean(true)},
                             {"none", Value::unit()},
                             {"items", list(heap, {str(heap, "é"), list(heap, {})})}});
-    std::optional<nlohmann::ordered_json> j = valueToJson(v);
+    std::optional<Json> j = valueToJson(v);
     REQUIRE(j);
     CHECK((*j)["z"].is_number_integer());
     CHECK((*j)["amount"].is_number_float());
@@ -835,7 +835,7 @@ TEST_CASE("value_json: typed JSON round trips") {
     CHECK(score.kind() == ValueKind::Float);
     CHECK(score.asFloat() == 2.0);
     // Fields come out in the type's declared order.
-    std::optional<nlohmann::ordered_json> back = valueToJson(v);
+    std::optional<Json> back = valueToJson(v);
     REQUIRE(back);
     CHECK(back->dump() ==
           R"({"sender":"a@b","count":3,"score":2.0,"urgent":false,"priority":"high","tags":["x","é"],"nothing":null})");
@@ -929,7 +929,7 @@ TEST_CASE("canonical_json: matches Python's json.dumps(sort_keys=True, separator
     for (const Case& c : cases) {
         CAPTURE(c.input);
         CHECK(canonicalJson(nlohmann::json::parse(c.input)) == c.expected);
-        CHECK(canonicalJson(nlohmann::ordered_json::parse(c.input)) == c.expected);
+        CHECK(canonicalJson(Json::parse(c.input)) == c.expected);
     }
     // Non-finite floats as Python prints them (never produced by Remit values).
     nlohmann::json special =
@@ -953,20 +953,20 @@ TEST_CASE("canonical_json: other json.dumps styles match Python") {
     };
     for (const Case& c : cases) {
         CAPTURE(c.input);
-        CHECK(dumpJson(nlohmann::ordered_json::parse(c.input), JsonTextStyle{}) == c.expected);
+        CHECK(dumpJson(Json::parse(c.input), JsonTextStyle{}) == c.expected);
     }
     // json.dumps(x, indent=2, ensure_ascii=False)
     JsonTextStyle indented;
     indented.indent = 2;
     indented.ensureAscii = false;
     indented.itemSeparator = ",";
-    auto doc = nlohmann::ordered_json::parse(
+    auto doc = Json::parse(
         R"({"args": {"to": "x@y", "amount": 612.0, "items": [{"q": 1}, {"p": [true, false, null]}]}, "program_hash": "abc", "resource": "mail.send", "site": "main#0"})");
     CHECK(
         dumpJson(doc, indented) ==
         "{\n  \"args\": {\n    \"to\": \"x@y\",\n    \"amount\": 612.0,\n    \"items\": [\n      {\n        \"q\": 1\n"
         "      },\n      {\n        \"p\": [\n          true,\n          false,\n          null\n        ]\n      }\n"
         "    ]\n  },\n  \"program_hash\": \"abc\",\n  \"resource\": \"mail.send\",\n  \"site\": \"main#0\"\n}");
-    CHECK(dumpJson(nlohmann::ordered_json::parse(R"([[], {}, [[]], [{}], {"a": {}}])"), indented) ==
+    CHECK(dumpJson(Json::parse(R"([[], {}, [[]], [{}], {"a": {}}])"), indented) ==
           "[\n  [],\n  {},\n  [\n    []\n  ],\n  [\n    {}\n  ],\n  {\n    \"a\": {}\n  }\n]");
 }

@@ -13,11 +13,14 @@
 //
 // Threads: tool calls may run concurrently (the HTTP transport serves each connection on its own
 // thread); the paused runs and the scratch directory are guarded by one mutex, held only for
-// bookkeeping, never while a program runs. Each remit_run has a worker thread that drives the
-// broker; while the run waits for an approval the worker is blocked inside the broker's approval
-// callback, so the run stays paused in memory, exactly where it stopped, until remit_resume
-// answers it (or the server ends and refuses it). A run token is taken out of the table by the
-// one remit_resume that answers it, so two resumes of the same token cannot both proceed.
+// bookkeeping, never while a program runs. A remit_run goes as far as it can on the caller's thread
+// and stops at a call that needs approval; the run, its broker and the pending request are kept in
+// a table under a token, and no thread waits. remit_resume answers the pending request and runs on
+// (or the server ends and refuses it). A run token is taken out of the table by the one
+// remit_resume that answers it, so two resumes of the same token cannot both proceed.
+//
+// This is the session layer's library remit_mcp, above remit_session: the transports (stdio,
+// HTTP) are cli/mcp_command.cpp and cli/mcp_http.cpp.
 #pragma once
 
 #include <cstddef>
@@ -31,8 +34,7 @@
 
 #include "runtime/json_text.h"
 
-namespace remit::cli::mcp {
-
+namespace remit::mcp {
 
 // The prototype's limit on each argument, in characters (code points).
 inline constexpr size_t kMaxArgumentChars = 200'000;
@@ -42,7 +44,7 @@ inline constexpr size_t kMaxMessageBytes = size_t(16) << 20;
 // Runs paused for an approval that the server keeps; starting one more refuses the oldest.
 inline constexpr size_t kMaxPausedRuns = 8;
 
-// A file embedded into the binary at build time (cli/CMakeLists.txt): docs/ai-guide.md, the
+// A file embedded into the binary at build time (session/CMakeLists.txt): docs/ai-guide.md, the
 // language spec, and the bundled examples, by their path in the source tree.
 struct EmbeddedFile {
     std::string_view path;
@@ -109,8 +111,7 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-
 // The fixed message of an internal failure (no exception text, path or address).
 inline constexpr const char* kHostErrorMessage = "internal error: the request could not be completed";
 
-}  // namespace remit::cli::mcp
+}  // namespace remit::mcp

@@ -1,11 +1,9 @@
-// The MCP tools (cli/mcp_tools.h, docs/mcp.md). Each tool is a function from validated arguments
+// The MCP tools (session/mcp_tools.h, docs/mcp.md). Each tool is a function from validated arguments
 // to a result object; the checks, formatting, manifests, bytecode and runs all come from the
 // library — this file only composes them for text held in memory instead of files.
-#include "cli/mcp_tools.h"
+#include "session/mcp_tools.h"
 
 #include <fmt/format.h>
-#include "runtime/hash.h"
-#include "session/run_lifecycle.h"
 #include <stdlib.h>
 
 #include <algorithm>
@@ -23,14 +21,16 @@
 #include "compiler/driver.h"
 #include "compiler/manifest.h"
 #include "compiler/parser.h"
-#include "vm/run.h"
 #include "runtime/diagnostics.h"
+#include "runtime/hash.h"
 #include "runtime/policy.h"
 #include "runtime/source.h"
 #include "runtime/value_json.h"
 #include "session/pipeline.h"
+#include "session/run_lifecycle.h"
+#include "vm/run.h"
 
-namespace remit::cli::mcp {
+namespace remit::mcp {
 
 namespace {
 
@@ -122,9 +122,9 @@ struct LiveRun {
     // The run goes as far as it can on the caller's thread and stops at a call that needs
     // approval: the pending request is kept with the run and its broker, and remit_resume answers
     // it. No thread waits anywhere.
-    std::optional<PendingApproval> pending;    // set while paused for approval
-    bool crashed = false;                      // an exception escaped: reported as host_error
-    bool denied = false;                       // the last approval was refused
+    std::optional<PendingApproval> pending;  // set while paused for approval
+    bool crashed = false;                    // an exception escaped: reported as host_error
+    bool denied = false;                     // the last approval was refused
     RunStatus status = RunStatus::NotStarted;
 
     ~LiveRun() {
@@ -152,7 +152,8 @@ struct LiveRun {
         });
     }
 
-    template <class F> void guarded(F&& f) {
+    template <class F>
+    void guarded(F&& f) {
         try {
             f();
         } catch (...) {
@@ -178,13 +179,11 @@ struct LiveRun {
     }
 
     std::string renderFailure(const RunFailure& f) const {
-        Diagnostic d = makeDiagnostic(f.error.code, f.error.message, kProgramFile,
-                                      f.span);
+        Diagnostic d = makeDiagnostic(f.error.code, f.error.message, kProgramFile, f.span);
         d.details = f.error.details;
         SourceFile source(kProgramFile, programText);
         return renderText(d, &source);
     }
-
 
     Json resultJson() const {
         std::optional<Json> v = valueToJson(run->result(), kMaxRunResultBytes);
@@ -204,7 +203,6 @@ Json pendingJson(const PendingApproval& p) {
         {"resource", p.resource}, {"site", p.site}, {"args", p.args}, {"reasons", p.reasons}, {"digest", p.digest}};
 }
 
-
 // Arguments after validation: strings by name (absent and null are missing), and booleans.
 struct Args {
     std::map<std::string, std::string> strings;
@@ -222,7 +220,6 @@ struct Args {
 }  // namespace
 
 // ---------------------------------------------------------------- JSON text and tokens
-
 
 // ---------------------------------------------------------------- embedded text
 
@@ -734,4 +731,4 @@ std::optional<ToolOutcome> Tools::call(std::string_view name, const Json& argume
     return Impl::hostError();
 }
 
-}  // namespace remit::cli::mcp
+}  // namespace remit::mcp
