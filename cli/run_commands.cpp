@@ -4,15 +4,14 @@
 // from compiler/driver.h and session/pipeline.h, runs from the VM (vm/run.h), and every host
 // call a run makes goes through the broker (broker/broker.h) with the adapter the flags choose.
 #include <fmt/format.h>
-
 #include <unistd.h>
 
 #include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -25,19 +24,19 @@
 #include "broker/process_adapter.h"
 #include "broker/replay.h"
 #include "broker/trace.h"
+#include "bytecode/disasm.h"
+#include "bytecode/rbc.h"
 #include "cli/commands.h"
-#include "session/run_lifecycle.h"
 #include "compiler/driver.h"
 #include "compiler/manifest.h"
 #include "compiler/parser.h"
-#include "vm/run.h"
 #include "runtime/canonical_json.h"
 #include "runtime/json_text.h"
 #include "runtime/source.h"
 #include "runtime/value_json.h"
 #include "session/pipeline.h"
-#include "bytecode/disasm.h"
-#include "bytecode/rbc.h"
+#include "session/run_lifecycle.h"
+#include "vm/run.h"
 
 namespace remit::cli {
 
@@ -913,28 +912,24 @@ int replayCommand(std::string_view tool, const std::vector<std::string>& argv) {
         fmt::print(stderr, "note: program hash differs from the recorded run; replay checks whether behaviour still matches\n");
     std::string recordedRun = plan.start["run_id"].get<std::string>();
 
-    // A divergence found after the run (count, outcome): R0601 naming the first differing event.
-    auto diverged = [&](const std::string& message, const std::optional<RunFailure>& replayFailure) {
+    // A divergence: R0601 naming the first differing event, after the replay's own failure when
+    // that explains it (a failure that is itself R0601 has been shown with its span).
+    auto diverged = [&](const std::string& message, const RunFailure* replayFailure) {
         if (json) {
             Json error = {{"code", "R0601"}, {"name", diagInfo(DiagCode::R0601).name}, {"message", message}};
             fmt::print("{}\n", prettyJson({{"status", "failed"}, {"run_id", recordedRun}, {"error", error}}));
         } else {
-            // A replay that itself stopped with R0601 has printed it with its span; any other
-            // failure is shown first, then the divergence it amounts to.
             if (replayFailure) printRuntimeFailure(source, *replayFailure);
             if (!replayFailure || replayFailure->error.code != DiagCode::R0601)
                 fmt::print(stderr, "{}\n", renderText(makeDiagnostic(DiagCode::R0601, message, plan.tracePath), nullptr));
         }
         return kFailure;
     };
-    auto atEnd = [&](const std::string& what) {
-        return fmt::format("replay diverged at run_end ({}:{}): {}", plan.tracePath, plan.endLine, what);
-    };
 
     Run run(source.program, setup.limits);
     std::vector<Value> inputs;
     if (!inputValues(tool, *source.program, setup.host, run.heap(), plan.start["inputs"], inputs))
-        return diverged("the recorded inputs do not fit the program's main", std::nullopt);
+        return diverged("the recorded inputs do not fit the program's main", nullptr);
     Policy allowAll = Policy::allowAllPolicy();
     BrokerOptions options;
     options.runId = recordedRun;
@@ -949,50 +944,11 @@ int replayCommand(std::string_view tool, const std::vector<std::string>& argv) {
     run.start(source.program->entry(), std::move(inputs));
     RunStatus status = driveWith(run, broker, nullptr);
 
-    const Json& end = plan.end;
-    std::string endStatus = end.is_object() ? stringField(end, "status") : "";
+    ReplayVerdict verdict = replayVerdict(plan, run, status, broker);
+    if (!verdict.reproduced) return diverged(verdict.divergence, verdict.showFailure ? &run.failure() : nullptr);
     size_t recorded = plan.calls.size();
-    std::string outcome;  // how the recorded run ended, when the replay reproduced it
-    if (status == RunStatus::Failed) {
-        const RunFailure& f = run.failure();
-        const std::optional<UnrecordedCall>& next = broker.unrecorded();
-        bool usedUp = f.error.code == DiagCode::R0601 && next && broker.replayed() == recorded;
-        if (usedUp && endStatus == "pending_approval") {
-            // The run paused at this call: the replay reproduced everything up to the pause.
-            const Json& p = plan.pendingApproval;
-            bool same = p.is_object() && stringField(p, "resource") == next->resource && stringField(p, "site") == next->site &&
-                        p.contains("args") && canonicalJson(p["args"]) == canonicalJson(next->args);
-            if (!same) return diverged(atEnd(fmt::format("the run paused for approval of another call than '{}' at {}",
-                                                         next->resource, next->site)), std::nullopt);
-            outcome = fmt::format("the run paused for approval of '{}' as recorded", next->resource);
-        } else if (usedUp && endStatus.empty()) {
-            outcome = "the recorded run stopped here without a run_end";
-        } else if (f.error.code == DiagCode::R0601) {
-            return diverged(f.error.message, f);
-        } else if (broker.replayed() < recorded) {
-            return diverged(fmt::format("replay diverged: program made {} of {} recorded calls", broker.replayed(), recorded), f);
-        } else if (endStatus == "error" && stringField(end, "code") == diagInfo(f.error.code).code) {
-            outcome = fmt::format("the run failed with {} as recorded", diagInfo(f.error.code).code);
-        } else {
-            return diverged(atEnd(fmt::format("the run ended with {}, the replay failed with {}",
-                                              endStatus.empty() ? "no run_end" : endStatus, diagInfo(f.error.code).code)),
-                            f);
-        }
-    } else {
-        if (broker.replayed() < recorded)
-            return diverged(fmt::format("replay diverged: program made {} of {} recorded calls", broker.replayed(), recorded),
-                            std::nullopt);
+    if (status != RunStatus::Failed) {
         RunResult result = resultOf(run);
-        if (endStatus == "ok") {
-            if (!end.contains("result") || canonicalJson(end["result"]) != canonicalJson(result.value))
-                return diverged(atEnd("the final result differs from the recorded result"), std::nullopt);
-            if (end.contains("result_tags") && canonicalJson(end["result_tags"]) != canonicalJson(result.tags))
-                return diverged(atEnd(fmt::format("the final result's tags differ: recorded {}, replayed {}",
-                                                  canonicalJson(end["result_tags"]), canonicalJson(result.tags))),
-                                std::nullopt);
-        } else if (!endStatus.empty()) {
-            return diverged(atEnd(fmt::format("the run ended with {}, the replay completed", endStatus)), std::nullopt);
-        }
         if (json) {
             fmt::print("{}\n", prettyJson({{"status", "completed"}, {"run_id", recordedRun}, {"result", result.value},
                                            {"result_tags", result.tags}, {"spent_usd", broker.spent()},
@@ -1000,13 +956,14 @@ int replayCommand(std::string_view tool, const std::vector<std::string>& argv) {
         } else {
             fmt::print("{}\n", prettyJson(result.value));
         }
-        if (endStatus.empty()) outcome = "the recorded run has no run_end to compare the result with";
+    } else if (json) {
+        fmt::print("{}\n",
+                   prettyJson({{"status", "replayed"},
+                               {"run_id", recordedRun},
+                               {"replay", {{"ok", true}, {"reproduced", recorded}, {"outcome", verdict.outcome}}}}));
     }
-    if (json && status == RunStatus::Failed)
-        fmt::print("{}\n", prettyJson({{"status", "replayed"}, {"run_id", recordedRun},
-                                       {"replay", {{"ok", true}, {"reproduced", recorded}, {"outcome", outcome}}}}));
     fmt::print(stderr, "replay ok: {} recorded call(s) reproduced, no live effects{}\n", recorded,
-               outcome.empty() ? "" : " (" + outcome + ")");
+               verdict.outcome.empty() ? "" : " (" + verdict.outcome + ")");
     return kOk;
 }
 

@@ -7,6 +7,9 @@
 #include <ctime>
 #include <random>
 
+#include "broker/broker.h"
+#include "broker/replay.h"
+#include "runtime/canonical_json.h"
 #include "runtime/source.h"
 #include "runtime/value_json.h"
 
@@ -139,6 +142,70 @@ Json runEndFailed(const std::string& runId, const RunFailure& f) {
 Json runEndCompleted(const std::string& runId, const RunResult& result, double spentUsd) {
     return {{"event", "run_end"}, {"run_id", runId}, {"status", "ok"}, {"result", result.value},
             {"result_tags", result.tags}, {"spent_usd", spentUsd}};
+}
+
+ReplayVerdict replayVerdict(const ReplayPlan& plan, Run& run, RunStatus status, const Broker& broker) {
+    ReplayVerdict verdict;
+    auto diverged = [&](std::string message, bool showFailure) {
+        verdict.divergence = std::move(message);
+        verdict.showFailure = showFailure;
+        return verdict;
+    };
+    auto atEnd = [&](const std::string& what) {
+        return fmt::format("replay diverged at run_end ({}:{}): {}", plan.tracePath, plan.endLine, what);
+    };
+    auto reproduced = [&](std::string outcome) {
+        verdict.reproduced = true;
+        verdict.outcome = std::move(outcome);
+        return verdict;
+    };
+    const Json& end = plan.end;
+    std::string endStatus =
+        end.is_object() && end.contains("status") && end["status"].is_string() ? end["status"].get<std::string>() : "";
+    size_t recorded = plan.calls.size();
+    std::string tooFew =
+        fmt::format("replay diverged: program made {} of {} recorded calls", broker.replayed(), recorded);
+
+    if (status == RunStatus::Failed) {
+        const RunFailure& f = run.failure();
+        std::string code(diagInfo(f.error.code).code);
+        const std::optional<UnrecordedCall>& next = broker.unrecorded();
+        bool usedUp = f.error.code == DiagCode::R0601 && next && broker.replayed() == recorded;
+        if (usedUp && endStatus == "pending_approval") {
+            // The run paused at this call: the replay reproduced everything up to the pause.
+            const Json& p = plan.pendingApproval;
+            auto field = [&](const char* key) {
+                return p.contains(key) && p[key].is_string() ? p[key].get<std::string>() : std::string();
+            };
+            bool same = p.is_object() && field("resource") == next->resource && field("site") == next->site &&
+                        p.contains("args") && canonicalJson(p["args"]) == canonicalJson(next->args);
+            if (!same)
+                return diverged(atEnd(fmt::format("the run paused for approval of another call than '{}' at {}",
+                                                  next->resource, next->site)),
+                                false);
+            return reproduced(fmt::format("the run paused for approval of '{}' as recorded", next->resource));
+        }
+        if (usedUp && endStatus.empty()) return reproduced("the recorded run stopped here without a run_end");
+        if (f.error.code == DiagCode::R0601) return diverged(f.error.message, true);
+        if (broker.replayed() < recorded) return diverged(tooFew, true);
+        if (endStatus == "error" && end.contains("code") && end["code"] == code)
+            return reproduced(fmt::format("the run failed with {} as recorded", code));
+        return diverged(atEnd(fmt::format("the run ended with {}, the replay failed with {}",
+                                          endStatus.empty() ? "no run_end" : endStatus, code)),
+                        true);
+    }
+    if (broker.replayed() < recorded) return diverged(tooFew, false);
+    if (endStatus.empty()) return reproduced("the recorded run has no run_end to compare the result with");
+    if (endStatus != "ok")
+        return diverged(atEnd(fmt::format("the run ended with {}, the replay completed", endStatus)), false);
+    RunResult result = resultOf(run);
+    if (!end.contains("result") || canonicalJson(end["result"]) != canonicalJson(result.value))
+        return diverged(atEnd("the final result differs from the recorded result"), false);
+    if (end.contains("result_tags") && canonicalJson(end["result_tags"]) != canonicalJson(result.tags))
+        return diverged(atEnd(fmt::format("the final result's tags differ: recorded {}, replayed {}",
+                                          canonicalJson(end["result_tags"]), canonicalJson(result.tags))),
+                        false);
+    return reproduced("");
 }
 
 }  // namespace remit

@@ -1,7 +1,8 @@
 // The run lifecycle every front end shares (`remitvm run`/`resume`, MCP, serve, the embedding API
 // of include/remit/remit.hpp): run ids, main's arguments from JSON (typed and tagged per the host's
-// `input` lines, so no front end can forget a label), the result as JSON, and the trace's
-// `run_start` and `run_end` events. One home for each, so the front ends cannot drift apart.
+// `input` lines, so no front end can forget a label), the result as JSON, the trace's
+// `run_start` and `run_end` events, and whether a replay reproduced its recorded run. One home for each, so the front
+// ends cannot drift apart.
 #pragma once
 
 #include <filesystem>
@@ -17,6 +18,9 @@
 #include "vm/run.h"
 
 namespace remit {
+
+class Broker;
+struct ReplayPlan;
 
 // `YYYYMMDD-HHMMSS-xxxxxx`: the local time (as the prototype's time.strftime) and 24 random bits.
 std::string newRunId();
@@ -76,5 +80,23 @@ Json runStartEvent(const RunStart& start);
 Json runEndPaused(const std::string& runId, const std::string& digest);
 Json runEndFailed(const std::string& runId, const RunFailure& failure);
 Json runEndCompleted(const std::string& runId, const RunResult& result, double spentUsd);
+
+// Whether a replay — `run`, re-executed by `broker` answering every call from `plan` and nothing
+// live — reproduced the recorded run (docs/broker.md "Resume and replay"). The broker has
+// compared each call as it was made; this compares what is left with the recorded `run_end`:
+// that every recorded call was made, then the outcome — the same pause for the same call, the same
+// error code, or the same result with the same tags. A trace without a `run_end` (the recorded run
+// was stopped) is reproduced when every call is.
+struct ReplayVerdict {
+    bool reproduced = false;
+    // Not reproduced: the R0601 message naming the first difference (the trace line of a
+    // `run_end`), and whether the replay's own failure explains it, so it is worth showing first.
+    std::string divergence;
+    bool showFailure = false;
+    // Reproduced: how the recorded run ended when that was not a result ("the run failed with
+    // R0303 as recorded"), else empty.
+    std::string outcome;
+};
+ReplayVerdict replayVerdict(const ReplayPlan& plan, Run& run, RunStatus status, const Broker& broker);
 
 }  // namespace remit

@@ -269,6 +269,30 @@ def test_replay_reproduces_and_detects_tampering():
         r = tampered(bad_type)
         expect(r.code == 1 and "R0601" in r.err and "does not fit" in r.err, "a recorded result of the wrong type", r)
 
+        def failed_end(ev):
+            ev[-1] = {"event": "run_end", "run_id": second, "status": "error", "code": "R0303",
+                      "message": "recorded as failed"}
+        r = tampered(failed_end)
+        expect(r.code == 1 and "the run ended with error, the replay completed" in r.err, "a recorded failure", r)
+
+        def no_end(ev):
+            ev.pop()
+        r = tampered(no_end)
+        expect(r.code == 0 and "no run_end to compare the result with" in r.err, "a trace without run_end", r)
+
+        # The paused run's trace: the pause must be for the same call.
+        paused_path = ws.path / ".remit/runs" / f"{first}.jsonl"
+        paused_original = paused_path.read_text()
+        ev = read_trace(paused_path)
+        pending = [e for e in ev if e["event"] == "pending_approval"]
+        expect(len(pending) == 1, "the paused trace records its pending approval", ev)
+        pending[0]["args"]["amount"] = 99.0
+        write_trace(paused_path, ev)
+        r = run(REMITVM, "replay", first, cwd=ws.path)
+        paused_path.write_text(paused_original)
+        expect(r.code == 1 and "paused for approval of another call than 'pay.refund'" in r.err,
+               "a pause for different arguments diverges", r)
+
         # A last line cut short is reported and ignored; a broken line elsewhere is exit 2.
         path.write_text(original[: len(original) - 20])
         r = run(REMITVM, "replay", second, cwd=ws.path)
