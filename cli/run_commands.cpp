@@ -739,39 +739,6 @@ bool readRecordedRun(std::string_view tool, const Args& args, const std::string&
     return true;
 }
 
-// The newest run that continues `runId` (resumes of resumes), so that resuming an old run id again
-// answers every call any of its resumes made from a trace: `runId` itself when none does. Only the
-// first record of each trace is read (verified); only traces named by their own well-formed run id
-// count. A trace whose first line is missing or cut short is a run that never started and is
-// skipped; one whose first line is damaged could be a resume of this run, so it stops the resume
-// (exit 2): continuing from an older record could send again what that run recorded as done.
-std::optional<std::string> newestResumeOf(std::string_view tool, const std::filesystem::path& runsDir,
-                                          const std::string& runId) {
-    std::map<std::string, std::string> newestChild;  // resumed_from -> newest run id (ids sort by time)
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(runsDir, ec)) {
-        // Only regular files: opening a FIFO named like a trace would wait forever.
-        if (entry.path().extension() != ".jsonl" || !entry.is_regular_file(ec)) continue;
-        TraceFile first = readTrace(entry.path().string(), TraceCheck::AllowUnchained, 1);
-        if (!first.error.empty()) {
-            fmt::print(stderr, "{}: error: cannot tell which run {} continues: {}\n", tool, entry.path().string(),
-                       first.error);
-            fmt::print(stderr, "  hint: restore the file, or move it out of {} to resume other runs\n",
-                       runsDir.string());
-            return std::nullopt;
-        }
-        if (first.events.empty()) continue;
-        const nlohmann::json& start = first.events[0];
-        std::string parent = stringField(start, "resumed_from"), id = stringField(start, "run_id");
-        if (!isRunId(parent) || id != entry.path().stem().string() || !isRunId(id)) continue;
-        std::string& child = newestChild[parent];
-        child = std::max(child, id);
-    }
-    std::string current = runId;
-    for (size_t hops = 0; hops < newestChild.size() && newestChild.count(current); ++hops) current = newestChild[current];
-    return current;
-}
-
 // The plan a resume of `run` continues from: its own, or — when `run` is a resume that stopped
 // before it had replayed everything it set out to — that of the run it resumed (whose record then
 // holds everything `run`'s does), and so on up the chain. Prints the problem and returns false.
@@ -825,7 +792,6 @@ int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
     if (!readRecordedRun(tool, args, args.positional[0], ReplayPurpose::Resume, plan)) return kUsage;
     std::string root = stringField(plan.start, "idempotency_root");
     if (root.empty()) root = stringField(plan.start, "run_id");
-    std::filesystem::path runsDir = stateDirOf(args) / "runs";
 
     // One process at a time continues a run: the lock is taken before the newest trace is chosen.
     RunLock lock;
@@ -835,8 +801,12 @@ int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
         return kFailure;
     }
     std::string recordedRun = plan.start["run_id"].get<std::string>();
-    std::optional<std::string> found = newestResumeOf(tool, runsDir, recordedRun);
-    if (!found) return kUsage;
+    StateProblem problem;
+    std::optional<std::string> found = newestResumeOf(stateDirOf(args), recordedRun, problem);
+    if (!found) {
+        fmt::print(stderr, "{}: error: {}\n  hint: {}\n", tool, problem.message, problem.hint);
+        return kUsage;
+    }
     std::string newest = *found;
     if (newest != recordedRun)
         fmt::print(stderr, "note: run {} was resumed as {}; continuing from {}\n", recordedRun, newest, newest);

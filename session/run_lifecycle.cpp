@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <ctime>
+#include <map>
 #include <random>
 
 #include "broker/broker.h"
 #include "broker/replay.h"
+#include "broker/trace.h"
 #include "runtime/canonical_json.h"
 #include "runtime/source.h"
 #include "runtime/value_json.h"
@@ -34,6 +36,33 @@ std::filesystem::path runLockPath(const std::filesystem::path& stateDir, std::st
 }
 
 std::filesystem::path approvalStorePath(const std::filesystem::path& stateDir) { return stateDir / "approvals.json"; }
+
+std::optional<std::string> newestResumeOf(const std::filesystem::path& stateDir, const std::string& runId,
+                                          StateProblem& problem) {
+    std::filesystem::path runsDir = stateDir / "runs";
+    std::map<std::string, std::string> newestChild;  // resumed_from -> newest run id (ids sort by time)
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(runsDir, ec)) {
+        // Only regular files: opening a FIFO named like a trace would wait forever.
+        if (entry.path().extension() != ".jsonl" || !entry.is_regular_file(ec)) continue;
+        TraceFile first = readTrace(entry.path().string(), TraceCheck::AllowUnchained, 1);
+        if (!first.error.empty()) {
+            problem.message = fmt::format("cannot tell which run {} continues: {}", entry.path().string(), first.error);
+            problem.hint = fmt::format("restore the file, or move it out of {} to resume other runs", runsDir.string());
+            return std::nullopt;
+        }
+        if (first.events.empty()) continue;
+        const nlohmann::json& start = first.events[0];
+        std::string parent = stringField(start, "resumed_from"), id = stringField(start, "run_id");
+        if (!isRunId(parent) || id != entry.path().stem().string() || !isRunId(id)) continue;
+        std::string& child = newestChild[parent];
+        child = std::max(child, id);
+    }
+    std::string current = runId;
+    for (size_t hops = 0; hops < newestChild.size() && newestChild.count(current); ++hops)
+        current = newestChild[current];
+    return current;
+}
 
 Json runStartEvent(const RunStart& s) {
     bool hashed = s.policy && !s.policy->sha256.empty();

@@ -59,6 +59,22 @@ std::filesystem::path runTracePath(const std::filesystem::path& stateDir, std::s
 std::filesystem::path runLockPath(const std::filesystem::path& stateDir, std::string_view idempotencyRoot);
 std::filesystem::path approvalStorePath(const std::filesystem::path& stateDir);
 
+// Why a state directory cannot be used as asked: the message, and what to do about it.
+struct StateProblem {
+    std::string message;
+    std::string hint;
+};
+
+// The newest run that continues `runId` (resumes of resumes) in `stateDir`, so that resuming an
+// old run id again answers every call any of its resumes made from a trace: `runId` itself when
+// none does. Only the first record of each trace is read (verified); only traces named by their
+// own well-formed run id count. A trace whose first line is missing or cut short is a run that
+// never started and is skipped; one whose first line is damaged could be a resume of this run, so
+// it is a problem (nullopt): continuing from an older record could send again what that run
+// recorded as done. Call it holding the run's lock, so no resume starts meanwhile.
+std::optional<std::string> newestResumeOf(const std::filesystem::path& stateDir, const std::string& runId,
+                                          StateProblem& problem);
+
 // What a trace's first event records about the run (docs/broker.md "Traces").
 struct RunStart {
     std::string runId;
