@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "session/serve_session.h"
@@ -135,6 +136,18 @@ TEST_CASE("serve: rejections name their stage, diagnostics and requirements") {
         Json r = s.start();
         CHECK(r["stage"] == "parse");
         CHECK(r["diagnostics"][0]["file"] == "host.rmti");
+    }
+    SUBCASE("neither the program nor the host interface parses: one reply names both") {
+        serve::RunRequest rq = request("program p\nuses web.fetch\n\nfn main() -> Int {\n  return (1\n}\n");
+        rq.host = "capability broken(";
+        serve::Session s(std::move(rq));
+        Json r = s.start();
+        INFO(r.dump());
+        CHECK(r["stage"] == "parse");
+        std::set<std::string> files;
+        for (const Json& d : r["diagnostics"]) files.insert(d["file"].get<std::string>());
+        CHECK(files == std::set<std::string>{"program.rmt", "host.rmti"});
+        CHECK(r["requires"] == Json::array({"web.fetch"}));
     }
 }
 
