@@ -1,10 +1,7 @@
 // `remitvm test [PATH...] [--host H]` and `remit test`: runs the `test` blocks of .rmt files with the
-// prototype's semantics (docs/testing.md). Each file is checked
-// and compiled as `run` does (compiler/driver.h, session/pipeline.h); each test is the compiled function
-// module().tests names (compiler/codegen.cpp), run in a fresh remit::Run with default limits and
-// driven by a fresh Broker: allow-all policy, the program's `budget`, no trace, the test's fixture
-// file (relative to the program's directory) or no fixtures, and approvals granted only when the
-// fixture says `"approve_all": true`. Output is the prototype's: the file, `  ok    NAME` or
+// prototype's semantics (docs/testing.md). Each file is checked and compiled as `run` does
+// (compiler/driver.h, session/pipeline.h); each test runs as session/test_blocks.h says. Output is
+// the prototype's: the file, `  ok    NAME` or
 // `  FAIL  NAME: file:line:col: message` per test, then `N passed, M failed`; exit 1 when any
 // test failed, 2 on a usage error.
 #include <fmt/format.h>
@@ -17,14 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "broker/broker.h"
-#include "broker/fixture_adapter.h"
 #include "cli/commands.h"
 #include "compiler/driver.h"
-#include "vm/run.h"
 #include "runtime/diagnostics.h"
-#include "runtime/policy.h"
 #include "session/pipeline.h"
+#include "session/test_blocks.h"
 
 namespace remit::cli {
 
@@ -35,59 +29,6 @@ namespace fs = std::filesystem;
 struct Tally {
     size_t passed = 0, failed = 0;
 };
-
-// The number of `test` blocks the parser found (a file that did not parse may have lost some).
-size_t countTests(const ast::Program* program) {
-    if (!program) return 0;
-    size_t n = 0;
-    for (const ast::DeclPtr& d : program->decls)
-        if (d->kind == ast::DeclKind::Test) ++n;
-    return n;
-}
-
-// Why a test failed, as the text after `  FAIL  NAME: `: an expectation is `file:line:col:
-// message`; a runtime error is rendered as `run` renders it, without the source excerpt (one line).
-std::string failureText(const std::string& file, const RunFailure& f) {
-    if (f.expectationFailed) return fmt::format("{}:{}:{}: {}", file, f.span.line, f.span.col, f.error.message);
-    return renderText(makeDiagnostic(f.error.code, f.error.message, file, f.span), nullptr);
-}
-
-// Runs one test block; returns the failure text, or nothing when it passed.
-std::optional<std::string> runTest(const std::shared_ptr<const LoadedProgram>& program, const TestCase& test,
-                                   const std::string& file, const HostModel& host, const Policy& policy) {
-    const Module& module = program->module();
-    std::unique_ptr<FixtureAdapter> adapter;
-    if (test.fixtures) {
-        std::string path = (fs::path(file).parent_path() / *test.fixtures).string();
-        std::string where = fmt::format("{}:{}:{}", file, test.span.line, test.span.col);
-        std::error_code ec;
-        if (!fs::exists(path, ec)) return fmt::format("{}: fixtures file {} does not exist", where, path);
-        std::string error, hint;
-        adapter = FixtureAdapter::load(path, error, hint);
-        if (!adapter) return fmt::format("{}: {}", where, error);
-    } else {
-        adapter = FixtureAdapter::empty();
-    }
-
-    Run run(program, VmLimits{});
-    BrokerOptions options;
-    options.runId = "test";
-    options.idempotencyRoot = "test";
-    options.programHash = module.programHash;
-    options.host = &host;
-    options.policy = &policy;
-    options.adapterKind = adapter->kind();
-    options.trace = nullptr;
-    options.approvals = nullptr;  // without approve_all every approval is denied: R0302
-    options.approveAll = adapter->approveAll();
-    options.programBudget = module.budgetUsd;
-    Broker broker(options, run);
-    run.start(test.function, {});
-    RunStatus status = driveWith(run, broker, adapter.get());
-    if (status == RunStatus::Completed) return std::nullopt;
-    if (status == RunStatus::Failed) return failureText(file, run.failure());
-    return fmt::format("{}:{}:{}: the test stopped before it completed", file, test.span.line, test.span.col);
-}
 
 // Checks, compiles and runs the tests of one file, printing its lines.
 void testFile(std::string_view tool, const std::string& file, const std::optional<std::string>& hostPath,
@@ -123,9 +64,8 @@ void testFile(std::string_view tool, const std::string& file, const std::optiona
         return;
     }
     fmt::print("{}\n", file);
-    const Policy policy = Policy::allowAllPolicy();
     for (const TestCase& test : program->module().tests) {
-        std::optional<std::string> failure = runTest(program, test, file, outcome.checked->host, policy);
+        std::optional<std::string> failure = runTestBlock(program, test, file, outcome.checked->host);
         if (failure) {
             ++tally.failed;
             fmt::print("  FAIL  {}: {}\n", test.name, *failure);
