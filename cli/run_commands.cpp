@@ -621,19 +621,12 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
                             false);
     }
 
-    BrokerOptions options;
-    options.runId = runId;
-    options.idempotencyRoot = root;
-    options.programHash = module.programHash;
-    options.host = &setup.host;
-    options.policy = &*setup.policy;
+    BrokerOptions options = brokerOptionsFor(module, setup.host, *setup.policy, runId, setup.strictFlows, root);
     options.adapterKind = adapter->kind();
     options.trace = &trace;
     options.approvals = approveAll ? nullptr : &approvals;
     options.approveAll = approveAll;
-    options.programBudget = module.budgetUsd;
     options.replay = continuation ? continuation->plan : nullptr;
-    options.strictFlows = setup.strictFlows;
     // --interactive: a person at the terminal may approve a call the store has no approval for.
     Approver approver;
     if (args.has("--interactive") && !approveAll && ::isatty(STDIN_FILENO))
@@ -901,15 +894,9 @@ int replayCommand(std::string_view tool, const std::vector<std::string>& argv) {
     if (!inputValues(tool, *source.program, setup.host, run.heap(), plan.start["inputs"], inputs))
         return diverged("the recorded inputs do not fit the program's main", nullptr);
     Policy allowAll = Policy::allowAllPolicy();
-    BrokerOptions options;
-    options.runId = recordedRun;
-    options.idempotencyRoot = stringField(plan.start, "idempotency_root").empty() ? recordedRun : stringField(plan.start, "idempotency_root");
-    options.programHash = module.programHash;
-    options.host = &setup.host;
-    options.policy = &allowAll;
-    options.programBudget = module.budgetUsd;
+    BrokerOptions options = brokerOptionsFor(module, setup.host, allowAll, recordedRun, setup.strictFlows,
+                                             stringField(plan.start, "idempotency_root"));
     options.replay = &plan;  // no adapter, no trace, no approvals: nothing can go out
-    options.strictFlows = setup.strictFlows;
     Broker broker(options, run);
     run.start(source.program->entry(), std::move(inputs));
     RunStatus status = driveWith(run, broker, nullptr);

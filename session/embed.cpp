@@ -272,14 +272,7 @@ CreateResult Run::create(const Program& program, const RunOptions& options) {
     impl->vm = std::make_unique<remit::Run>(p.loaded, limits);
     impl->runId = newRunId();
 
-    BrokerOptions b;
-    b.runId = impl->runId;
-    b.idempotencyRoot = impl->runId;
-    b.programHash = p.programHash;
-    b.host = &p.host;
-    b.policy = &impl->policy;
-    b.programBudget = p.loaded->module().budgetUsd;
-    b.strictFlows = p.strictFlows;
+    BrokerOptions b = brokerOptionsFor(p.loaded->module(), p.host, impl->policy, impl->runId, p.strictFlows);
     b.adapterKind = "embedder";
     if (!options.stateDir.empty()) {
         impl->stateDir = options.stateDir;

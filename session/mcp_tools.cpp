@@ -491,16 +491,10 @@ struct Tools::Impl {
         }
         run->token = randomHex(16);
         const Module& module = run->program->module();
-        BrokerOptions options;
-        options.runId = "mcp-" + run->token.substr(0, 12);
-        options.idempotencyRoot = options.runId;
-        options.programHash = module.programHash;
-        options.host = &run->host;
-        options.policy = &run->policy;
+        BrokerOptions options = brokerOptionsFor(module, run->host, run->policy, "mcp-" + run->token.substr(0, 12),
+                                                 c.checked->manifest.strictFlows);
         options.adapterKind = run->adapter->kind();
         options.trace = &run->trace;
-        options.programBudget = module.budgetUsd;
-        options.strictFlows = c.checked->manifest.strictFlows;
         if (autoApprove) {
             options.approveAll = true;
         } else {

@@ -27,6 +27,19 @@ std::string newRunId() {
     return fmt::format("{}-{:06x}", stamp, random() & 0xffffff);
 }
 
+BrokerOptions brokerOptionsFor(const Module& module, const HostModel& host, const Policy& policy, std::string runId,
+                               bool strictFlows, std::string idempotencyRoot) {
+    BrokerOptions options;
+    options.idempotencyRoot = idempotencyRoot.empty() ? runId : std::move(idempotencyRoot);
+    options.runId = std::move(runId);
+    options.programHash = module.programHash;
+    options.host = &host;
+    options.policy = &policy;
+    options.programBudget = module.budgetUsd;
+    options.strictFlows = strictFlows;
+    return options;
+}
+
 std::filesystem::path runTracePath(const std::filesystem::path& stateDir, std::string_view runId) {
     return stateDir / "runs" / (std::string(runId) + ".jsonl");
 }

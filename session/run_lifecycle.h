@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/broker.h"
 #include "bytecode/module.h"
 #include "runtime/host_model.h"
 #include "runtime/json_text.h"
@@ -19,7 +20,6 @@
 
 namespace remit {
 
-class Broker;
 struct ReplayPlan;
 
 // `YYYYMMDD-HHMMSS-xxxxxx`: the local time (as the prototype's time.strftime) and 24 random bits.
@@ -33,6 +33,13 @@ std::string newRunId();
 VmLimits overlay(VmLimits limits, const RunLimits& policy);
 // `clampTo`: each limit at most the ceiling's.
 VmLimits clampTo(VmLimits limits, const VmLimits& ceiling);
+
+// The broker's options for a run of `module` under `host` and `policy`, set alike by every front
+// end: the run id and idempotency root (a resume passes the root of the run it continues; empty:
+// the run id), the program's hash and declared budget, strict flows. The caller adds what is its
+// own: the trace, the approval store or approve-all, the adapter kind, a replay plan.
+BrokerOptions brokerOptionsFor(const Module& module, const HostModel& host, const Policy& policy, std::string runId,
+                               bool strictFlows, std::string idempotencyRoot = "");
 
 // main's arguments from `given`, an object with one entry per parameter: each value checked
 // against the parameter's type and tagged as the host's `input` lines say (undeclared: untrusted).

@@ -648,15 +648,8 @@ Json Session::Impl::start() {
         run = std::make_unique<Run>(program, limits);
     }
     if (abortRequested.load()) run->requestAbort();
-    BrokerOptions brokerOptions;
     // The host performs the calls itself, so the broker's idempotency keys are not shown to it.
-    brokerOptions.runId = "serve";
-    brokerOptions.idempotencyRoot = brokerOptions.runId;
-    brokerOptions.programHash = program->module().programHash;
-    brokerOptions.host = &host;
-    brokerOptions.policy = &policy;
-    brokerOptions.programBudget = program->module().budgetUsd;
-    brokerOptions.strictFlows = request.strictFlows;
+    BrokerOptions brokerOptions = brokerOptionsFor(program->module(), host, policy, "serve", request.strictFlows);
     brokerOptions.adapterKind = "host";
     broker = std::make_unique<Broker>(brokerOptions, *run);
     std::string problem;

@@ -10,6 +10,7 @@
 #include "broker/fixture_adapter.h"
 #include "runtime/diagnostics.h"
 #include "runtime/policy.h"
+#include "session/run_lifecycle.h"
 #include "vm/run.h"
 
 namespace remit {
@@ -53,17 +54,10 @@ std::optional<std::string> runTestBlock(const std::shared_ptr<const LoadedProgra
     }
 
     Run run(program, VmLimits{});
-    BrokerOptions options;
-    options.runId = "test";
-    options.idempotencyRoot = "test";
-    options.programHash = module.programHash;
-    options.host = &host;
-    options.policy = &policy;
+    // No trace; without approve_all every approval is denied: R0302.
+    BrokerOptions options = brokerOptionsFor(module, host, policy, "test", false);
     options.adapterKind = adapter->kind();
-    options.trace = nullptr;
-    options.approvals = nullptr;  // without approve_all every approval is denied: R0302
     options.approveAll = adapter->approveAll();
-    options.programBudget = module.budgetUsd;
     Broker broker(options, run);
     run.start(test.function, {});
     RunStatus status = driveWith(run, broker, adapter.get());
