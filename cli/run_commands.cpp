@@ -590,14 +590,6 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
                        stateDir.string());
         return kUsage;
     };
-    if (std::string error; traced && !trace.open(tracePath, error))
-        return stateFailure("the trace cannot be created; the run did not start", false);
-    if (approveAll)
-        fmt::print(stderr, "warning: --approve-all grants every approval (development and fixtures only)\n");
-    // Only where there is something to grant: a pure program's output stays its own.
-    if (args.has("--allow-all") && traced)
-        fmt::print(stderr, "warning: --allow-all grants every host resource with no limits (development only)\n");
-
     RunStart recorded;
     recorded.runId = runId;
     recorded.idempotencyRoot = root;
@@ -613,13 +605,13 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
         recorded.resumedFrom = continuation->resumedFrom;
         if (!continuation->plan->inFlight.empty()) recorded.inFlight = inFlightJson(continuation->plan->inFlight);
     }
-    Json start = runStartEvent(recorded);
-    if (!trace.emit(start) || !trace.sync()) {
-        std::error_code ec;
-        std::filesystem::remove(tracePath, ec);  // nothing in it can be resumed
-        return stateFailure(fmt::format("the trace cannot be written ({}); the run did not start", trace.failure()),
-                            false);
-    }
+    if (std::optional<std::string> problem; traced && (problem = beginRunRecord(stateDir, recorded, trace)))
+        return stateFailure(*problem + "; the run did not start", false);
+    if (approveAll)
+        fmt::print(stderr, "warning: --approve-all grants every approval (development and fixtures only)\n");
+    // Only where there is something to grant: a pure program's output stays its own.
+    if (args.has("--allow-all") && traced)
+        fmt::print(stderr, "warning: --allow-all grants every host resource with no limits (development only)\n");
 
     BrokerOptions options = brokerOptionsFor(module, setup.host, *setup.policy, runId, setup.strictFlows, root);
     options.adapterKind = adapter->kind();

@@ -297,8 +297,7 @@ Status Run::start(std::string_view inputsJson) {
     if (!r.stateDir.empty()) {
         std::string error;
         if (r.approvals && !r.approvals->load(error)) return r.failBeforeRun("state", "StateError", error);
-        if (!r.lock.acquire(runLockPath(r.stateDir, r.runId).string(), error) ||
-            !r.trace.open(runTracePath(r.stateDir, r.runId).string(), error))
+        if (!r.lock.acquire(runLockPath(r.stateDir, r.runId).string(), error))
             return r.failBeforeRun("state", "StateError", error);
         RunStart recorded;
         recorded.runId = r.runId;
@@ -309,8 +308,8 @@ Status Run::start(std::string_view inputsJson) {
         recorded.inputs = *given;
         recorded.mode = "embedder";
         recorded.strictFlows = r.program->strictFlows;
-        Json start = runStartEvent(recorded);
-        if (!r.trace.emit(start)) return r.failBeforeRun("state", "StateError", "the trace cannot be written");
+        if (std::optional<std::string> unrecorded = beginRunRecord(r.stateDir, recorded, r.trace))
+            return r.failBeforeRun("state", "StateError", *unrecorded);
     }
     return r.drive(r.vm->start(r.program->loaded->entry(), std::move(args)));
 }

@@ -186,6 +186,18 @@ Json runEndCompleted(const std::string& runId, const RunResult& result, double s
             {"result_tags", result.tags}, {"spent_usd", spentUsd}};
 }
 
+std::optional<std::string> beginRunRecord(const std::filesystem::path& stateDir, const RunStart& start,
+                                          TraceWriter& trace) {
+    std::string path = runTracePath(stateDir, start.runId).string();
+    if (std::string error; !trace.open(path, error)) return "the trace cannot be created";
+    if (!trace.emit(runStartEvent(start)) || !trace.sync()) {
+        std::error_code ec;
+        std::filesystem::remove(path, ec);
+        return fmt::format("the trace cannot be written ({})", trace.failure());
+    }
+    return std::nullopt;
+}
+
 ReplayVerdict replayVerdict(const ReplayPlan& plan, Run& run, RunStatus status, const Broker& broker) {
     ReplayVerdict verdict;
     auto diverged = [&](std::string message, bool showFailure) {

@@ -99,6 +99,14 @@ struct RunStart {
 };
 Json runStartEvent(const RunStart& start);
 
+// Starts a run's record in `stateDir`: creates the trace runs/<run id>.jsonl and writes its
+// run_start durably (synced), before anything can be dispatched. Returns nothing, or why not:
+// "the trace cannot be created", or "the trace cannot be written (…)" — then the file is removed,
+// since nothing in it could be resumed. The message names no path: the caller names the state
+// directory, the one thing to fix.
+std::optional<std::string> beginRunRecord(const std::filesystem::path& stateDir, const RunStart& start,
+                                          TraceWriter& trace);
+
 // The `run_end` events (docs/broker.md "Traces").
 Json runEndPaused(const std::string& runId, const std::string& digest);
 Json runEndFailed(const std::string& runId, const RunFailure& failure);
