@@ -185,17 +185,7 @@ struct LiveRun {
         return renderText(d, &source);
     }
 
-    Json resultJson() const {
-        std::optional<Json> v = valueToJson(run->result(), kMaxRunResultBytes);
-        return v ? std::move(*v) : Json(nullptr);
-    }
-
-    Json resultTags() const {
-        Json out = Json::array();
-        std::optional<TagSetId> deep = run->heap().deepTags(run->result());
-        for (const std::string& name : run->heap().tagTable().names(deep ? *deep : kNoTags)) out.push_back(name);
-        return out;
-    }
+    RunResult result() const { return resultOf(*run, kMaxRunResultBytes); }
 };
 
 Json pendingJson(const PendingApproval& p) {
@@ -538,8 +528,9 @@ struct Tools::Impl {
         }
         if (status == RunStatus::Completed) {
             out["status"] = "completed";
-            out["result"] = run->resultJson();
-            out["result_tags"] = run->resultTags();
+            RunResult result = run->result();
+            out["result"] = std::move(result.value);
+            out["result_tags"] = std::move(result.tags);
             out["spent_usd"] = run->broker->spent();
             out["calls"] = run->calls();
             return {dump(out), false};
@@ -575,7 +566,7 @@ struct Tools::Impl {
         Json out;
         if (status == RunStatus::Completed) {
             out["ok"] = true;
-            out["result"] = run->resultJson();
+            out["result"] = run->result().value;
             out["calls"] = run->calls();
         } else {
             out["ok"] = false;

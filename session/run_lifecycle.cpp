@@ -153,9 +153,9 @@ std::vector<Value> mainArguments(const LoadedProgram& program, const HostModel& 
     return out;
 }
 
-RunResult resultOf(Run& run) {
+RunResult resultOf(Run& run, size_t maxBytes) {
     RunResult out;
-    if (std::optional<Json> v = valueToJson(run.result())) out.value = std::move(*v);
+    if (std::optional<Json> v = valueToJson(run.result(), maxBytes)) out.value = std::move(*v);
     std::optional<TagSetId> deep = run.heap().deepTags(run.result());
     for (const std::string& n : run.heap().tagTable().names(deep ? *deep : kNoTags)) out.tags.push_back(n);
     return out;

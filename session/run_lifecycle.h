@@ -5,6 +5,7 @@
 // ends cannot drift apart.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -48,12 +49,13 @@ BrokerOptions brokerOptionsFor(const Module& module, const HostModel& host, cons
 std::vector<Value> mainArguments(const LoadedProgram& program, const HostModel& host, Heap& heap,
                                  const nlohmann::json& given, std::string& problem);
 
-// A completed run's result as JSON and its deep tags (names).
+// A completed run's result as JSON and its deep tags (names). A result whose JSON text would be
+// longer than `maxBytes` is null.
 struct RunResult {
     Json value = nullptr;
     Json tags = Json::array();
 };
-RunResult resultOf(Run& run);
+RunResult resultOf(Run& run, size_t maxBytes = SIZE_MAX);
 
 // A failure as the `--json` envelopes show it: {code, name, message, line, col, details?}.
 Json failureJson(const RunFailure& failure);

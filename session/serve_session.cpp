@@ -735,15 +735,13 @@ Json Session::Impl::drive(const Json& id, RunStatus status) {
         return reply;
     }
     if (status == RunStatus::Completed) {
-        Heap& heap = run->heap();
         Json out = envelope("completed", id, request.session);
-        std::optional<Json> result = valueToJson(run->result());
-        std::optional<TagSetId> tags = heap.deepTags(run->result());
+        RunResult result = resultOf(*run);
         const Function& main = program->module().functions[program->entry()];
         TypeRef type = program->type(main.returnType);
-        out["result"] = result ? std::move(*result) : Json(nullptr);
+        out["result"] = std::move(result.value);
         out["type"] = type ? showType(type) : "Unit";
-        out["tags"] = tagNames(heap, tags ? *tags : kNoTags);
+        out["tags"] = std::move(result.tags);
         out["host_calls"] = hostCalls;
         out["steps"] = run->stepsUsed();
         out["spent_usd"] = broker->spent();
