@@ -607,57 +607,12 @@ void Checker::checkRecursion() {
             if (s->value) walkExpr(*s->value, out);
     };
     walkExpr = [&](const Expr& e, std::vector<std::string>& out) {
-        switch (e.kind) {
-            case ExprKind::Interp:
-                for (const InterpPart& p : e.as<InterpExpr>().parts)
-                    if (p.expr) walkExpr(*p.expr, out);
-                break;
-            case ExprKind::Field: walkExpr(*e.as<FieldExpr>().object, out); break;
-            case ExprKind::Index:
-                walkExpr(*e.as<IndexExpr>().object, out);
-                walkExpr(*e.as<IndexExpr>().index, out);
-                break;
-            case ExprKind::List:
-                for (const ExprPtr& i : e.as<ListExpr>().items) walkExpr(*i, out);
-                break;
-            case ExprKind::Record:
-                for (const RecordField& f : e.as<RecordExpr>().fields) walkExpr(*f.value, out);
-                break;
-            case ExprKind::Unary: walkExpr(*e.as<UnaryExpr>().operand, out); break;
-            case ExprKind::Binary:
-                walkExpr(*e.as<BinaryExpr>().left, out);
-                walkExpr(*e.as<BinaryExpr>().right, out);
-                break;
-            case ExprKind::Call: {
-                const auto& c = e.as<CallExpr>();
-                if (c.callee.size() == 1 && fns_.count(c.callee[0])) out.push_back(c.callee[0]);
-                for (const CallArg& a : c.args) walkExpr(*a.value, out);
-                if (c.fallback) walkExpr(*c.fallback, out);
-                break;
-            }
-            case ExprKind::If: {
-                const auto& i = e.as<IfExpr>();
-                walkExpr(*i.cond, out);
-                walkBlock(*i.thenBlock, out);
-                if (i.elseBlock) walkBlock(*i.elseBlock, out);
-                if (i.elseIf) walkExpr(*i.elseIf, out);
-                break;
-            }
-            case ExprKind::For: {
-                const auto& f = e.as<ForExpr>();
-                walkExpr(*f.iter, out);
-                if (f.filter) walkExpr(*f.filter, out);
-                walkBlock(*f.body, out);
-                break;
-            }
-            case ExprKind::Match: {
-                const auto& m = e.as<MatchExpr>();
-                walkExpr(*m.subject, out);
-                for (const MatchArm& a : m.arms) walkBlock(*a.body, out);
-                break;
-            }
-            default: break;
+        if (e.kind == ExprKind::Call) {
+            const auto& c = e.as<CallExpr>();
+            if (c.callee.size() == 1 && fns_.count(c.callee[0])) out.push_back(c.callee[0]);
         }
+        forEachChild(
+            e, [&](const Expr& child) { walkExpr(child, out); }, [&](const Block& block) { walkBlock(block, out); });
     };
     for (const auto& [name, fn] : fns_) walkBlock(*fn->body, graph[name]);
 
@@ -2056,60 +2011,17 @@ void Checker::valueUses(const Expr& e, bool used) {
                    e.span, it->second.hint);
             used = false;  // one report per construct, not one more for each enclosing use
         }
-    switch (e.kind) {
-        case ExprKind::Int:
-        case ExprKind::Float:
-        case ExprKind::Bool:
-        case ExprKind::Str:
-        case ExprKind::Name: return;
-        case ExprKind::Interp:
-            for (const InterpPart& p : e.as<InterpExpr>().parts)
-                if (p.expr) valueUses(*p.expr, true);
-            return;
-        case ExprKind::Field: valueUses(*e.as<FieldExpr>().object, true); return;
-        case ExprKind::Index:
-            valueUses(*e.as<IndexExpr>().object, true);
-            valueUses(*e.as<IndexExpr>().index, true);
-            return;
-        case ExprKind::List:
-            for (const ExprPtr& x : e.as<ListExpr>().items) valueUses(*x, true);
-            return;
-        case ExprKind::Record:
-            for (const RecordField& f : e.as<RecordExpr>().fields) valueUses(*f.value, true);
-            return;
-        case ExprKind::Unary: valueUses(*e.as<UnaryExpr>().operand, true); return;
-        case ExprKind::Binary:
-            valueUses(*e.as<BinaryExpr>().left, true);
-            valueUses(*e.as<BinaryExpr>().right, true);
-            return;
-        case ExprKind::Call: {
-            const auto& c = e.as<CallExpr>();
-            for (const CallArg& a : c.args) valueUses(*a.value, true);
-            if (c.fallback) valueUses(*c.fallback, used);  // the fallback is the call's value
-            return;
-        }
-        case ExprKind::If: {
-            const auto& i = e.as<IfExpr>();
-            valueUses(*i.cond, true);
-            valueUses(*i.thenBlock, used);
-            if (i.elseIf) valueUses(*i.elseIf, used);
-            if (i.elseBlock) valueUses(*i.elseBlock, used);
-            return;
-        }
-        case ExprKind::For: {
-            const auto& f = e.as<ForExpr>();
-            valueUses(*f.iter, true);
-            if (f.filter) valueUses(*f.filter, true);
-            valueUses(*f.body, used);  // the loop's value is the list of its body's values
-            return;
-        }
-        case ExprKind::Match: {
-            const auto& m = e.as<MatchExpr>();
-            valueUses(*m.subject, true);
-            for (const MatchArm& a : m.arms) valueUses(*a.body, used);
-            return;
-        }
-    }
+    // The blocks of if, for and match, a call's `else` fallback and an `if`'s `else if` give the
+    // construct its value (a for's list is its body's values), so they are used as it is; every
+    // other child is an operand, whose value is always used.
+    auto givesValue = [&](const Expr& child) {
+        if (e.kind == ExprKind::Call) return e.as<CallExpr>().fallback.get() == &child;
+        if (e.kind == ExprKind::If) return e.as<IfExpr>().elseIf.get() == &child;
+        return false;
+    };
+    forEachChild(
+        e, [&](const Expr& child) { valueUses(child, givesValue(child) ? used : true); },
+        [&](const Block& block) { valueUses(block, used); });
 }
 
 void Checker::run() {
