@@ -116,14 +116,17 @@ private:
 };
 
 std::optional<Json> Server::parse(std::string_view text, Json& error) const {
+    // A reply to a message that cannot be parsed still names its id when it can be read, so the
+    // client can match it to the request instead of waiting for its own timeout.
     if (jsonNestsDeeperThan(text, kMaxMessageDepth)) {
-        error = errorReply(nullptr, kParseError,
+        error = errorReply(recoverMessageId(text), kParseError,
                            fmt::format("Parse error: JSON nested deeper than {} levels", kMaxMessageDepth));
         return std::nullopt;
     }
-    Json message = Json::parse(text, nullptr, false);
+    // Lone surrogate escapes (a JavaScript string cut inside an emoji) become U+FFFD.
+    Json message = Json::parse(replaceLoneSurrogates(text), nullptr, false);
     if (message.is_discarded()) {
-        error = errorReply(nullptr, kParseError, "Parse error: the message is not valid JSON");
+        error = errorReply(recoverMessageId(text), kParseError, "Parse error: the message is not valid JSON");
         return std::nullopt;
     }
     return message;
@@ -169,6 +172,11 @@ Json Server::answer(const Json& message) {
             return nullptr;  // a client's response: nothing asked
         return errorReply(id, kInvalidRequest, "Invalid Request: no method");
     }
+    // MCP forbids a null id in a request: it has a string or an integer, a notification none at all.
+    if (hasId && id.is_null())
+        return errorReply(nullptr, kInvalidRequest,
+                          "Invalid Request: id must not be null; a request needs a string or an integer id, a "
+                          "notification has no id");
     if (!message["method"].is_string())
         return errorReply(id, kInvalidRequest, "Invalid Request: method must be a string");
     if (message.value("jsonrpc", Json(nullptr)) != "2.0")

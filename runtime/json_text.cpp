@@ -35,6 +35,131 @@ std::optional<Json> parseBounded(std::string_view what, std::string_view text, s
 
 }  // namespace
 
+namespace {
+
+// The code unit of a `\uXXXX` escape starting at text[i] (the backslash), or -1.
+int escapedCodeUnit(std::string_view text, size_t i) {
+    if (i + 6 > text.size() || text[i] != '\\' || text[i + 1] != 'u') return -1;
+    int unit = 0;
+    for (size_t k = i + 2; k < i + 6; ++k) {
+        char c = text[k];
+        int digit = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
+        if (digit < 0) return -1;
+        unit = unit * 16 + digit;
+    }
+    return unit;
+}
+
+bool isHighSurrogate(int unit) { return unit >= 0xD800 && unit <= 0xDBFF; }
+bool isLowSurrogate(int unit) { return unit >= 0xDC00 && unit <= 0xDFFF; }
+
+}  // namespace
+
+std::string replaceLoneSurrogates(std::string_view text, size_t* replaced) {
+    std::string out;
+    out.reserve(text.size());
+    size_t count = 0;
+    bool inString = false;
+    for (size_t i = 0; i < text.size();) {
+        char c = text[i];
+        if (!inString) {
+            if (c == '"') inString = true;
+            out += c;
+            ++i;
+            continue;
+        }
+        if (c == '"') {
+            inString = false;
+            out += c;
+            ++i;
+            continue;
+        }
+        if (c != '\\' || i + 1 >= text.size()) {
+            out += c;
+            ++i;
+            continue;
+        }
+        int unit = escapedCodeUnit(text, i);
+        if (isHighSurrogate(unit) && isLowSurrogate(escapedCodeUnit(text, i + 6))) {
+            out.append(text.substr(i, 12));  // a pair: kept
+            i += 12;
+        } else if (isHighSurrogate(unit) || isLowSurrogate(unit)) {
+            out += "\\ufffd";
+            ++count;
+            i += 6;
+        } else {
+            out.append(text.substr(i, 2));  // any other escape, the backslash and its character
+            i += 2;
+        }
+    }
+    if (replaced) *replaced = count;
+    return out;
+}
+
+Json recoverMessageId(std::string_view text) {
+    // A small scanner over the top-level object: strings are skipped whole, nesting is counted,
+    // and the first "id" key at depth 1 gives its value if that is a plain string or integer.
+    size_t depth = 0;
+    size_t i = 0;
+    auto skipSpace = [&] {
+        while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) ++i;
+    };
+    auto stringEnd = [&](size_t start) {  // the index after the closing quote, or npos
+        for (size_t k = start + 1; k < text.size(); ++k) {
+            if (text[k] == '\\') {
+                ++k;
+                continue;
+            }
+            if (text[k] == '"') return k + 1;
+        }
+        return std::string_view::npos;
+    };
+    bool expectKey = false;
+    while (i < text.size()) {
+        char c = text[i];
+        if (c == '"') {
+            size_t end = stringEnd(i);
+            if (end == std::string_view::npos) return nullptr;
+            bool isIdKey = depth == 1 && expectKey && text.substr(i, end - i) == "\"id\"";
+            i = end;
+            expectKey = false;
+            if (!isIdKey) continue;
+            skipSpace();
+            if (i >= text.size() || text[i] != ':') return nullptr;
+            ++i;
+            skipSpace();
+            size_t start = i;
+            if (i < text.size() && text[i] == '"') {
+                end = stringEnd(i);
+                if (end == std::string_view::npos) return nullptr;
+            } else {
+                end = i;
+                if (end < text.size() && text[end] == '-') ++end;
+                while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
+                // An integer ends at a delimiter (or where the text is cut): 1.5 or 1e3 is not one.
+                if (end < text.size() && std::string_view(",} \t\r\n").find(text[end]) == std::string_view::npos)
+                    return nullptr;
+            }
+            Json id = Json::parse(replaceLoneSurrogates(text.substr(start, end - start)), nullptr, false);
+            return !id.is_discarded() && (id.is_string() || id.is_number_integer()) ? id : Json(nullptr);
+        }
+        if (c == '{' || c == '[') {
+            ++depth;
+            expectKey = c == '{' && depth == 1;
+        } else if (c == '}' || c == ']') {
+            if (depth == 0) return nullptr;
+            --depth;
+        } else if (c == ',' && depth == 1) {
+            expectKey = true;
+        }
+        ++i;
+    }
+    return nullptr;
+}
+
 bool jsonNestsDeeperThan(std::string_view text, size_t maxDepth) {
     size_t depth = 0;
     bool inString = false, escaped = false;

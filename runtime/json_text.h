@@ -28,6 +28,18 @@ constexpr size_t kMaxJsonNesting = 256;
 // strings do not count). Linear, no allocation; meaningful for any text, valid JSON or not.
 bool jsonNestsDeeperThan(std::string_view text, size_t maxDepth);
 
+// `text` with every lone UTF-16 surrogate escape (`\ud83c` not followed by its low half, or a
+// low half on its own) replaced by `\ufffd`, U+FFFD REPLACEMENT CHARACTER; everything else is
+// kept byte for byte. JavaScript writes such escapes for a string cut inside an emoji, and Node and
+// Python accept them, while the JSON parser refuses them (docs/mcp.md, "Errors and limits").
+// `replaced` is set to the number of escapes replaced.
+std::string replaceLoneSurrogates(std::string_view text, size_t* replaced = nullptr);
+
+// The `id` member of a JSON-RPC message that may not parse as a whole: the value of the top-level
+// object's "id" key when it is a string or an integer written plainly, else null. Lets a reply to
+// a broken request still name it.
+Json recoverMessageId(std::string_view text);
+
 // Parses `text`. On failure returns nullopt with `error` saying "invalid JSON in WHAT at line L,
 // column C" or "invalid JSON in WHAT: nested deeper than N levels" — never the parser's
 // exception text.

@@ -209,8 +209,6 @@ struct Args {
 
 }  // namespace
 
-// ---------------------------------------------------------------- JSON text and tokens
-
 // ---------------------------------------------------------------- embedded text
 
 std::optional<std::string_view> embeddedText(std::string_view path) {
@@ -229,12 +227,12 @@ const std::vector<ToolSpec>& toolSpecs() {
     static const ParamSpec policy{"policy", T::String, false,
                                   "Optional deployment policy: the text of a policy.toml file (grants, max_calls, "
                                   "budget). Without it nothing is compared with a policy."};
-    static const ParamSpec fixtures{"fixtures", T::String, true,
-                                    "JSON text of the fixtures: canned results for each capability and model call, "
+    static const ParamSpec fixtures{"fixtures", T::JsonDocument, true,
+                                    "The fixtures, as a JSON object or its text: canned results for each capability and model call, "
                                     "e.g. {\"capabilities\": {\"ns.cap\": [{\"args\": {...}, \"output\": ...}]}, "
                                     "\"model\": [{\"match\": \"...\", \"output\": ...}]}."};
-    static const ParamSpec inputs{"inputs", T::String, false,
-                                  "JSON text of an object with one entry per parameter of main.", "{}"};
+    static const ParamSpec inputs{"inputs", T::JsonDocument, false,
+                                  "An object with one entry per parameter of main, or its JSON text.", "{}"};
     static const ParamSpec runPolicy{"policy", T::String, false,
                                      "Optional policy.toml text; without it every resource the host declares is "
                                      "granted with no limits."};
@@ -306,6 +304,9 @@ Json toolListEntry(const ToolSpec& spec) {
         Json schema;
         if (p.type == ParamSpec::Type::Boolean) {
             schema["type"] = "boolean";
+        } else if (p.type == ParamSpec::Type::JsonDocument) {
+            schema["type"] = p.required || p.defaultValue ? Json::array({"object", "string"})
+                                                          : Json::array({"object", "string", "null"});
         } else if (p.required || p.defaultValue) {
             schema["type"] = "string";
         } else {
@@ -328,11 +329,18 @@ Json toolListEntry(const ToolSpec& spec) {
                             {"properties", std::move(properties)},
                             {"required", std::move(required)},
                             {"additionalProperties", false}};
-    // Every tool is offline: it reads only its arguments and the text bundled with the server.
+    // Every tool is offline: it reads only its arguments and the text bundled with the server, and
+    // fixtures answer every call a run makes, so none reaches the world (openWorldHint false).
+    // remit_run keeps a paused run on the server, and remit_resume answers its approval: neither
+    // is read-only or idempotent, and remit_resume is marked destructive, because approving a
+    // call is the decision a person must make. A client that runs read-only tools without asking
+    // would otherwise let the agent approve its own calls (docs/mcp.md, "Tools").
+    std::string_view name = spec.name;
+    bool runs = name == "remit_run", answers = name == "remit_resume";
     entry["annotations"] = {{"title", spec.title},
-                            {"readOnlyHint", true},
-                            {"destructiveHint", false},
-                            {"idempotentHint", std::string_view(spec.name) != "remit_resume"},
+                            {"readOnlyHint", !runs && !answers},
+                            {"destructiveHint", answers},
+                            {"idempotentHint", !runs && !answers},
                             {"openWorldHint", false}};
     return entry;
 }
@@ -340,8 +348,8 @@ Json toolListEntry(const ToolSpec& spec) {
 // ---------------------------------------------------------------- the tools
 
 struct Tools::Impl {
-    // Guards the four members below; held for bookkeeping only. Ending a run joins its worker,
-    // which can take as long as the run does, so runs are ended outside the lock.
+    // Guards the four members below; held for bookkeeping only. A run is started, resumed and
+    // ended outside the lock: its program may take as long as its limits allow.
     mutable std::mutex mutex;
     fs::path scratch;  // created on first use, removed at the end
     uint64_t runs = 0;
@@ -349,7 +357,7 @@ struct Tools::Impl {
     std::deque<std::string> order;                           // paused tokens, oldest first
 
     ~Impl() {
-        paused.clear();  // each run refuses its pending call and joins its worker
+        paused.clear();  // each paused run ends with its pending call unanswered
         std::error_code ec;
         if (!scratch.empty()) fs::remove_all(scratch, ec);
     }
@@ -666,11 +674,16 @@ std::optional<ToolOutcome> Tools::call(std::string_view name, const Json& argume
                 args.booleans[p->name] = value.get<bool>();
                 continue;
             }
-            if (!value.is_string()) {
-                bad.message = fmt::format("argument '{}' of {} must be a string", p->name, spec->name);
+            std::string document;  // a JsonDocument given as JSON: its text
+            if (p->type == ParamSpec::Type::JsonDocument && (value.is_object() || value.is_array())) {
+                document = value.dump();
+            } else if (!value.is_string()) {
+                bad.message = fmt::format("argument '{}' of {} must be {}", p->name, spec->name,
+                                          p->type == ParamSpec::Type::JsonDocument ? "a JSON object or its text"
+                                                                                   : "a string");
                 return std::nullopt;
             }
-            const std::string& text = value.get_ref<const std::string&>();
+            const std::string& text = value.is_string() ? value.get_ref<const std::string&>() : document;
             if (text.size() > kMaxArgumentChars && codePointCount(text) > kMaxArgumentChars) tooLong = true;
             args.strings[p->name] = text;
         }

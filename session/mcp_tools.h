@@ -54,10 +54,12 @@ const std::vector<EmbeddedFile>& embeddedFiles();
 // The embedded file at `path`, or nullopt.
 std::optional<std::string_view> embeddedText(std::string_view path);
 
-// One parameter of a tool: a string or a boolean; optional ones may also be null.
+// One parameter of a tool: a string, a boolean, or a JSON document given as its text or as the
+// JSON value itself (fixtures, inputs: clients and models send both); optional ones may also be
+// null.
 struct ParamSpec {
     const char* name;
-    enum class Type { String, Boolean } type;
+    enum class Type { String, Boolean, JsonDocument } type;
     bool required;
     const char* description;
     std::optional<const char*> defaultValue = std::nullopt;  // strings only

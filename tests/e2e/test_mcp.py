@@ -182,7 +182,14 @@ def test_tools_list_names_and_parameters():
             expect(schema["type"] == "object" and list(schema["properties"]) == TOOLS[t["name"]],
                    f"{t['name']} parameters", schema)
             expect(schema["required"] == REQUIRED[t["name"]], f"{t['name']} required", schema)
-            expect(t["description"] and t["annotations"]["readOnlyHint"] is True, "description", t)
+            expect(t["description"], "description", t)
+            # Truthful annotations: remit_run keeps a paused run, remit_resume answers an approval,
+            # which a person must decide; no tool reaches the world (fixtures answer every call).
+            a = t["annotations"]
+            changes_state = t["name"] in ("remit_run", "remit_resume")
+            expect(a["readOnlyHint"] is (not changes_state) and a["idempotentHint"] is (not changes_state)
+                   and a["destructiveHint"] is (t["name"] == "remit_resume") and a["openWorldHint"] is False,
+                   f"{t['name']} annotations", a)
         guide = next(t for t in tools if t["name"] == "remit_guide")["inputSchema"]["properties"]["section"]
         expect(guide["enum"] == ["guide", "spec"] and guide["default"] == "guide", "section", guide)
         inputs = next(t for t in tools if t["name"] == "remit_run_fixtures")["inputSchema"]["properties"]["inputs"]
@@ -449,6 +456,62 @@ def test_protocol_errors_and_hostile_messages():
         r = c.request("tools/call", {"name": "remit_check", "arguments": {"program": NOTE, "host": HOST, "polcy": ""}})
         expect("unknown argument 'polcy'" in r["error"]["message"] and "policy" in r["error"]["message"], "names them", r)
         expect(c.request("ping")["result"] == {}, "still serving")
+        expect(c.close() == 0, "clean exit")
+
+
+def test_messages_javascript_clients_send():
+    """What an SDK client writes and a strict parser refused (issue #16 items 1, 7, 9): lone UTF-16
+    surrogates, replies to unparseable requests that still name their id, null ids, and fixtures and
+    inputs given as JSON objects instead of their text."""
+    with Client() as c:
+        c.initialize()
+        # A string cut inside an emoji: "\ud83c" alone. It becomes U+FFFD; a whole pair is kept.
+        program = 'program p\n\nfn main() -> Str {\n  return "cut LONE pair PAIR"\n}\n'
+        line = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                           "params": {"name": "remit_format", "arguments": {"program": program}}})
+        c.send_raw(line.replace("LONE", "\\ud83c").replace("PAIR", "\\ud83c\\udf75"))
+        r = c.reply()
+        expect(r["id"] == 7 and "result" in r, "a lone surrogate is accepted", r)
+        formatted = json.loads(r["result"]["content"][0]["text"])
+        expect(formatted["ok"] and "cut \ufffd pair \U0001f375" in formatted["program"],
+               "U+FFFD for the lone half, the pair kept", formatted)
+        c.send_raw('{"jsonrpc": "2.0", "id": "s\\udc00", "method": "ping"}')
+        r = c.reply()
+        expect(r["id"] == "s\ufffd" and r["result"] == {}, "a lone low half in the id too", r)
+        # Escaped backslashes are not escapes: "\\ud83c" is a backslash and five letters.
+        c.send_raw('{"jsonrpc": "2.0", "id": "\\\\ud83c", "method": "ping"}')
+        r = c.reply()
+        expect(r["id"] == "\\ud83c", "an escaped backslash is kept", r)
+
+        # A request that does not parse is answered with its id when it can be read.
+        c.send_raw('{"jsonrpc": "2.0", "id": 41, "method": "ping", "params": {"x": tru}}')
+        r = c.reply()
+        expect(r["id"] == 41 and r["error"]["code"] == -32700, "the id of a broken request", r)
+        c.send_raw('{"jsonrpc": "2.0", "params": {"id": 5}, "id": "abc", "method": ')
+        r = c.reply()
+        expect(r["id"] == "abc" and r["error"]["code"] == -32700, "the top-level id, not a nested one", r)
+        c.send_raw('{"jsonrpc": "2.0", "params": {"id": 5}, "method": ')
+        r = c.reply()
+        expect(r["id"] is None, "no top-level id: null", r)
+
+        # A null id is not a request (MCP forbids it) and not a notification.
+        c.send_raw(json.dumps({"jsonrpc": "2.0", "id": None, "method": "ping"}))
+        r = c.reply()
+        expect(r["id"] is None and r["error"]["code"] == -32600 and "must not be null" in r["error"]["message"],
+               "a null id is refused", r)
+        c.send_raw(json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "x"}}))
+        expect(c.request("ping")["result"] == {}, "a client's error response with a null id needs no answer")
+
+        # fixtures and inputs as JSON objects, as the Inspector and models send them.
+        args = {"program": NOTE, "host": HOST, "fixtures": json.loads(FIXTURES), "inputs": {"id": "X"}}
+        result = c.tool("remit_run_fixtures", args)
+        expect(result["ok"] and result["result"] == "taxi", "objects are taken as the documents", result)
+        as_text = c.tool("remit_run_fixtures", {**args, "fixtures": FIXTURES, "inputs": INPUTS})
+        expect(as_text == result, "the same as their text", as_text)
+        r = c.request("tools/call", {"name": "remit_run", "arguments": {**args, "inputs": 3}})
+        expect(r["error"]["code"] == -32602 and "a JSON object or its text" in r["error"]["message"], "a number", r)
+        r = c.request("tools/call", {"name": "remit_check", "arguments": {"program": {"a": 1}, "host": HOST}})
+        expect(r["error"]["code"] == -32602 and "must be a string" in r["error"]["message"], "program stays text", r)
         expect(c.close() == 0, "clean exit")
 
 

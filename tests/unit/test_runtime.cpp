@@ -4,6 +4,7 @@
 #include <set>
 
 #include "runtime/diagnostics.h"
+#include "runtime/json_text.h"
 #include "runtime/numfmt.h"
 
 using namespace remit;
@@ -87,4 +88,33 @@ TEST_CASE("numfmt: floats print as Python's repr") {
     CHECK(formatFloatRepr(2.5) == "2.5");
     CHECK(formatFloatRepr(-3.75) == "-3.75");
     CHECK(formatFloatRepr(1.0 / 3) == "0.3333333333333333");
+}
+
+TEST_CASE("json text: lone surrogate escapes become U+FFFD, everything else is kept") {
+    size_t n = 0;
+    CHECK(remit::replaceLoneSurrogates(R"({"a": "x\ud83c"})", &n) == R"({"a": "x\ufffd"})");
+    CHECK(n == 1);
+    CHECK(remit::replaceLoneSurrogates(R"(["\ud83c\udf75", "\udc00\ud800"])", &n) ==
+          R"(["\ud83c\udf75", "\ufffd\ufffd"])");
+    CHECK(n == 2);
+    // An escaped backslash is not an escape; a surrogate outside a string is left to the parser.
+    CHECK(remit::replaceLoneSurrogates(R"(["\\ud83c"] \ud83c)", &n) == R"(["\\ud83c"] \ud83c)");
+    CHECK(n == 0);
+    // A high half at the very end, and a pair written with upper-case hex.
+    CHECK(remit::replaceLoneSurrogates(R"("\uD83C)") == R"("\ufffd)");
+    CHECK(remit::replaceLoneSurrogates(R"("\uD83C\uDF75")") == R"("\uD83C\uDF75")");
+    CHECK(remit::replaceLoneSurrogates(R"("\ud83")") == R"("\ud83")");  // not an escape: the parser decides
+    CHECK(remit::Json::parse(remit::replaceLoneSurrogates(R"("a\ud83cb")")) == "a\xef\xbf\xbd" "b");
+}
+
+TEST_CASE("json text: the id of a message that does not parse") {
+    CHECK(remit::recoverMessageId(R"({"jsonrpc": "2.0", "id": 41, "method": tru})") == 41);
+    CHECK(remit::recoverMessageId(R"({"id" : "a\"b", "x": })") == "a\"b");
+    CHECK(remit::recoverMessageId(R"({"params": {"id": 5}, "id": -3, )") == -3);
+    CHECK(remit::recoverMessageId(R"({"params": {"id": 5}, "method": )").is_null());
+    CHECK(remit::recoverMessageId(R"({"x": "\"id\": 9", "id": 2)") == 2);  // a string that looks like the key
+    CHECK(remit::recoverMessageId(R"({"id": 1.5})").is_null());              // not an integer
+    CHECK(remit::recoverMessageId(R"({"id": {"a": 1}})").is_null());
+    CHECK(remit::recoverMessageId(R"([{"id": 1}])").is_null());               // a batch has no one id
+    CHECK(remit::recoverMessageId("").is_null());
 }
