@@ -226,6 +226,31 @@ Response methodNotAllowed(const char* allow) {
     return r;
 }
 
+// CORS (docs/mcp.md, "Browsers"): a page on this machine (the only origins the check above
+// admits) may call the server. A preflight is answered before the gate, since browsers send it
+// without credentials; every response to a request with an allowed Origin names that origin and
+// exposes the session header, so the page can read replies and refusals alike.
+constexpr const char* kCorsMethods = "POST, DELETE, OPTIONS";
+constexpr const char* kCorsHeaders =
+    "Content-Type, Authorization, X-API-Key, MCP-Protocol-Version, Mcp-Session-Id, Last-Event-ID";
+
+Response withCors(const Request& r, Response response) {
+    std::optional<std::string_view> origin = r.header("origin");
+    if (!origin || !localOrigin(*origin)) return response;
+    response.headers.emplace_back("Access-Control-Allow-Origin", std::string(*origin));
+    response.headers.emplace_back("Access-Control-Expose-Headers", "Mcp-Session-Id");
+    response.headers.emplace_back("Vary", "Origin");
+    return response;
+}
+
+Response preflight() {
+    Response r{204, {}, {}, false};
+    r.headers.emplace_back("Access-Control-Allow-Methods", kCorsMethods);
+    r.headers.emplace_back("Access-Control-Allow-Headers", kCorsHeaders);
+    r.headers.emplace_back("Access-Control-Max-Age", "600");
+    return r;
+}
+
 class McpHttp final : public http::Handler {
 public:
     McpHttp(std::string_view tool, const McpHttpOptions& options, std::optional<Keys> keys,
@@ -233,14 +258,25 @@ public:
         : tool_(tool), options_(options), keys_(std::move(keys)), usage_(std::move(usage)), endpoint_(endpoint) {}
 
     std::optional<Response> screen(const Request& r) override {
+        std::optional<Response> response = screenRequest(r);
+        if (response) return withCors(r, std::move(*response));
+        return response;
+    }
+
+    Response handle(const Request& r) override { return withCors(r, handleMessage(r)); }
+
+private:
+    std::optional<Response> screenRequest(const Request& r) {
         if (r.path == "/health" || r.path == "/healthz") {
             if (r.method == "GET" || r.method == "HEAD") return Response::text(200, "ok");
             return methodNotAllowed("GET, HEAD");
         }
         if (std::optional<std::string_view> origin = r.header("origin"); origin && !localOrigin(*origin))
             return Response::error(403, "origin not allowed: only pages on localhost may call this server");
+        bool mcpPath = r.path == "/mcp" || r.path == "/mcp/";
+        if (mcpPath && r.method == "OPTIONS" && r.header("origin")) return preflight();
         if (std::optional<Response> refused = gate(r)) return refused;
-        if (r.path != "/mcp" && r.path != "/mcp/") return Response::error(404, "not found; the MCP endpoint is /mcp");
+        if (!mcpPath) return Response::error(404, "not found; the MCP endpoint is /mcp");
         if (r.method == "DELETE") return endSession(r);
         if (r.method != "POST") return methodNotAllowed("POST, DELETE");  // no GET: this server opens no SSE stream
         std::string_view contentType = r.header("content-type").value_or("");
@@ -256,7 +292,7 @@ public:
     }
 
     // Only a POST to /mcp gets here: one message or a batch.
-    Response handle(const Request& r) override {
+    Response handleMessage(const Request& r) {
         Json error;
         std::optional<Json> message = endpoint_.parse(r.body, error);
         if (!message) return jsonResponse(400, error);
@@ -283,7 +319,6 @@ public:
         return response;
     }
 
-private:
     std::string tool_;
     McpHttpOptions options_;
     std::optional<Keys> keys_;

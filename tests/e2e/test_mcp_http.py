@@ -241,6 +241,36 @@ def test_streamable_http_rules():
                "an ended session is unknown")
 
 
+def test_cors_for_pages_on_this_machine():
+    """A browser page on localhost can call the server (issue #16 item 10): its preflight is
+    answered before the key check, and every response names the origin and exposes the session."""
+    page = "http://localhost:5173"
+    with Workspace({"keys.json": json.dumps(KEYS)}) as ws, Server("--keys", ws.path / "keys.json") as s:
+        status, headers, body = s.request("OPTIONS", "/mcp", headers={
+            "Origin": page, "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type, authorization, mcp-protocol-version"})
+        expect(status == 204 and body == b"", "a preflight needs no key", (status, headers, body))
+        expect(headers.get("access-control-allow-origin") == page and "POST" in headers["access-control-allow-methods"]
+               and "Authorization" in headers["access-control-allow-headers"]
+               and "Mcp-Session-Id" in headers["access-control-allow-headers"], "what it allows", headers)
+        status, headers, _ = s.request("OPTIONS", "/mcp", headers={"Origin": "https://evil.example",
+                                                                   "Access-Control-Request-Method": "POST"})
+        expect(status == 403 and "access-control-allow-origin" not in headers, "a foreign page gets nothing", headers)
+        status, headers, _ = s.request("OPTIONS", "/mcp")
+        expect(status == 401, "OPTIONS without an Origin is not a preflight: the key check applies", (status, headers))
+        status, headers, _ = s.request("OPTIONS", "/mcp", headers={"Authorization": f"Bearer {ACME}"})
+        expect(status == 405 and headers.get("allow") == "POST, DELETE", "and then it is not allowed", (status, headers))
+
+        status, headers, body = s.post(INITIALIZE, key=ACME, headers={"Origin": page})
+        expect(status == 200 and headers.get("access-control-allow-origin") == page
+               and "Mcp-Session-Id" in headers.get("access-control-expose-headers", "")
+               and "mcp-session-id" in headers, "a reply the page can read, with its session", headers)
+        status, headers, _ = s.post(INITIALIZE, headers={"Origin": page})
+        expect(status == 401 and headers.get("access-control-allow-origin") == page, "refusals too", headers)
+        status, headers, _ = s.post(INITIALIZE, key=ACME)
+        expect(status == 200 and "access-control-allow-origin" not in headers, "no CORS without an Origin", headers)
+
+
 def test_hostile_input():
     with Server() as s:
         # A body over 16 MiB is refused from its Content-Length, before it is sent.
