@@ -189,6 +189,23 @@ def test_monthly_limit_and_usage_file():
         # The count survives a restart.
         with Server("--keys", keys, "--usage", usage) as s:
             expect(s.post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, key=ACME)[0] == 429, "still over the limit")
+            with sqlite3.connect(usage) as db:
+                mode = db.execute("pragma journal_mode").fetchone()[0]
+            expect(mode == "wal", "the file is in WAL mode (a count is a log append, not four syncs)", mode)
+
+        # A server killed outright has lost no count: each is committed before it is answered.
+        s = Server("--keys", keys, "--usage", usage)
+        try:
+            for i in range(20):
+                expect(s.post({"jsonrpc": "2.0", "id": i, "method": "ping"}, key=BETA)[0] == 200, f"beta {i}")
+        finally:
+            s.proc.kill()
+            s.proc.wait(timeout=15)
+            s.proc.stdout.close()
+            s.proc.stderr.close()
+        with sqlite3.connect(usage) as db:
+            beta = db.execute("select requests from usage where key_id = 'beta'").fetchone()[0]
+        expect(beta == 21, "every count of a SIGKILLed server is kept", beta)
 
 
 def test_anonymous_use_metered_by_client_ip():
