@@ -99,7 +99,7 @@ Json resultReply(const Json& id, Json result) {
 class Server final : public McpEndpoint {
 public:
     std::optional<Json> parse(std::string_view text, Json& error) const override;
-    Json reply(const Json& message) override;
+    Json reply(const Json& message, std::string_view caller) override;
     bool speaks(std::string_view version) const override;
 
     // The reply to one stdio line, or null for a notification or a client's response.
@@ -108,10 +108,10 @@ public:
 private:
     mcp::Tools tools_;
 
-    Json answer(const Json& message);
-    Json dispatch(const Json& id, const std::string& method, const Json& params);
+    Json answer(const Json& message, std::string_view caller);
+    Json dispatch(const Json& id, const std::string& method, const Json& params, std::string_view caller);
     Json initialize(const Json& params);
-    Json toolsCall(const Json& id, const Json& params);
+    Json toolsCall(const Json& id, const Json& params, std::string_view caller);
     Json resourcesRead(const Json& id, const Json& params);
 };
 
@@ -146,19 +146,19 @@ Json Server::handleLine(std::string_view line) {
     if (message->is_array())
         return errorReply(nullptr, kInvalidRequest,
                           "Invalid Request: batches are not supported; send one message per line");
-    return reply(*message);
+    return reply(*message, {});  // one client over stdio
 }
 
-Json Server::reply(const Json& message) {
+Json Server::reply(const Json& message, std::string_view caller) {
     try {
-        return answer(message);
+        return answer(message, caller);
     } catch (...) {
         return errorReply(nullptr, kInternalError, fmt::format("host_error: {}", mcp::kHostErrorMessage),
                           Json{{"code", "host_error"}});
     }
 }
 
-Json Server::answer(const Json& message) {
+Json Server::answer(const Json& message, std::string_view caller) {
     if (!message.is_object())
         return errorReply(nullptr, kInvalidRequest, "Invalid Request: a message must be a JSON object");
     bool hasId = message.contains("id");
@@ -187,14 +187,14 @@ Json Server::answer(const Json& message) {
     if (!hasId) return nullptr;  // notifications (initialized, cancelled, ...) need no reply
     if (!params.is_object()) return errorReply(id, kInvalidParams, "Invalid params: params must be an object");
     try {
-        return dispatch(id, method, params);
+        return dispatch(id, method, params, caller);
     } catch (...) {
         return errorReply(id, kInternalError, fmt::format("host_error: {}", mcp::kHostErrorMessage),
                           Json{{"code", "host_error"}});
     }
 }
 
-Json Server::dispatch(const Json& id, const std::string& method, const Json& params) {
+Json Server::dispatch(const Json& id, const std::string& method, const Json& params, std::string_view caller) {
     if (method == "initialize") return resultReply(id, initialize(params));
     if (method == "ping") return resultReply(id, Json::object());
     if (method == "tools/list") {
@@ -202,7 +202,7 @@ Json Server::dispatch(const Json& id, const std::string& method, const Json& par
         for (const mcp::ToolSpec& spec : mcp::toolSpecs()) list.push_back(mcp::toolListEntry(spec));
         return resultReply(id, Json{{"tools", std::move(list)}});
     }
-    if (method == "tools/call") return toolsCall(id, params);
+    if (method == "tools/call") return toolsCall(id, params, caller);
     if (method == "resources/list") {
         Json list = Json::array();
         for (const Resource& r : kResources)
@@ -232,13 +232,13 @@ Json Server::initialize(const Json& params) {
     return result;
 }
 
-Json Server::toolsCall(const Json& id, const Json& params) {
+Json Server::toolsCall(const Json& id, const Json& params, std::string_view caller) {
     auto name = params.find("name");
     if (name == params.end() || !name->is_string())
         return errorReply(id, kInvalidParams, "Invalid params: tools/call needs the tool's name as a string");
     Json arguments = params.contains("arguments") ? params["arguments"] : Json(nullptr);
     mcp::BadParams bad;
-    std::optional<mcp::ToolOutcome> outcome = tools_.call(name->get_ref<const std::string&>(), arguments, bad);
+    std::optional<mcp::ToolOutcome> outcome = tools_.call(name->get_ref<const std::string&>(), arguments, bad, caller);
     if (!outcome) return errorReply(id, kInvalidParams, "Invalid params: " + bad.message);
     Json result;
     result["content"] = Json::array({Json{{"type", "text"}, {"text", std::move(outcome->text)}}});

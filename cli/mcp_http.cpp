@@ -314,8 +314,12 @@ private:
         std::optional<Json> message = endpoint_.parse(r.body, error);
         if (!message) return jsonResponse(400, error);
         bool initialized = false;
+        // The tools' caller: the key, kept apart from an address a key id could spell.
+        const Key* key = nullptr;
+        std::string id = callerOf(r, &key);
+        std::string caller = key ? "key:" + id : id;
         auto answer = [&](const Json& m) {
-            Json reply = endpoint_.reply(m);
+            Json reply = endpoint_.reply(m, caller);
             if (m.is_object() && m.value("method", Json()) == "initialize" && reply.is_object() &&
                 reply.contains("result"))
                 initialized = true;
@@ -346,15 +350,27 @@ private:
     std::unordered_set<std::string> sessions_;  // guarded
     std::deque<std::string> sessionOrder_;      // guarded: oldest first
 
-    std::optional<Response> gate(const Request& r) {
-        std::string keyId = "anon:" + clientOf(r);
-        uint64_t limit = options_.freeMonthly;
+    // Who sent a request: its valid key, or `anon:<client>`; `key` says which.
+    std::string callerOf(const Request& r, const Key** key = nullptr) const {
+        if (key) *key = nullptr;
         if (keys_) {
             std::optional<std::string> token = tokenOf(r);
-            auto key = token ? keys_->find(sha256Hex(*token)) : keys_->end();
-            if (key != keys_->end()) {
-                keyId = key->second.id;
-                limit = key->second.monthlyLimit;
+            auto found = token ? keys_->find(sha256Hex(*token)) : keys_->end();
+            if (found != keys_->end()) {
+                if (key) *key = &found->second;
+                return found->second.id;
+            }
+        }
+        return "anon:" + clientOf(r);
+    }
+
+    std::optional<Response> gate(const Request& r) {
+        const Key* key = nullptr;
+        std::string keyId = callerOf(r, &key);
+        uint64_t limit = options_.freeMonthly;
+        if (keys_) {
+            if (key) {
+                limit = key->monthlyLimit;
             } else if (options_.freeMonthly == 0) {
                 Response refused = Response::error(401, "missing or invalid API key");
                 refused.headers.emplace_back("WWW-Authenticate", "Bearer");

@@ -25,8 +25,10 @@ public:
     // parsed safely) returns nullopt with `error` set to the -32700 reply.
     virtual std::optional<Json> parse(std::string_view text, Json& error) const = 0;
     // The reply to one message (an object; a batch is the transport's business), or null when
-    // none is due (a notification, a client's response). Thread-safe; never throws.
-    virtual Json reply(const Json& message) = 0;
+    // none is due (a notification, a client's response). `caller` is who sent it, for the tools'
+    // per-caller quotas (mcp::Tools::call): the API key's id or `anon:<address>` over HTTP, empty
+    // over stdio. Thread-safe; never throws.
+    virtual Json reply(const Json& message, std::string_view caller) = 0;
     // Whether the server speaks protocol `version` (the MCP-Protocol-Version header).
     virtual bool speaks(std::string_view version) const = 0;
 };

@@ -107,6 +107,7 @@ Json checkResult(const TextCheck& c) {
 // approval, and resume() answers it.
 struct LiveRun {
     std::string token;
+    std::string caller;  // who started it: only they may resume it
     fs::path dir;  // this run's scratch directory: its trace and approval store
     std::string programText;
     std::shared_ptr<const LoadedProgram> program;
@@ -522,13 +523,26 @@ struct Tools::Impl {
             std::vector<std::unique_ptr<LiveRun>> dropped;  // ended after the lock is released
             {
                 std::lock_guard<std::mutex> lock(mutex);
-                while (this->paused.size() >= kMaxPausedRuns) {
-                    // The oldest paused run refuses its pending call and ends.
-                    auto oldest = this->paused.find(order.front());
-                    dropped.push_back(std::move(oldest->second));
-                    this->paused.erase(oldest);
-                    order.pop_front();
+                auto drop = [&](std::deque<std::string>::iterator at) {
+                    auto it = this->paused.find(*at);
+                    dropped.push_back(std::move(it->second));
+                    this->paused.erase(it);
+                    order.erase(at);
+                };
+                // The caller's own oldest paused runs end first; another caller's never, unless
+                // every caller together is at the server's bound.
+                size_t own = 0;
+                for (const std::string& t : order) own += this->paused.at(t)->caller == run->caller;
+                for (auto it = order.begin(); own >= kMaxPausedRuns && it != order.end();) {
+                    if (this->paused.at(*it)->caller != run->caller) {
+                        ++it;
+                        continue;
+                    }
+                    drop(it);
+                    it = order.begin();
+                    --own;
                 }
+                while (order.size() >= kMaxPausedRunsInAll) drop(order.begin());
                 order.push_back(token);
                 this->paused.emplace(token, std::move(run));
             }
@@ -584,7 +598,7 @@ struct Tools::Impl {
         return {dump(out), false};
     }
 
-    ToolOutcome runTool(const Args& a) {
+    ToolOutcome runTool(const Args& a, std::string_view caller) {
         Json rejected;
         std::unique_ptr<LiveRun> run = prepareRun(a, false, rejected);
         if (!run) {
@@ -595,16 +609,18 @@ struct Tools::Impl {
                 if (key != "ok") out[key] = value;
             return {dump(out), false};
         }
+        run->caller = std::string(caller);
         run->start();
         return settle(std::move(run));
     }
 
-    ToolOutcome resume(const Args& a) {
+    ToolOutcome resume(const Args& a, std::string_view caller) {
         std::string token = *a.get("run_token");
         std::unique_ptr<LiveRun> run;
         {
             std::lock_guard<std::mutex> lock(mutex);
-            if (auto it = paused.find(token); it != paused.end()) {
+            // Another caller's token is unknown to this one, exactly like a token never issued.
+            if (auto it = paused.find(token); it != paused.end() && it->second->caller == caller) {
                 run = std::move(it->second);
                 paused.erase(it);
                 order.erase(std::find(order.begin(), order.end(), token));
@@ -616,7 +632,7 @@ struct Tools::Impl {
             out["error"] = "unknown_run_token";
             out["message"] = fmt::format(
                 "no paused run has this run_token: it completed, was refused, was never issued by this server, or "
-                "was dropped because more than {} runs were paused at once; start it again with remit_run",
+                "was dropped because more than {} of your runs were paused at once; start it again with remit_run",
                 kMaxPausedRuns);
             return {dump(out), true};
         }
@@ -633,7 +649,8 @@ size_t Tools::pausedRuns() const {
     return impl_->paused.size();
 }
 
-std::optional<ToolOutcome> Tools::call(std::string_view name, const Json& arguments, BadParams& bad) {
+std::optional<ToolOutcome> Tools::call(std::string_view name, const Json& arguments, BadParams& bad,
+                                       std::string_view caller) {
     const ToolSpec* spec = nullptr;
     for (const ToolSpec& s : toolSpecs())
         if (name == s.name) spec = &s;
@@ -721,8 +738,8 @@ std::optional<ToolOutcome> Tools::call(std::string_view name, const Json& argume
         if (tool == "remit_authority_diff") return ToolOutcome{dump(impl_->authorityDiff(args)), false};
         if (tool == "remit_examples") return ToolOutcome{dump(impl_->examplesTool(args)), false};
         if (tool == "remit_run_fixtures") return impl_->runFixtures(args);
-        if (tool == "remit_run") return impl_->runTool(args);
-        if (tool == "remit_resume") return impl_->resume(args);
+        if (tool == "remit_run") return impl_->runTool(args, caller);
+        if (tool == "remit_resume") return impl_->resume(args, caller);
     } catch (...) {
         // Nothing of the exception reaches the client: it could carry paths or addresses.
     }

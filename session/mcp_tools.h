@@ -41,8 +41,12 @@ inline constexpr size_t kMaxArgumentChars = 200'000;
 // A message longer than this is refused unread, over stdio and HTTP alike: eight arguments of
 // kMaxArgumentChars fit even when every character is written as a \uXXXX escape.
 inline constexpr size_t kMaxMessageBytes = size_t(16) << 20;
-// Runs paused for an approval that the server keeps; starting one more refuses the oldest.
+// Runs paused for an approval that the server keeps for each caller (an API key, or a client
+// address without one; the stdio client is one caller): pausing one more ends that caller's own
+// oldest. All callers together keep at most kMaxPausedRunsInAll, the oldest of all ending first,
+// which bounds the memory many anonymous addresses could take (docs/mcp.md "Runs and approvals").
 inline constexpr size_t kMaxPausedRuns = 8;
+inline constexpr size_t kMaxPausedRunsInAll = 256;
 
 // A file embedded into the binary at build time (session/CMakeLists.txt): docs/ai-guide.md, the
 // language spec, and the bundled examples, by their path in the source tree.
@@ -99,10 +103,13 @@ public:
     Tools(const Tools&) = delete;
     Tools& operator=(const Tools&) = delete;
 
-    // Calls tool `name` with `arguments` (a JSON object, or null for none). Returns nullopt with
-    // `bad` set when the tool is unknown or the arguments do not fit its parameters. Never throws:
-    // an internal failure becomes the fixed host_error result.
-    std::optional<ToolOutcome> call(std::string_view name, const Json& arguments, BadParams& bad);
+    // Calls tool `name` with `arguments` (a JSON object, or null for none) for `caller` (the API
+    // key's id, `anon:<address>`, or empty over stdio): a run it pauses counts against that
+    // caller's quota, and only that caller can resume it. Returns nullopt with `bad` set when the
+    // tool is unknown or the arguments do not fit its parameters. Never throws: an internal
+    // failure becomes the fixed host_error result.
+    std::optional<ToolOutcome> call(std::string_view name, const Json& arguments, BadParams& bad,
+                                    std::string_view caller = {});
 
     // Paused runs currently held (tests and docs/mcp.md).
     size_t pausedRuns() const;

@@ -106,6 +106,31 @@ class Server:
             expect(code == 0, "SIGTERM ends the server with exit 0", code)
 
 
+def test_paused_runs_are_counted_per_key():
+    """One key pausing many runs cannot drop another key's (issue #16 item 4), and a run token works
+    only for the key that started the run."""
+    w, keys, _ = keys_workspace()
+    args = {"program": PAY, "host": HOST, "fixtures": FIXTURES, "inputs": json.dumps({"id": "X"})}
+
+    def call(name, arguments, key):
+        status, _, body = s.post(tool_call(name, arguments), key=key)
+        expect(status == 200, f"{name} answered", body)
+        return json.loads(body_json(body)["result"]["content"][0]["text"])
+
+    with w, Server("--keys", keys) as s:
+        beta = call("remit_run", args, BETA)["run_token"]
+        acme = [call("remit_run", args, ACME)["run_token"] for _ in range(9)]
+        expect(call("remit_resume", {"run_token": acme[0], "approve": True}, ACME)["error"] == "unknown_run_token",
+               "the key's own oldest of 9 was dropped")
+        stolen = call("remit_resume", {"run_token": beta, "approve": True}, ACME)
+        expect(stolen["error"] == "unknown_run_token", "another key's token is unknown to this key", stolen)
+        done = call("remit_resume", {"run_token": beta, "approve": True}, BETA)
+        expect(done["status"] == "completed" and done["result"] == "r-1",
+               "the other key's paused run survived and continues", done)
+        done = call("remit_resume", {"run_token": acme[-1], "approve": False}, ACME)
+        expect(done["status"] == "failed", "the key's newest is still there", done)
+
+
 def keys_workspace():
     w = Workspace({"keys.json": json.dumps(KEYS)})
     return w, w.path / "keys.json", w.path / "usage.sqlite"
