@@ -13,11 +13,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <deque>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "cli/commands.h"
 #include "cli/mcp_http.h"
@@ -72,7 +76,9 @@ constexpr Resource kResources[] = {
      "docs/spec/remit-language-v0.1.md"},
 };
 
-// Writes one message per line. Never throws: a reply that cannot be printed becomes a fixed line.
+// Writes one message per line, whole (the reader and the worker of the stdio transport both
+// write). Never throws: a reply that cannot be printed becomes a fixed line.
+std::mutex stdoutMutex;
 void writeMessage(const Json& message) noexcept {
     std::string line;
     try {
@@ -82,6 +88,7 @@ void writeMessage(const Json& message) noexcept {
                            kInternalError, mcp::kHostErrorMessage);
     }
     line += '\n';
+    std::lock_guard<std::mutex> lock(stdoutMutex);
     std::fwrite(line.data(), 1, line.size(), stdout);
     std::fflush(stdout);
 }
@@ -102,8 +109,8 @@ public:
     Json reply(const Json& message, std::string_view caller) override;
     bool speaks(std::string_view version) const override;
 
-    // The reply to one stdio line, or null for a notification or a client's response.
-    Json handleLine(std::string_view line);
+    // The reply to one parsed stdio message, or null for a notification or a client's response.
+    Json handleStdio(const Json& message);
 
 private:
     mcp::Tools tools_;
@@ -138,15 +145,12 @@ bool Server::speaks(std::string_view version) const {
     return false;
 }
 
-Json Server::handleLine(std::string_view line) {
-    Json error;
-    std::optional<Json> message = parse(line, error);
-    if (!message) return error;
+Json Server::handleStdio(const Json& message) {
     // Batches were dropped from MCP in 2025-06-18; over stdio they were never needed.
-    if (message->is_array())
+    if (message.is_array())
         return errorReply(nullptr, kInvalidRequest,
                           "Invalid Request: batches are not supported; send one message per line");
-    return reply(*message, {});  // one client over stdio
+    return reply(message, {});  // one client over stdio
 }
 
 Json Server::reply(const Json& message, std::string_view caller) {
@@ -184,7 +188,13 @@ Json Server::answer(const Json& message, std::string_view caller) {
     const std::string& method = message["method"].get_ref<const std::string&>();
     Json params = message.contains("params") ? message["params"] : Json::object();
     if (params.is_null()) params = Json::object();
-    if (!hasId) return nullptr;  // notifications (initialized, cancelled, ...) need no reply
+    if (!hasId) {
+        // Notifications need no reply. A cancellation aborts the tool call it names, if it is
+        // still running (on another connection, or the stdio worker).
+        if (method == "notifications/cancelled" && params.is_object() && params.contains("requestId"))
+            tools_.cancel(caller, params["requestId"]);
+        return nullptr;
+    }
     if (!params.is_object()) return errorReply(id, kInvalidParams, "Invalid params: params must be an object");
     try {
         return dispatch(id, method, params, caller);
@@ -238,8 +248,10 @@ Json Server::toolsCall(const Json& id, const Json& params, std::string_view call
         return errorReply(id, kInvalidParams, "Invalid params: tools/call needs the tool's name as a string");
     Json arguments = params.contains("arguments") ? params["arguments"] : Json(nullptr);
     mcp::BadParams bad;
-    std::optional<mcp::ToolOutcome> outcome = tools_.call(name->get_ref<const std::string&>(), arguments, bad, caller);
+    std::optional<mcp::ToolOutcome> outcome =
+        tools_.call(name->get_ref<const std::string&>(), arguments, bad, caller, id);
     if (!outcome) return errorReply(id, kInvalidParams, "Invalid params: " + bad.message);
+    if (outcome->cancelled) return nullptr;  // the client withdrew the request: no response (MCP)
     Json result;
     result["content"] = Json::array({Json{{"type", "text"}, {"text", std::move(outcome->text)}}});
     result["isError"] = outcome->isError;
@@ -326,23 +338,76 @@ int mcpCommand(std::string_view tool, const std::vector<std::string>& argv) {
             return kUsage;
         }
     }
+    // Over stdio one worker answers the messages in order while this thread reads on, so that a
+    // notifications/cancelled reaches a tool call that is still running. A cancellation is handled
+    // here, at once: a request it names that is still queued is dropped unanswered, one that is
+    // running is aborted (mcp::Tools::cancel). Everything else is queued for the worker.
     Server server;
+    struct Item {
+        enum class Kind { Message, Reply, End } kind;
+        Json json;  // the message to answer, or the reply to write (a parse error, an overlong line)
+    };
+    std::mutex queueMutex;
+    std::condition_variable queueReady;
+    std::deque<Item> queue;
+    std::thread worker([&] {
+        while (true) {
+            Item item;
+            {
+                std::unique_lock<std::mutex> lock(queueMutex);
+                queueReady.wait(lock, [&] { return !queue.empty(); });
+                item = std::move(queue.front());
+                queue.pop_front();
+            }
+            if (item.kind == Item::Kind::End) return;
+            Json reply = std::move(item.json);
+            if (item.kind == Item::Kind::Message) {
+                try {
+                    reply = server.handleStdio(reply);
+                } catch (...) {
+                    reply = errorReply(nullptr, kInternalError, fmt::format("host_error: {}", mcp::kHostErrorMessage),
+                                       Json{{"code", "host_error"}});
+                }
+            }
+            if (!reply.is_null()) writeMessage(reply);
+        }
+    });
+    auto enqueue = [&](Item::Kind kind, Json json = nullptr) {
+        std::lock_guard<std::mutex> lock(queueMutex);
+        queue.push_back(Item{kind, std::move(json)});
+        queueReady.notify_one();
+    };
+    auto isCancellation = [](const Json& m) {
+        return m.is_object() && !m.contains("id") && m.value("method", Json()) == "notifications/cancelled" &&
+               m.contains("params") && m["params"].is_object() && m["params"].contains("requestId");
+    };
     auto handle = [&](std::string_view line) {
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         if (line.find_first_not_of(" \t") == std::string_view::npos) return;  // blank lines are ignored
-        Json reply;
-        try {
-            reply = server.handleLine(line);
-        } catch (...) {
-            reply = errorReply(nullptr, kInternalError, fmt::format("host_error: {}", mcp::kHostErrorMessage),
-                               Json{{"code", "host_error"}});
+        Json error;
+        std::optional<Json> message = server.parse(line, error);
+        if (!message) return enqueue(Item::Kind::Reply, std::move(error));
+        if (isCancellation(*message)) {
+            const Json& requestId = (*message)["params"]["requestId"];
+            {
+                std::lock_guard<std::mutex> lock(queueMutex);
+                std::erase_if(queue, [&](const Item& item) {
+                    return item.kind == Item::Kind::Message && item.json.is_object() && item.json.contains("method") &&
+                           item.json.value("id", Json()) == requestId;
+                });
+            }
+            server.reply(*message, {});
+            return;
         }
-        if (!reply.is_null()) writeMessage(reply);
+        enqueue(Item::Kind::Message, std::move(*message));
     };
     readLines(kMaxMessageBytes, handle, [&] {
-        writeMessage(errorReply(nullptr, kInvalidRequest,
-                                fmt::format("Invalid Request: the message is longer than {} bytes", kMaxMessageBytes)));
+        enqueue(Item::Kind::Reply,
+                errorReply(nullptr, kInvalidRequest,
+                           fmt::format("Invalid Request: the message is longer than {} bytes", kMaxMessageBytes)));
     });
+    enqueue(Item::Kind::End);
+    worker.join();
     return kOk;
 }
 

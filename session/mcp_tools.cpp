@@ -357,6 +357,33 @@ struct Tools::Impl {
     std::map<std::string, std::unique_ptr<LiveRun>> paused;  // by run token
     std::deque<std::string> order;                           // paused tokens, oldest first
 
+    // Tool calls in progress, by caller and request id, for cancel(): the run they execute now
+    // (null while checking), and whether a cancellation arrived. Guarded by `mutex` too.
+    struct InProgress {
+        Run* run = nullptr;
+        bool cancelled = false;
+    };
+    std::map<std::string, InProgress> inProgress;
+    // Cancellations that came before their call was registered (a transport hands a request to
+    // the tools a moment after reading it): the call is cancelled as it starts. Request ids are
+    // unique within a session (MCP), so a stale entry cannot hit a later call; the last
+    // kEarlyCancels are kept.
+    static constexpr size_t kEarlyCancels = 64;
+    std::deque<std::string> earlyCancels;
+
+    static std::string requestKey(std::string_view caller, const Json& requestId) {
+        return requestId.is_null() ? std::string() : std::string(caller) + '\n' + requestId.dump();
+    }
+    // The run a call is about to execute; aborted at once if its cancellation came first.
+    void executing(const std::string& key, Run* run) {
+        if (key.empty()) return;
+        std::lock_guard<std::mutex> lock(mutex);
+        auto it = inProgress.find(key);
+        if (it == inProgress.end()) return;
+        it->second.run = run;
+        if (run && it->second.cancelled) run->requestAbort();
+    }
+
     ~Impl() {
         paused.clear();  // each paused run ends with its pending call unanswered
         std::error_code ec;
@@ -577,11 +604,13 @@ struct Tools::Impl {
         return {dump(Json{{"ok", false}, {"error", "host_error"}, {"message", kHostErrorMessage}}), true};
     }
 
-    ToolOutcome runFixtures(const Args& a) {
+    ToolOutcome runFixtures(const Args& a, const std::string& request) {
         Json rejected;
         std::unique_ptr<LiveRun> run = prepareRun(a, true, rejected);
         if (!run) return rejected.is_null() ? hostError() : ToolOutcome{dump(rejected), false};
+        executing(request, run->run.get());
         run->start();
+        executing(request, nullptr);
         bool crashed = run->crashed || run->paused();  // auto-approved: a run never waits here
         RunStatus status = run->status;
         if (crashed || !run->broker->ioError().empty()) return hostError();
@@ -598,7 +627,7 @@ struct Tools::Impl {
         return {dump(out), false};
     }
 
-    ToolOutcome runTool(const Args& a, std::string_view caller) {
+    ToolOutcome runTool(const Args& a, std::string_view caller, const std::string& request) {
         Json rejected;
         std::unique_ptr<LiveRun> run = prepareRun(a, false, rejected);
         if (!run) {
@@ -610,11 +639,13 @@ struct Tools::Impl {
             return {dump(out), false};
         }
         run->caller = std::string(caller);
+        executing(request, run->run.get());
         run->start();
+        executing(request, nullptr);
         return settle(std::move(run));
     }
 
-    ToolOutcome resume(const Args& a, std::string_view caller) {
+    ToolOutcome resume(const Args& a, std::string_view caller, const std::string& request) {
         std::string token = *a.get("run_token");
         std::unique_ptr<LiveRun> run;
         {
@@ -636,7 +667,9 @@ struct Tools::Impl {
                 kMaxPausedRuns);
             return {dump(out), true};
         }
+        executing(request, run->run.get());
         run->answer(a.booleans.at("approve"));
+        executing(request, nullptr);
         return settle(std::move(run));
     }
 };
@@ -649,8 +682,54 @@ size_t Tools::pausedRuns() const {
     return impl_->paused.size();
 }
 
+void Tools::cancel(std::string_view caller, const Json& requestId) {
+    std::string key = Impl::requestKey(caller, requestId);
+    if (key.empty()) return;
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    auto it = impl_->inProgress.find(key);
+    if (it == impl_->inProgress.end()) {
+        if (impl_->earlyCancels.size() >= Impl::kEarlyCancels) impl_->earlyCancels.pop_front();
+        impl_->earlyCancels.push_back(std::move(key));
+        return;
+    }
+    it->second.cancelled = true;
+    if (it->second.run) it->second.run->requestAbort();
+}
+
 std::optional<ToolOutcome> Tools::call(std::string_view name, const Json& arguments, BadParams& bad,
-                                       std::string_view caller) {
+                                       std::string_view caller, const Json& requestId) {
+    // Registered for cancel() for as long as the call runs (a repeated id shares the entry).
+    std::string key = Impl::requestKey(caller, requestId);
+    bool registered = false;
+    if (!key.empty()) {
+        std::lock_guard<std::mutex> lock(impl_->mutex);
+        registered = impl_->inProgress.emplace(key, Impl::InProgress{}).second;
+        auto early = std::find(impl_->earlyCancels.begin(), impl_->earlyCancels.end(), key);
+        if (registered && early != impl_->earlyCancels.end()) {
+            impl_->inProgress[key].cancelled = true;
+            impl_->earlyCancels.erase(early);
+        }
+    }
+    struct Unregister {
+        Impl& impl;
+        const std::string& key;
+        bool active;
+        ~Unregister() {
+            if (!active) return;
+            std::lock_guard<std::mutex> lock(impl.mutex);
+            impl.inProgress.erase(key);
+        }
+    } unregister{*impl_, key, registered};
+    std::optional<ToolOutcome> outcome = callTool(name, arguments, bad, caller, registered ? key : std::string());
+    if (outcome && registered) {
+        std::lock_guard<std::mutex> lock(impl_->mutex);
+        outcome->cancelled = impl_->inProgress.at(key).cancelled;
+    }
+    return outcome;
+}
+
+std::optional<ToolOutcome> Tools::callTool(std::string_view name, const Json& arguments, BadParams& bad,
+                                           std::string_view caller, const std::string& request) {
     const ToolSpec* spec = nullptr;
     for (const ToolSpec& s : toolSpecs())
         if (name == s.name) spec = &s;
@@ -737,9 +816,9 @@ std::optional<ToolOutcome> Tools::call(std::string_view name, const Json& argume
         if (tool == "remit_format") return ToolOutcome{dump(impl_->format(args)), false};
         if (tool == "remit_authority_diff") return ToolOutcome{dump(impl_->authorityDiff(args)), false};
         if (tool == "remit_examples") return ToolOutcome{dump(impl_->examplesTool(args)), false};
-        if (tool == "remit_run_fixtures") return impl_->runFixtures(args);
-        if (tool == "remit_run") return impl_->runTool(args, caller);
-        if (tool == "remit_resume") return impl_->resume(args, caller);
+        if (tool == "remit_run_fixtures") return impl_->runFixtures(args, request);
+        if (tool == "remit_run") return impl_->runTool(args, caller, request);
+        if (tool == "remit_resume") return impl_->resume(args, caller, request);
     } catch (...) {
         // Nothing of the exception reaches the client: it could carry paths or addresses.
     }

@@ -88,6 +88,7 @@ Json toolListEntry(const ToolSpec& spec);
 struct ToolOutcome {
     std::string text;
     bool isError = false;
+    bool cancelled = false;  // notifications/cancelled arrived while it ran: no reply is due
 };
 
 // Invalid arguments (missing, unknown, wrong type, a value outside the allowed ones): a JSON-RPC
@@ -108,8 +109,16 @@ public:
     // caller's quota, and only that caller can resume it. Returns nullopt with `bad` set when the
     // tool is unknown or the arguments do not fit its parameters. Never throws: an internal
     // failure becomes the fixed host_error result.
+    // `requestId` is the JSON-RPC id of the tools/call, so that cancel() can find it.
     std::optional<ToolOutcome> call(std::string_view name, const Json& arguments, BadParams& bad,
-                                    std::string_view caller = {});
+                                    std::string_view caller = {}, const Json& requestId = nullptr);
+
+    // notifications/cancelled from `caller` for its request `requestId`: when that tool call is
+    // still running, its run is aborted (R0702, within the VM's bounded abort latency) and the
+    // call's outcome says `cancelled`. One that has not started yet is cancelled as it starts (the
+    // last 64 such cancellations are kept). A request that already ended, or another caller's, is
+    // left alone. Thread-safe: it is meant to arrive while the call runs on another thread.
+    void cancel(std::string_view caller, const Json& requestId);
 
     // Paused runs currently held (tests and docs/mcp.md).
     size_t pausedRuns() const;
@@ -118,6 +127,9 @@ public:
 
 private:
     std::unique_ptr<Impl> impl_;
+
+    std::optional<ToolOutcome> callTool(std::string_view name, const Json& arguments, BadParams& bad,
+                                        std::string_view caller, const std::string& requestKey);
 };
 
 // The fixed message of an internal failure (no exception text, path or address).

@@ -515,6 +515,29 @@ def test_messages_javascript_clients_send():
         expect(c.close() == 0, "clean exit")
 
 
+SPIN = ("program spin\n\nfn main() -> Int {\n  var n = 0\n  for i in range(1000000) {\n"
+        "    for j in range(1000000) {\n      n = n + len(str(j) + str(i))\n    }\n  }\n  return n\n}\n")
+
+
+def test_cancellation_reaches_a_running_call():
+    """notifications/cancelled is read while a tool call runs (issue #16 item 2): the call is not
+    answered (MCP: no response to a cancelled request), and the requests after it are."""
+    with Client() as c:
+        c.initialize()
+        c.send_raw(json.dumps({"jsonrpc": "2.0", "id": 50, "method": "tools/call", "params": {
+            "name": "remit_run_fixtures", "arguments": {"program": SPIN, "host": "", "fixtures": "{}"}}}))
+        c.notify("notifications/cancelled", {"requestId": 50, "reason": "the user pressed stop"})
+        c.send_raw(json.dumps({"jsonrpc": "2.0", "id": 51, "method": "ping"}))
+        r = c.reply()
+        expect(r["id"] == 51 and r["result"] == {}, "the next request is answered; the cancelled one is not", r)
+        # A cancellation of a request that already ended, or of one never sent, changes nothing.
+        c.notify("notifications/cancelled", {"requestId": 51})
+        c.notify("notifications/cancelled", {"requestId": "never"})
+        c.notify("notifications/cancelled", {})
+        expect(c.request("ping")["result"] == {}, "still serving")
+        expect(c.close() == 0, "clean exit")
+
+
 def test_nothing_leaks_host_paths():
     with tempfile.TemporaryDirectory() as elsewhere, Client(cwd=elsewhere) as c:
         c.initialize()

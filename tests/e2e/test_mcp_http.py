@@ -131,6 +131,40 @@ def test_paused_runs_are_counted_per_key():
         expect(done["status"] == "failed", "the key's newest is still there", done)
 
 
+SPIN = ("program spin\n\nfn main() -> Int {\n  var n = 0\n  for i in range(1000000) {\n"
+        "    for j in range(1000000) {\n      n = n + len(str(j) + str(i))\n    }\n  }\n  return n\n}\n")
+
+
+def test_cancellation_from_another_connection():
+    """A notifications/cancelled POST stops the tool call another connection of the same key is
+    waiting for (issue #16 item 2); that call gets no JSON-RPC response (202, empty)."""
+    w, keys, _ = keys_workspace()
+    with w, Server("--keys", keys) as s:
+        answer = {}
+
+        def run():
+            answer["r"] = s.post(tool_call("remit_run_fixtures", {"program": SPIN, "host": "", "fixtures": "{}"},
+                                           id=60), key=BETA)
+
+        t = threading.Thread(target=run)
+        t.start()
+        status, _, _ = s.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 60}},
+                              key=BETA)
+        expect(status == 202, "the notification is accepted", status)
+        t.join(60)
+        status, _, body = answer["r"]
+        expect(status == 202 and body == b"", "the cancelled call is not answered", (status, body))
+        # Another key's cancellation does not reach this key's call.
+        def other():
+            answer["r"] = s.post(tool_call("remit_run_fixtures", {"program": NOTE, "host": HOST,
+                                                                  "fixtures": FIXTURES, "inputs": '{"id": "X"}'},
+                                           id=61), key=BETA)
+        s.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 61}}, key=ACME)
+        other()
+        status, _, body = answer["r"]
+        expect(status == 200 and body_json(body)["id"] == 61, "another key cannot cancel it", body)
+
+
 def keys_workspace():
     w = Workspace({"keys.json": json.dumps(KEYS)})
     return w, w.path / "keys.json", w.path / "usage.sqlite"
