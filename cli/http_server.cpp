@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -324,6 +325,55 @@ ReadStatus readSome(int fd, std::string& buffer, Clock::time_point deadline) {
     }
 }
 
+// While a request is being handled, a thread waits for its client to hang up (the peer's FIN,
+// seen as POLLRDHUP even when a pipelined request is still unread) and tells the handler, so a
+// long tool call stops when nobody is left to read its answer. The handler's end wakes the
+// thread through an eventfd, so watching adds no latency to a request.
+class HangUpWatch {
+public:
+    HangUpWatch(int fd, Handler& handler, const Request& request) : wake_(::eventfd(0, EFD_CLOEXEC)) {
+        if (wake_ < 0) return;  // no watching: the request is simply answered
+        try {
+            start(fd, handler, request);
+        } catch (...) {  // no thread to spare: the same
+            ::close(wake_);
+            wake_ = -1;
+        }
+    }
+    ~HangUpWatch() {
+        if (wake_ < 0) return;
+        uint64_t one = 1;
+        ssize_t written = ::write(wake_, &one, sizeof one);
+        (void)written;  // an eventfd write of 1 cannot fail short of overflow
+        thread_.join();
+        ::close(wake_);
+    }
+    HangUpWatch(const HangUpWatch&) = delete;
+    HangUpWatch& operator=(const HangUpWatch&) = delete;
+
+private:
+    int wake_;
+    std::thread thread_;
+
+    void start(int fd, Handler& handler, const Request& request) {
+        thread_ = std::thread([this, fd, &handler, &request] {
+            pollfd fds[2] = {{fd, POLLRDHUP, 0}, {wake_, POLLIN, 0}};
+            while (true) {
+                int n = ::poll(fds, 2, -1);
+                if (n < 0 && errno == EINTR) continue;
+                if (n < 0 || (fds[1].revents & POLLIN)) return;
+                if (fds[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+                    try {
+                        handler.clientGone(request);
+                    } catch (...) {  // nothing to do: the request is answered as usual
+                    }
+                    return;
+                }
+            }
+        });
+    }
+};
+
 bool sendAll(int fd, std::string_view bytes) {
     while (!bytes.empty()) {
         ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
@@ -577,10 +627,13 @@ void Server::serve(Connection& c, Handler& handler) {
         request.body = buffer.substr(0, length);
         buffer.erase(0, length);
         Response response;
-        try {
-            response = handler.handle(request);
-        } catch (...) {
-            response = Response::error(500, "internal error");
+        {
+            HangUpWatch watch(fd, handler, request);
+            try {
+                response = handler.handle(request);
+            } catch (...) {
+                response = Response::error(500, "internal error");
+            }
         }
         if (!respond(response, request.keepAlive && !response.close, headRequest)) return;
     }

@@ -93,6 +93,10 @@ public:
     virtual std::optional<Response> screen(const Request& head) = 0;
     // Answers a whole request. An exception becomes a fixed 500.
     virtual Response handle(const Request& request) = 0;
+    // Called at most once, from another thread, while handle(request) runs and the client has
+    // closed the connection (or shut down its sending side): the answer will not be read, so work
+    // done only for it can stop. The default does nothing.
+    virtual void clientGone(const Request& request) { (void)request; }
 };
 
 class Server {

@@ -107,6 +107,7 @@ class Server final : public McpEndpoint {
 public:
     std::optional<Json> parse(std::string_view text, Json& error) const override;
     Json reply(const Json& message, std::string_view caller) override;
+    void abandon(const Json& requestId, std::string_view caller) override { tools_.cancel(caller, requestId); }
     bool speaks(std::string_view version) const override;
 
     // The reply to one parsed stdio message, or null for a notification or a client's response.

@@ -282,6 +282,22 @@ public:
 
     Response handle(const Request& r) override { return withCors(r, handleMessage(r)); }
 
+    // The client hung up while its POST ran: every request in it is abandoned, so a long run
+    // stops instead of burning CPU for nobody (docs/mcp.md, "Connections").
+    void clientGone(const Request& r) override {
+        Json error;
+        std::optional<Json> message = endpoint_.parse(r.body, error);
+        if (!message) return;
+        std::string caller = toolsCaller(r);
+        auto abandon = [&](const Json& m) {
+            if (m.is_object() && m.contains("id") && m.contains("method")) endpoint_.abandon(m["id"], caller);
+        };
+        if (message->is_array())
+            for (const Json& m : *message) abandon(m);
+        else
+            abandon(*message);
+    }
+
 private:
     std::optional<Response> screenRequest(const Request& r) {
         if (r.path == "/health" || r.path == "/healthz") {
@@ -314,10 +330,7 @@ private:
         std::optional<Json> message = endpoint_.parse(r.body, error);
         if (!message) return jsonResponse(400, error);
         bool initialized = false;
-        // The tools' caller: the key, kept apart from an address a key id could spell.
-        const Key* key = nullptr;
-        std::string id = callerOf(r, &key);
-        std::string caller = key ? "key:" + id : id;
+        std::string caller = toolsCaller(r);
         auto answer = [&](const Json& m) {
             Json reply = endpoint_.reply(m, caller);
             if (m.is_object() && m.value("method", Json()) == "initialize" && reply.is_object() &&
@@ -349,6 +362,13 @@ private:
     std::mutex sessionsMutex_;
     std::unordered_set<std::string> sessions_;  // guarded
     std::deque<std::string> sessionOrder_;      // guarded: oldest first
+
+    // The tools' caller (mcp::Tools::call): the key, kept apart from an address a key id could spell.
+    std::string toolsCaller(const Request& r) const {
+        const Key* key = nullptr;
+        std::string id = callerOf(r, &key);
+        return key ? "key:" + id : id;
+    }
 
     // Who sent a request: its valid key, or `anon:<client>`; `key` says which.
     std::string callerOf(const Request& r, const Key** key = nullptr) const {

@@ -29,6 +29,9 @@ public:
     // per-caller quotas (mcp::Tools::call): the API key's id or `anon:<address>` over HTTP, empty
     // over stdio. Thread-safe; never throws.
     virtual Json reply(const Json& message, std::string_view caller) = 0;
+    // The client that sent `requestId` as `caller` is gone: its tool call, if running, is aborted
+    // and gets no reply (as for notifications/cancelled). Thread-safe; never throws.
+    virtual void abandon(const Json& requestId, std::string_view caller) = 0;
     // Whether the server speaks protocol `version` (the MCP-Protocol-Version header).
     virtual bool speaks(std::string_view version) const = 0;
 };

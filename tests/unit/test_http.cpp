@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -173,9 +175,28 @@ public:
     }
 };
 
+// Answers /wait only once its client has hung up (or after 10 s), and counts the hang-ups seen.
+class WaitingHandler : public EchoHandler {
+public:
+    std::mutex mutex;
+    std::condition_variable gone;
+    int hangUps = 0;
+    Response handle(const Request& r) override {
+        if (r.path != "/wait") return EchoHandler::handle(r);
+        std::unique_lock<std::mutex> lock(mutex);
+        bool seen = gone.wait_for(lock, std::chrono::seconds(10), [&] { return hangUps > 0; });
+        return Response::text(200, seen ? "gone" : "still there");
+    }
+    void clientGone(const Request&) override {
+        std::lock_guard<std::mutex> lock(mutex);
+        ++hangUps;
+        gone.notify_all();
+    }
+};
+
 struct Running {
     Server server;
-    EchoHandler handler;
+    WaitingHandler handler;
     std::thread thread;
     explicit Running(Limits limits) : server(limits) {
         std::string error;
@@ -300,4 +321,26 @@ TEST_CASE("http server: stop() ends run() with an idle connection open") {
     running.reset();  // stop() and join: must not wait for the idle connection's 30 s timeout
     CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(5));
     ::close(idle);
+}
+
+TEST_CASE("http server: a client that hangs up while its request is handled is reported to the handler") {
+    Running running(Limits{});
+    // A client that waits for its answer is never reported, however many requests it sends.
+    int fd = running.connect();
+    for (int i = 0; i < 20; ++i) {
+        sendText(fd, "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi");
+        CHECK(receive(fd).ends_with("POST /a hi"));
+    }
+    ::close(fd);
+    {
+        std::lock_guard<std::mutex> lock(running.handler.mutex);
+        CHECK(running.handler.hangUps == 0);
+    }
+    // One that sends its request and closes the connection is.
+    fd = running.connect();
+    sendText(fd, "POST /wait HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+    ::close(fd);
+    std::unique_lock<std::mutex> lock(running.handler.mutex);
+    CHECK(running.handler.gone.wait_for(lock, std::chrono::seconds(10), [&] { return running.handler.hangUps > 0; }));
+    CHECK(running.handler.hangUps == 1);
 }
