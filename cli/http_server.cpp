@@ -289,6 +289,31 @@ struct Server::Connection {
     std::thread thread;
     std::atomic<bool> done{false};
 
+    // Waiting: idle, or its request line and headers still arriving; Busy: a request is being
+    // read, answered or written; Evicted: closed to make room (only a Waiting one can be, and the
+    // compare-exchange on both sides means a request that has begun is never cut off).
+    enum Phase { Waiting, Busy, Evicted };
+    std::atomic<int> phase{Waiting};
+    std::atomic<int64_t> waitingSince{0};  // steady-clock ticks
+    std::atomic<bool> served{false};       // has answered a request: a real client, not a squatter
+
+    bool begin() {
+        int expected = Waiting;
+        return phase.compare_exchange_strong(expected, Busy);
+    }
+    void finish() {
+        waitingSince = Clock::now().time_since_epoch().count();
+        served = true;
+        phase = Waiting;
+    }
+    bool evict() {
+        int expected = Waiting;
+        if (!phase.compare_exchange_strong(expected, Evicted)) return false;
+        std::lock_guard<std::mutex> lock(mutex);
+        if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
+        return true;
+    }
+
     // Shuts reading down so a blocked wait for the next request ends; a response being written
     // still goes out.
     void interrupt() {
@@ -491,6 +516,33 @@ void Server::reap(bool all) {
     }
 }
 
+bool Server::makeRoom(const std::string& peer) {
+    // A connection over a bound takes the place of a waiting one — one that never completed a
+    // request first (an idle squatter or a slow head), then the one idle longest — so that idle
+    // and slow connections cannot lock real clients out. Only when every connection is busy
+    // answering a request is the newcomer refused (503).
+    auto live = [](const std::unique_ptr<Connection>& c) { return !c->done && c->phase != Connection::Evicted; };
+    size_t total = 0, fromPeer = 0;
+    for (const auto& c : connections_)
+        if (live(c)) {
+            ++total;
+            fromPeer += c->peer == peer;
+        }
+    bool peerFull = fromPeer >= limits_.maxPerClient;
+    if (total < limits_.maxConnections && !peerFull) return true;
+    for (;;) {
+        Connection* victim = nullptr;
+        for (const auto& c : connections_) {
+            if (!live(c) || c->phase != Connection::Waiting || (peerFull && c->peer != peer)) continue;
+            if (!victim || std::pair(c->served.load(), c->waitingSince.load()) <
+                               std::pair(victim->served.load(), victim->waitingSince.load()))
+                victim = c.get();
+        }
+        if (!victim) return false;
+        if (victim->evict()) return true;  // else it has just begun a request: look again
+    }
+}
+
 void Server::run(Handler& handler) {
     for (;;) {
         pollfd fds[2] = {{listenFd_, POLLIN, 0}, {wakeFds_[0], POLLIN, 0}};
@@ -510,7 +562,8 @@ void Server::run(Handler& handler) {
         timeval timeout{static_cast<time_t>(limits_.readTimeoutMs / 1000),
                         static_cast<suseconds_t>(limits_.readTimeoutMs % 1000 * 1000)};
         ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-        if (connections_.size() >= limits_.maxConnections) {
+        std::string peer = peerAddress(addr);
+        if (!makeRoom(peer)) {
             // Answered without a thread; whatever the client already sent is read first so the
             // close does not reset the connection under the response.
             char chunk[4096];
@@ -526,7 +579,8 @@ void Server::run(Handler& handler) {
         }
         auto c = std::make_unique<Connection>();
         c->fd = fd;
-        c->peer = peerAddress(addr);
+        c->peer = peer;
+        c->waitingSince = Clock::now().time_since_epoch().count();
         Connection* raw = c.get();
         // Connection threads (and the threads they start) block SIGINT and SIGTERM, so a stop
         // signal runs its handler on this thread, never on one that outlives the server.
@@ -564,7 +618,8 @@ void Server::serve(Connection& c, Handler& handler) {
     };
 
     for (;;) {
-        auto deadline = Clock::now() + std::chrono::milliseconds(limits_.readTimeoutMs);
+        auto started = Clock::now();
+        auto deadline = started + std::chrono::milliseconds(limits_.headTimeoutMs);
         size_t from = 0;
         std::optional<size_t> end;
         for (;;) {
@@ -596,6 +651,8 @@ void Server::serve(Connection& c, Handler& handler) {
             return;
         }
         buffer.erase(0, *end);
+        if (!c.begin()) return;  // evicted while its head was arriving
+        deadline = started + std::chrono::milliseconds(limits_.readTimeoutMs);
         request.peer = c.peer;
         bool headRequest = request.method == "HEAD";
         size_t length = request.contentLength.value_or(0);
@@ -612,6 +669,7 @@ void Server::serve(Connection& c, Handler& handler) {
             bool bodyHere = buffer.size() >= length;
             if (bodyHere) buffer.erase(0, length);
             if (!respond(*early, request.keepAlive && bodyHere && !early->close, headRequest)) return;
+            c.finish();
             continue;
         }
 
@@ -636,6 +694,7 @@ void Server::serve(Connection& c, Handler& handler) {
             }
         }
         if (!respond(response, request.keepAlive && !response.close, headRequest)) return;
+        c.finish();
     }
 }
 

@@ -5,9 +5,13 @@
 // Hostile input is expected, so everything is bounded: the request line and headers together
 // (kMaxHeadBytes, else 431), the header count, the body (Content-Length only, at most
 // Limits::maxBody, else 413; Transfer-Encoding is refused with 411), the time one request may take
-// to arrive (Limits::readTimeoutMs, else 408 and the connection closes, so a client that trickles
-// bytes cannot hold a thread), and the connections served at once (Limits::maxConnections, else
-// 503). A request whose framing cannot be trusted is answered and its connection closed.
+// to arrive (Limits::headTimeoutMs for its head and for an idle connection, readTimeoutMs for the
+// whole request, else 408 and the connection closes, so a client that trickles bytes cannot hold a
+// thread), and the connections served at once (Limits::maxConnections, maxPerClient from one
+// address). Over a bound a waiting connection — idle, or its head still arriving; one that never
+// completed a request first — is closed to make room; only when all are busy is the newcomer
+// refused with 503 (docs/mcp.md, "Idle and slow connections"). A request whose framing cannot be
+// trusted is answered and its connection closed.
 //
 // What the server answers is the Handler's business, in two steps: `screen` sees the request line
 // and headers before the body is read (so a request refused by authentication or routing never
@@ -35,7 +39,9 @@ inline constexpr size_t kMaxHeaders = 100;
 struct Limits {
     size_t maxBody = size_t(16) << 20;
     uint64_t readTimeoutMs = 30'000;  // for one whole request, from the first wait to its last byte
+    uint64_t headTimeoutMs = 10'000;  // for the request line and headers, and for an idle connection
     size_t maxConnections = 64;
+    size_t maxPerClient = 32;  // connections from one peer address
 };
 
 struct Request {
@@ -131,6 +137,8 @@ private:
 
     void serve(Connection& c, Handler& handler);
     void reap(bool all);
+    // Whether a new connection from `peer` may be served, evicting a waiting one if a bound is reached.
+    bool makeRoom(const std::string& peer);
 };
 
 }  // namespace remit::cli::http

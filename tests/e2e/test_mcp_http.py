@@ -19,6 +19,7 @@ import socket
 import sqlite3
 import subprocess
 import threading
+import time
 
 from harness import REMIT, REMITVM, Workspace, expect, main
 
@@ -163,6 +164,45 @@ def test_cancellation_from_another_connection():
         other()
         status, _, body = answer["r"]
         expect(status == 200 and body_json(body)["id"] == 61, "another key cannot cancel it", body)
+
+
+def test_idle_and_slow_connections_cannot_lock_clients_out():
+    """Idle connections and a slowloris (issue #16 items 3 and 11): 64 connections that never send
+    a byte, then 80 that send one byte at a time, while a keyed client makes 100 calls and a health
+    check runs. Every one of those is answered; the squatters are closed to make room."""
+    w, keys, _ = keys_workspace()
+    with w, Server("--keys", keys) as s:
+        idle = [socket.create_connection(("127.0.0.1", s.port), timeout=10) for _ in range(64)]
+        time.sleep(0.2)
+        ok = sum(s.post({"jsonrpc": "2.0", "id": i, "method": "ping"}, key=BETA)[0] == 200 for i in range(50))
+        expect(ok == 50, "keyed pings through 64 idle connections", ok)
+
+        slow = []
+        stop = threading.Event()
+
+        def loris():
+            for _ in range(80):
+                c = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+                c.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\n")
+                slow.append(c)
+            while not stop.is_set():
+                for c in list(slow):
+                    try:
+                        c.sendall(b"X")
+                    except OSError:
+                        slow.remove(c)  # closed to make room
+                time.sleep(0.2)
+
+        t = threading.Thread(target=loris)
+        t.start()
+        time.sleep(0.5)
+        ok = sum(s.post({"jsonrpc": "2.0", "id": i, "method": "ping"}, key=BETA)[0] == 200 for i in range(50))
+        health = s.request("GET", "/health")[0]
+        stop.set()
+        t.join(30)
+        expect(ok == 50 and health == 200, "keyed pings and health checks through a slowloris", (ok, health))
+        for c in idle + slow:
+            c.close()
 
 
 def keys_workspace():

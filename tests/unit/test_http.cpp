@@ -179,12 +179,21 @@ public:
 class WaitingHandler : public EchoHandler {
 public:
     std::mutex mutex;
-    std::condition_variable gone;
+    std::condition_variable gone, entered;
     int hangUps = 0;
+    int waiting = 0;  // /wait requests being handled
+    // Blocks until `n` /wait requests are being handled (at most 10 s).
+    bool waitForWaiting(int n) {
+        std::unique_lock<std::mutex> lock(mutex);
+        return entered.wait_for(lock, std::chrono::seconds(10), [&] { return waiting >= n; });
+    }
     Response handle(const Request& r) override {
         if (r.path != "/wait") return EchoHandler::handle(r);
         std::unique_lock<std::mutex> lock(mutex);
+        ++waiting;
+        entered.notify_all();
         bool seen = gone.wait_for(lock, std::chrono::seconds(10), [&] { return hangUps > 0; });
+        --waiting;
         return Response::text(200, seen ? "gone" : "still there");
     }
     void clientGone(const Request&) override {
@@ -292,24 +301,66 @@ TEST_CASE("http server: keep-alive, pipelining, refusals, errors") {
     ::close(fd);
 }
 
-TEST_CASE("http server: a request that does not arrive in time, and the connection cap") {
+TEST_CASE("http server: a head that does not arrive in time") {
     Limits limits;
-    limits.readTimeoutMs = 1000;  // long enough for the second connect to land while the first waits
-    limits.maxConnections = 1;
+    limits.headTimeoutMs = 500;
     Running running(limits);
     int slow = running.connect();
     sendText(slow, "GET / HTTP/1.1\r\nHo");
-    int extra = running.connect();  // over the cap while `slow` is served
-    CHECK(receive(extra).find("HTTP/1.1 503 ") == 0);
-    ::close(extra);
     CHECK(receive(slow).find("HTTP/1.1 408 ") == 0);
     ::close(slow);
+}
+
+TEST_CASE("http server: at the connection cap a waiting connection makes room; busy ones do not") {
+    Limits limits;
+    limits.maxConnections = 2;
+    Running running(limits);
+    // Two squatters: one idle from the start, one sending its head slowly. Newcomers take their
+    // places (the one waiting longest first), and are served.
+    int idle = running.connect();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    int slow = running.connect();
+    sendText(slow, "GET / HTTP/1.1\r\nHo");
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    int next = running.connect();  // the slot is free again
-    sendText(next, "GET /g HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-    CHECK(receive(next).ends_with("GET /g "));
-    CHECK(closedByPeer(next));
-    ::close(next);
+    int served[2];
+    for (int& next : served) {  // kept open: the second must evict the slow one, not the first newcomer
+        next = running.connect();
+        sendText(next, "GET /g HTTP/1.1\r\nHost: x\r\n\r\n");
+        CHECK(receive(next).ends_with("GET /g "));
+    }
+    CHECK(closedByPeer(idle));  // closed to make room, without a response
+    CHECK(closedByPeer(slow));
+    ::close(idle);
+    ::close(slow);
+    for (int fd : served) ::close(fd);
+
+    // Two connections busy answering a request: a third is refused, 503 with Retry-After. (The
+    // pause lets the closed connections above end, so none is left waiting to be evicted.)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    int a = running.connect(), b = running.connect();
+    sendText(a, "POST /wait HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+    sendText(b, "POST /wait HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+    REQUIRE(running.handler.waitForWaiting(2));
+    int extra = running.connect();
+    std::string refused = receive(extra);
+    CHECK(refused.find("HTTP/1.1 503 ") == 0);
+    CHECK(refused.find("Retry-After: 1") != std::string::npos);
+    ::close(extra);
+    ::close(a);  // hang-ups end the two waits
+    ::close(b);
+}
+
+TEST_CASE("http server: one client address holds at most maxPerClient connections") {
+    Limits limits;
+    limits.maxPerClient = 1;
+    Running running(limits);
+    int first = running.connect();
+    sendText(first, "POST /wait HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+    REQUIRE(running.handler.waitForWaiting(1));
+    int second = running.connect();  // the same address, the first is busy: refused
+    CHECK(receive(second).find("HTTP/1.1 503 ") == 0);
+    ::close(second);
+    ::close(first);
 }
 
 TEST_CASE("http server: stop() ends run() with an idle connection open") {
