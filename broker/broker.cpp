@@ -385,6 +385,23 @@ Decision Broker::approved(const std::string& by) {
     return grantApproval(by);
 }
 
+Decision Broker::recheckApproval() {
+    if (!current_ || current_->state != Attempt::State::AwaitingApproval)
+        return refuse(err(DiagCode::R0702, "internal: recheckApproval() without a call waiting for approval"));
+    Attempt& a = *current_;
+    if (ApprovalStore* store = options_.approvals) {
+        std::string storeError;
+        std::optional<std::string> who = store->decide(a.digest, approvalRequest(a), options_.runId, a.key, storeError);
+        if (!storeError.empty()) return stop(storeError);
+        if (who) return grantApproval(*who);
+    }
+    Decision d;
+    d.kind = Decision::Kind::NeedsApproval;
+    d.pending = PendingApproval{a.digest, a.call->site->id, a.call->site->resource, a.rawArgs, a.reasons};
+    d.reasons = a.reasons;
+    return d;
+}
+
 Decision Broker::decline() {
     if (!current_ || current_->state != Attempt::State::AwaitingApproval)
         return refuse(err(DiagCode::R0702, "internal: decline() without a call waiting for approval"));

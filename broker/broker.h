@@ -131,6 +131,10 @@ public:
     // Answered or Refuse decision (writing the `fallback` event when the site's `else` runs).
     Decision decide(const HostCall& call);
     Decision approved(const std::string& by);
+    // The call waiting for approval, asked of the approval store again: an operator may have
+    // approved it since (`remitvm approve`). Dispatch when the store now holds an approval (it is
+    // consumed), else NeedsApproval again, recording nothing twice.
+    Decision recheckApproval();
     Decision decline();  // the run pauses: pending() is set and the decision is R0302
     Decision complete(const AdapterReply& reply);
     Decision cancel(RuntimeError error);

@@ -105,6 +105,7 @@ Json resultReply(const Json& id, Json result) {
 
 class Server final : public McpEndpoint {
 public:
+    explicit Server(mcp::ToolsOptions options = {}) : tools_(std::move(options)) {}
     std::optional<Json> parse(std::string_view text, Json& error) const override;
     Json reply(const Json& message, std::string_view caller) override;
     void abandon(const Json& requestId, std::string_view caller) override { tools_.cancel(caller, requestId); }
@@ -319,8 +320,28 @@ std::optional<McpHttpOptions> httpOptions(std::string_view tool, const Args& arg
 
 int mcpCommand(std::string_view tool, const std::vector<std::string>& argv) {
     Args args;
-    if (!parseArgs(tool, argv, {"--http"}, {"--host", "--port", "--keys", "--usage", "--free-monthly"}, args))
+    if (!parseArgs(tool, argv, {"--http"},
+                   {"--host", "--port", "--keys", "--usage", "--free-monthly", "--approvals", "--state-dir"}, args))
         return kUsage;
+    // Who approves the calls paused runs wait for (docs/mcp.md, "Runs and approvals").
+    mcp::ToolsOptions toolsOptions;
+    if (const std::string* approvals = args.value("--approvals")) {
+        if (*approvals != "client" && *approvals != "operator") {
+            fmt::print(stderr, "{}: error: --approvals must be client or operator, not '{}'\n", tool,
+                       firstCodePoints(*approvals, 40));
+            return kUsage;
+        }
+        toolsOptions.operatorApprovals = *approvals == "operator";
+    }
+    if (const std::string* dir = args.value("--state-dir")) {
+        if (!toolsOptions.operatorApprovals) {
+            fmt::print(stderr, "{}: error: --state-dir is where the operator approves calls; it needs --approvals "
+                               "operator\n",
+                       tool);
+            return kUsage;
+        }
+        toolsOptions.stateDir = *dir;
+    }
     if (!args.positional.empty()) {
         fmt::print(stderr, "{}: error: mcp takes no arguments; it reads MCP messages on stdin (docs/mcp.md)\n", tool);
         return kUsage;
@@ -329,7 +350,7 @@ int mcpCommand(std::string_view tool, const std::vector<std::string>& argv) {
     if (args.has("--http")) {
         std::optional<McpHttpOptions> options = httpOptions(tool, args);
         if (!options) return kUsage;
-        Server server;
+        Server server(toolsOptions);
         return serveMcpHttp(tool, *options, server);
     }
     for (const char* flag : {"--host", "--port", "--keys", "--usage", "--free-monthly"}) {
@@ -343,7 +364,7 @@ int mcpCommand(std::string_view tool, const std::vector<std::string>& argv) {
     // notifications/cancelled reaches a tool call that is still running. A cancellation is handled
     // here, at once: a request it names that is still queued is dropped unanswered, one that is
     // running is aborted (mcp::Tools::cancel). Everything else is queued for the worker.
-    Server server;
+    Server server(toolsOptions);
     struct Item {
         enum class Kind { Message, Reply, End } kind;
         Json json;  // the message to answer, or the reply to write (a parse error, an overlong line)

@@ -143,6 +143,21 @@ struct LiveRun {
         });
     }
 
+    // Operator mode: continues only if the approval store now holds the operator's approval of
+    // the pending call; otherwise the run stays paused, exactly where it was.
+    void answerFromStore() {
+        guarded([&] {
+            Decision d = broker->recheckApproval();
+            if (d.kind == Decision::Kind::NeedsApproval) {
+                pending = std::move(d.pending);
+                return;
+            }
+            pending.reset();
+            status = carryOut(*broker, adapter.get(), std::move(d));
+            status = driveWith(*run, *broker, adapter.get(), {}, &pending);
+        });
+    }
+
     // Answers the pending approval and runs on until the run pauses again or ends.
     void answer(bool approve) {
         denied = !approve;
@@ -349,6 +364,7 @@ Json toolListEntry(const ToolSpec& spec) {
 // ---------------------------------------------------------------- the tools
 
 struct Tools::Impl {
+    ToolsOptions options_;
     // Guards the four members below; held for bookkeeping only. A run is started, resumed and
     // ended outside the lock: its program may take as long as its limits allow.
     mutable std::mutex mutex;
@@ -524,7 +540,15 @@ struct Tools::Impl {
         if (autoApprove) {
             options.approveAll = true;
         } else {
-            run->approvals = std::make_unique<ApprovalStore>(approvalStorePath(run->dir).string());
+            // Operator mode: the store the operator approves in; else the run's own.
+            fs::path store = approvalStorePath(options_.operatorApprovals ? fs::path(options_.stateDir) : run->dir);
+            run->approvals = std::make_unique<ApprovalStore>(store.string());
+            if (options_.operatorApprovals) {
+                std::error_code ec;
+                fs::create_directories(options_.stateDir, ec);
+                std::string storeError;
+                if (ec || !run->approvals->load(storeError)) return nullptr;  // host_error: it would name a path
+            }
             options.approvals = run->approvals.get();
         }
         run->broker = std::make_unique<Broker>(options, *run->run);
@@ -544,8 +568,15 @@ struct Tools::Impl {
             out["pending"] = pendingJson(*pending);
             out["calls"] = run->calls();
             out["next"] =
-                "Show the pending call to the user. Then call remit_resume with this run_token and "
-                "approve: true to perform it, or approve: false to refuse it.";
+                options_.operatorApprovals
+                    ? fmt::format("Only the operator of this server can approve this call: ask them to run "
+                                  "`remitvm approve {}` with the server's state directory. Then call remit_resume "
+                                  "with this run_token and approve: true to continue, or approve: false to refuse "
+                                  "the call.",
+                                  pending->digest.substr(0, 16))
+                    : "Show the pending call to the user. Then call remit_resume with this run_token and "
+                      "approve: true to perform it, or approve: false to refuse it.";
+            if (options_.operatorApprovals) out["approver"] = "operator";
             std::string token = run->token;
             std::vector<std::unique_ptr<LiveRun>> dropped;  // ended after the lock is released
             {
@@ -668,13 +699,16 @@ struct Tools::Impl {
             return {dump(out), true};
         }
         executing(request, run->run.get());
-        run->answer(a.booleans.at("approve"));
+        if (options_.operatorApprovals && a.booleans.at("approve"))
+            run->answerFromStore();  // the client cannot approve: the operator's store decides
+        else
+            run->answer(a.booleans.at("approve"));
         executing(request, nullptr);
         return settle(std::move(run));
     }
 };
 
-Tools::Tools() : impl_(std::make_unique<Impl>()) {}
+Tools::Tools(ToolsOptions options) : impl_(std::make_unique<Impl>()) { impl_->options_ = std::move(options); }
 Tools::~Tools() = default;
 
 size_t Tools::pausedRuns() const {

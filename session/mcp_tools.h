@@ -97,9 +97,21 @@ struct BadParams {
     std::string message;
 };
 
+// Who may approve a call a paused remit_run waits for (`--approvals`, docs/mcp.md "Runs and
+// approvals").
+struct ToolsOptions {
+    // false (`--approvals client`, the default): remit_resume's `approve: true` approves it — the
+    // client is trusted to ask its user. true (`--approvals operator`): only the operator can, with
+    // `remitvm approve DIGEST --state-dir <stateDir>`; remit_resume then continues the run if the
+    // approval store holds that approval, and otherwise leaves it paused. Refusing is always the
+    // client's to do.
+    bool operatorApprovals = false;
+    std::string stateDir = ".remit";  // operator mode: where approvals.json is kept
+};
+
 class Tools {
 public:
-    Tools();
+    explicit Tools(ToolsOptions options = {});
     ~Tools();  // refuses and ends every paused run, removes the scratch directory
     Tools(const Tools&) = delete;
     Tools& operator=(const Tools&) = delete;

@@ -99,8 +99,8 @@ INPUTS = json.dumps({"id": "X"})
 class Client(LineServer):
     """A server process and the client side of its protocol."""
 
-    def __init__(self, tool=REMITVM, cwd=None):
-        super().__init__([tool, "mcp"], cwd=cwd)
+    def __init__(self, tool=REMITVM, cwd=None, flags=()):
+        super().__init__([tool, "mcp", *flags], cwd=cwd)
         self.next_id = 0
 
     def send_raw(self, data):
@@ -536,6 +536,37 @@ def test_cancellation_reaches_a_running_call():
         c.notify("notifications/cancelled", {})
         expect(c.request("ping")["result"] == {}, "still serving")
         expect(c.close() == 0, "clean exit")
+
+
+def test_operator_approvals():
+    """`--approvals operator` (issue #16 item 6): the agent cannot approve its own calls; remit_resume
+    continues a paused run only once the operator has approved the call with `remitvm approve`."""
+    with tempfile.TemporaryDirectory() as state:
+        with Client(flags=["--approvals", "operator", "--state-dir", state]) as c:
+            c.initialize()
+            args = {"program": PAY, "host": HOST, "fixtures": FIXTURES, "inputs": INPUTS}
+            paused = c.tool("remit_run", args)
+            expect(paused["status"] == "approval_required" and paused["approver"] == "operator"
+                   and "remitvm approve" in paused["next"] and state not in json.dumps(paused),
+                   "paused for the operator, naming no path", paused)
+            token, digest = paused["run_token"], paused["pending"]["digest"]
+            again = c.tool("remit_resume", {"run_token": token, "approve": True})
+            expect(again["status"] == "approval_required" and again["run_token"] == token,
+                   "approve: true from the client approves nothing; the run stays paused", again)
+            r = subprocess.run([REMITVM, "approve", digest[:16], "--state-dir", state, "--by", "ops"],
+                               capture_output=True, text=True, timeout=60)
+            expect(r.returncode == 0, "the operator approves at the command line", r)
+            done = c.tool("remit_resume", {"run_token": token, "approve": True})
+            expect(done["status"] == "completed" and done["result"] == "paid r-1", "then the run continues", done)
+            store = json.loads((pathlib.Path(state) / "approvals.json").read_text())
+            expect(any(v.get("by") == "ops" for v in store["consumed"].values()), "the approval was used once", store)
+
+            refused = c.tool("remit_resume", {"run_token": c.tool("remit_run", args)["run_token"], "approve": False})
+            expect(refused["status"] == "failed", "refusing stays the client's to do", refused)
+            expect(c.close() == 0, "clean exit")
+    for flags, words in ((["--approvals", "agent"], "client or operator"), (["--state-dir", "x"], "--approvals operator")):
+        r = subprocess.run([REMITVM, "mcp", *flags], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+        expect(r.returncode == 2 and words in r.stderr, f"mcp {flags}", r)
 
 
 def test_nothing_leaks_host_paths():
