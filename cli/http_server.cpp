@@ -517,10 +517,12 @@ void Server::reap(bool all) {
 }
 
 bool Server::makeRoom(const std::string& peer) {
-    // A connection over a bound takes the place of a waiting one — one that never completed a
-    // request first (an idle squatter or a slow head), then the one idle longest — so that idle
-    // and slow connections cannot lock real clients out. Only when every connection is busy
-    // answering a request is the newcomer refused (503).
+    // A connection over a bound takes the place of one that has been waiting for a second or more
+    // — idle, or its head still arriving — one that never completed a request first (a squatter,
+    // a slow head), then the one waiting longest, so that idle and slow connections cannot lock
+    // real clients out. One waiting for less is a client sending its request or between calls:
+    // closing it could fail a call it is sending, so it is asked to leave instead (run() sets
+    // crowded_, and its next response closes it).
     auto live = [](const std::unique_ptr<Connection>& c) { return !c->done && c->phase != Connection::Evicted; };
     size_t total = 0, fromPeer = 0;
     for (const auto& c : connections_)
@@ -534,6 +536,9 @@ bool Server::makeRoom(const std::string& peer) {
         Connection* victim = nullptr;
         for (const auto& c : connections_) {
             if (!live(c) || c->phase != Connection::Waiting || (peerFull && c->peer != peer)) continue;
+            if (Clock::now().time_since_epoch().count() - c->waitingSince <
+                std::chrono::duration_cast<Clock::duration>(std::chrono::seconds(1)).count())
+                continue;
             if (!victim || std::pair(c->served.load(), c->waitingSince.load()) <
                                std::pair(victim->served.load(), victim->waitingSince.load()))
                 victim = c.get();
@@ -563,7 +568,18 @@ void Server::run(Handler& handler) {
                         static_cast<suseconds_t>(limits_.readTimeoutMs % 1000 * 1000)};
         ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
         std::string peer = peerAddress(addr);
-        if (!makeRoom(peer)) {
+        // Every connection busy: wait a little for one to finish (later connections wait in the
+        // listen backlog meanwhile), so a burst of short requests is served, not refused.
+        auto patience = Clock::now() + std::chrono::milliseconds(limits_.busyWaitMs);
+        bool room = makeRoom(peer);
+        crowded_ = !room;  // meanwhile every response closes its connection
+        while (!room && Clock::now() < patience) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            reap(false);
+            room = makeRoom(peer);
+        }
+        crowded_ = false;
+        if (!room) {
             // Answered without a thread; whatever the client already sent is read first so the
             // close does not reset the connection under the response.
             char chunk[4096];
@@ -693,7 +709,8 @@ void Server::serve(Connection& c, Handler& handler) {
                 response = Response::error(500, "internal error");
             }
         }
-        if (!respond(response, request.keepAlive && !response.close, headRequest)) return;
+        // A newcomer waiting for room: this connection makes it, saying so (Connection: close).
+        if (!respond(response, request.keepAlive && !response.close && !crowded_, headRequest)) return;
         c.finish();
     }
 }

@@ -9,9 +9,10 @@
 // whole request, else 408 and the connection closes, so a client that trickles bytes cannot hold a
 // thread), and the connections served at once (Limits::maxConnections, maxPerClient from one
 // address). Over a bound a waiting connection — idle, or its head still arriving; one that never
-// completed a request first — is closed to make room; only when all are busy is the newcomer
-// refused with 503 (docs/mcp.md, "Idle and slow connections"). A request whose framing cannot be
-// trusted is answered and its connection closed.
+// completed a request first — is closed to make room; when all are busy the newcomer waits up to
+// Limits::busyWaitMs for one to finish, and only then is refused with 503 (docs/mcp.md, "Idle and
+// slow connections"). A request whose framing cannot be trusted is answered and its connection
+// closed.
 //
 // What the server answers is the Handler's business, in two steps: `screen` sees the request line
 // and headers before the body is read (so a request refused by authentication or routing never
@@ -42,6 +43,7 @@ struct Limits {
     uint64_t headTimeoutMs = 10'000;  // for the request line and headers, and for an idle connection
     size_t maxConnections = 64;
     size_t maxPerClient = 32;  // connections from one peer address
+    uint64_t busyWaitMs = 2'000;  // how long a newcomer may wait for a busy connection to finish
 };
 
 struct Request {
@@ -134,6 +136,7 @@ private:
     int wakeFds_[2] = {-1, -1};  // stop() writes to [1]; run() polls [0]
     uint16_t port_ = 0;
     std::list<std::unique_ptr<Connection>> connections_;  // touched only by run()'s thread
+    std::atomic<bool> crowded_{false};  // a newcomer waits for room: responses close their connections
 
     void serve(Connection& c, Handler& handler);
     void reap(bool all);

@@ -314,6 +314,7 @@ TEST_CASE("http server: a head that does not arrive in time") {
 TEST_CASE("http server: at the connection cap a waiting connection makes room; busy ones do not") {
     Limits limits;
     limits.maxConnections = 2;
+    limits.busyWaitMs = 200;
     Running running(limits);
     // Two squatters: one idle from the start, one sending its head slowly. Newcomers take their
     // places (the one waiting longest first), and are served.
@@ -321,7 +322,9 @@ TEST_CASE("http server: at the connection cap a waiting connection makes room; b
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     int slow = running.connect();
     sendText(slow, "GET / HTTP/1.1\r\nHo");
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // A connection is taken for a squatter only after it has waited a second (a client needs a
+    // moment to send its request; its fresh connection is never closed under it).
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
     int served[2];
     for (int& next : served) {  // kept open: the second must evict the slow one, not the first newcomer
         next = running.connect();
@@ -353,6 +356,7 @@ TEST_CASE("http server: at the connection cap a waiting connection makes room; b
 TEST_CASE("http server: one client address holds at most maxPerClient connections") {
     Limits limits;
     limits.maxPerClient = 1;
+    limits.busyWaitMs = 200;
     Running running(limits);
     int first = running.connect();
     sendText(first, "POST /wait HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
