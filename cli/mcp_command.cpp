@@ -132,8 +132,10 @@ std::optional<Json> Server::parse(std::string_view text, Json& error) const {
                            fmt::format("Parse error: JSON nested deeper than {} levels", kMaxMessageDepth));
         return std::nullopt;
     }
-    // Lone surrogate escapes (a JavaScript string cut inside an emoji) become U+FFFD.
-    Json message = Json::parse(replaceLoneSurrogates(text), nullptr, false);
+    // Lone surrogate escapes (a JavaScript string cut inside an emoji) become U+FFFD. A raw NUL
+    // is never JSON, though the parser would stop at it and accept the text before it.
+    Json message = text.find('\0') == std::string_view::npos ? Json::parse(replaceLoneSurrogates(text), nullptr, false)
+                                                             : Json(Json::value_t::discarded);
     if (message.is_discarded()) {
         error = errorReply(recoverMessageId(text), kParseError, "Parse error: the message is not valid JSON");
         return std::nullopt;

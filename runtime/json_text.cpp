@@ -15,6 +15,12 @@ std::optional<Json> parseBounded(std::string_view what, std::string_view text, s
         error = fmt::format("invalid JSON in {}: nested deeper than {} levels", what, maxDepth);
         return std::nullopt;
     }
+    // JSON text never holds a raw NUL, and the parser would take one for the end of the input,
+    // accepting whatever follows unread.
+    if (text.find('\0') != std::string_view::npos) {
+        error = fmt::format("invalid JSON in {}: it contains a NUL byte", what);
+        return std::nullopt;
+    }
     try {
         return Json::parse(text);
     } catch (const nlohmann::json::parse_error& e) {

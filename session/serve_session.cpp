@@ -333,6 +333,7 @@ std::optional<Request> parseRequest(std::string_view line, Json& reply) {
     if (jsonNestsDeeperThan(line, kMaxJsonDepth))
         return bad(nullptr, {}, fmt::format("the request is nested deeper than {} levels", kMaxJsonDepth));
     Json j;
+    if (line.find('\0') != std::string_view::npos) return bad(nullptr, {}, "the request line contains a NUL byte");
     try {
         j = Json::parse(line);
     } catch (const nlohmann::json::parse_error& e) {

@@ -494,6 +494,11 @@ def test_messages_javascript_clients_send():
         r = c.reply()
         expect(r["id"] is None, "no top-level id: null", r)
 
+        # A raw NUL is never JSON (the parser would stop there and accept what came before).
+        c.send_raw(b'{"jsonrpc": "2.0", "id": 42, "method": "ping"}\x00{"junk"')
+        r = c.reply()
+        expect(r["id"] == 42 and r["error"]["code"] == -32700, "a NUL byte is a parse error", r)
+
         # A null id is not a request (MCP forbids it) and not a notification.
         c.send_raw(json.dumps({"jsonrpc": "2.0", "id": None, "method": "ping"}))
         r = c.reply()

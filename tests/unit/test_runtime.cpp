@@ -107,6 +107,13 @@ TEST_CASE("json text: lone surrogate escapes become U+FFFD, everything else is k
     CHECK(remit::Json::parse(remit::replaceLoneSurrogates(R"("a\ud83cb")")) == "a\xef\xbf\xbd" "b");
 }
 
+TEST_CASE("json text: a raw NUL byte is not JSON") {
+    std::string error;
+    CHECK_FALSE(remit::parseJsonText("the inputs", std::string_view("{\"a\": 1}\0{", 10), error));
+    CHECK(error == "invalid JSON in the inputs: it contains a NUL byte");
+    CHECK(remit::parseJsonText("the inputs", "{\"a\": \"\\u0000\"}", error));  // an escaped NUL is fine
+}
+
 TEST_CASE("json text: the id of a message that does not parse") {
     CHECK(remit::recoverMessageId(R"({"jsonrpc": "2.0", "id": 41, "method": tru})") == 41);
     CHECK(remit::recoverMessageId(R"({"id" : "a\"b", "x": })") == "a\"b");
