@@ -89,21 +89,6 @@ const std::string* firstDuplicate(const std::vector<std::string>& names) {
     return firstDuplicate(names, [](const std::string& s) -> const std::string& { return s; });
 }
 
-const char* typeKindName(TypeKind kind) {
-    switch (kind) {
-        case TypeKind::Never: return "Never";
-        case TypeKind::Unit: return "Unit";
-        case TypeKind::Bool: return "Bool";
-        case TypeKind::Int: return "Int";
-        case TypeKind::Float: return "Float";
-        case TypeKind::Str: return "Str";
-        case TypeKind::Enum: return "Enum";
-        case TypeKind::List: return "List";
-        case TypeKind::Record: return "Record";
-    }
-    return "?";
-}
-
 class Verifier {
 public:
     explicit Verifier(Module& m) : m_(m) {}

@@ -74,16 +74,35 @@ TypeRef TypeArena::named(TypeRef type, std::string name) {
     return add(std::move(t));
 }
 
-std::string showType(TypeRef t) {
-    if (!t) return "?";
-    if (!t->name.empty()) return t->name;
-    switch (t->kind) {
+const char* typeKindName(TypeKind kind) {
+    switch (kind) {
         case TypeKind::Never: return "Never";
         case TypeKind::Unit: return "Unit";
         case TypeKind::Bool: return "Bool";
         case TypeKind::Int: return "Int";
         case TypeKind::Float: return "Float";
         case TypeKind::Str: return "Str";
+        case TypeKind::Enum:
+            return "Enum";
+        case TypeKind::List:
+            return "List";
+        case TypeKind::Record:
+            return "Record";
+    }
+    return "?";
+}
+
+std::string showType(TypeRef t) {
+    if (!t) return "?";
+    if (!t->name.empty()) return t->name;
+    switch (t->kind) {
+        case TypeKind::Never:
+        case TypeKind::Unit:
+        case TypeKind::Bool:
+        case TypeKind::Int:
+        case TypeKind::Float:
+        case TypeKind::Str:
+            return typeKindName(t->kind);
         case TypeKind::Enum: {
             std::string out;
             for (const std::string& o : t->options) out += (out.empty() ? "\"" : " | \"") + o + "\"";

@@ -76,6 +76,9 @@ private:
 
 // How a type is written in messages: Int, List[Str] max 5, {a: Int}, "a" | "b", or its alias.
 std::string showType(TypeRef type);
+// The kind's name as the language writes it ("Int", "List", "Record"), for messages about a type's
+// shape rather than the type itself.
+const char* typeKindName(TypeKind kind);
 
 bool sameType(TypeRef a, TypeRef b);
 // Can a value of static type `src` be used where `dst` is expected? List bounds are not

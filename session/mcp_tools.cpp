@@ -243,10 +243,11 @@ const std::vector<ToolSpec>& toolSpecs() {
     static const ParamSpec policy{"policy", T::String, false,
                                   "Optional deployment policy: the text of a policy.toml file (grants, max_calls, "
                                   "budget). Without it nothing is compared with a policy."};
-    static const ParamSpec fixtures{"fixtures", T::JsonDocument, true,
-                                    "The fixtures, as a JSON object or its text: canned results for each capability and model call, "
-                                    "e.g. {\"capabilities\": {\"ns.cap\": [{\"args\": {...}, \"output\": ...}]}, "
-                                    "\"model\": [{\"match\": \"...\", \"output\": ...}]}."};
+    static const ParamSpec fixtures{
+        "fixtures", T::JsonDocument, true,
+        "The fixtures, as a JSON object or its text: canned results for each "
+        "capability and model call, e.g. {\"capabilities\": {\"ns.cap\": [{\"args\": {...}, \"output\": ...}]}, "
+        "\"model\": [{\"match\": \"...\", \"output\": ...}]}."};
     static const ParamSpec inputs{"inputs", T::JsonDocument, false,
                                   "An object with one entry per parameter of main, or its JSON text.", "{}"};
     static const ParamSpec runPolicy{"policy", T::String, false,

@@ -378,6 +378,9 @@ TEST_CASE("checker: CheckerOptions::interrupted stops the walk with an E0003") {
 TEST_CASE("serve: request parsing") {
     CHECK(badRequest("not json").find("not valid JSON") != std::string::npos);
     CHECK(badRequest("[1]") == "a request must be a JSON object");
+    // The JSON parser would stop at a raw NUL and accept the text before it.
+    CHECK(badRequest(std::string(R"({"type":"run","session":"s","source":"","host":""})") + '\0' + "junk") ==
+          "the request line contains a NUL byte");
     CHECK(badRequest(R"({"type":"run","session":"s","source":"","host":"","limit":{}})") ==
           "unknown field 'limit' (did you mean 'limits'?)");
     CHECK(badRequest(R"({"type":"launch","session":"s"})").find("unknown request type") != std::string::npos);
