@@ -49,7 +49,7 @@ std::string typeRef(uint32_t index) { return index == kNoType ? "none" : fmt::fo
 
 class Disassembler {
 public:
-    Disassembler(const Module& m, std::string_view source) : m_(m) {
+    Disassembler(const Module& m, std::string_view source, std::string_view signer) : m_(m), signer_(signer) {
         // Split the source into lines once; a line's text excludes its newline (and a CR before it).
         size_t start = 0;
         while (start <= source.size() && !source.empty()) {
@@ -76,6 +76,7 @@ public:
 
 private:
     const Module& m_;
+    std::string_view signer_;
     std::vector<std::string_view> lines_;
     std::string out_;
 
@@ -112,6 +113,7 @@ private:
         line("; Remit bytecode: program {} from {}", quoteName(m_.programName), quoteName(m_.sourceFile));
         line("; program hash  {}", quoteName(m_.programHash));
         line("; host hash     {}", quoteName(m_.hostHash));
+        if (!signer_.empty()) line("; signed by     {}", signer_);
         line("; budget        {}", m_.budgetUsd ? formatFloatRepr(*m_.budgetUsd) + " USD" : "none");
         line("; entry         {}", m_.entry == kNoType ? "none" : fnRef(m_.entry));
         line("; {}, {}, {}, {}, {}, {}, {}; manifest {}; stack {}", plural(m_.functions.size(), "function", "functions"),
@@ -282,8 +284,8 @@ private:
 
 }  // namespace
 
-std::string disassemble(const Module& module, std::string_view sourceText) {
-    return Disassembler(module, sourceText).run();
+std::string disassemble(const Module& module, std::string_view sourceText, std::string_view signer) {
+    return Disassembler(module, sourceText, signer).run();
 }
 
 }  // namespace remit

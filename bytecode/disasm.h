@@ -19,8 +19,11 @@ namespace remit {
 // and source line:col. With the program's `sourceText`, each source line is also printed once,
 // above the first instruction that comes from it (like `objdump -S`).
 //
+// `signer`, when not empty, is shown in the header as who signed the file the module came from
+// ("ed25519:…", bytecode/signature.h): a signature is the file's, not the module's.
+//
 // Meant for verified modules; an unverified one is listed without crashing, with "?" for
 // references that do not resolve.
-std::string disassemble(const Module& module, std::string_view sourceText = {});
+std::string disassemble(const Module& module, std::string_view sourceText = {}, std::string_view signer = {});
 
 }  // namespace remit

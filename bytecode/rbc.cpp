@@ -26,8 +26,6 @@ namespace remit {
 
 namespace {
 
-// 0x89 first, so the file is not mistaken for text; CR LF and LF catch newline translation.
-constexpr std::array<char, 8> kMagic = {'\x89', 'R', 'B', 'C', '\r', '\n', '\x1a', '\n'};
 constexpr size_t kHashBytes = 64;
 constexpr size_t kProgramHashOffset = 24;
 constexpr size_t kHostHashOffset = kProgramHashOffset + kHashBytes;
@@ -508,8 +506,8 @@ std::string readLayout(std::string_view bytes, Module& m, std::array<SectionEntr
     if (bytes.size() > kMaxRbcBytes)
         return fmt::format("file is {} bytes, over the limit of {}", bytes.size(), kMaxRbcBytes);
     // Compare as much of the magic as there is, so a short file of the right kind is "truncated".
-    size_t magicBytes = std::min(bytes.size(), kMagic.size());
-    if (!std::equal(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(magicBytes), kMagic.begin()))
+    size_t magicBytes = std::min(bytes.size(), kRbcMagic.size());
+    if (!std::equal(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(magicBytes), kRbcMagic.begin()))
         return "not a .rbc file (wrong magic bytes)";
     if (bytes.size() < kRbcChecksumEnd)
         return fmt::format("file is truncated: {} bytes, shorter than the {}-byte header", bytes.size(),
@@ -526,8 +524,9 @@ std::string readLayout(std::string_view bytes, Module& m, std::array<SectionEntr
     if (bytes.size() < kRbcHeaderSize)
         return fmt::format("file is truncated: {} bytes, shorter than the {}-byte header", bytes.size(),
                            kRbcHeaderSize);
-    if (uint32_t flags = static_cast<uint32_t>(readLE(bytes.data() + 12, 4)); flags != 0)
-        return fmt::format("header flags are {:#x}; version {} defines none", flags, kRbcVersion);
+    // Bit 0 (signed) was read by splitSignedRbc, which cut the signature block off `bytes`.
+    if (uint32_t flags = static_cast<uint32_t>(readLE(bytes.data() + kRbcFlagsOffset, 4)); flags & ~kRbcFlagSigned)
+        return fmt::format("header flags are {:#x}; version {} defines only bit 0 (signed)", flags, kRbcVersion);
     m.programHash.assign(bytes.substr(kProgramHashOffset, kHashBytes));
     m.hostHash.assign(bytes.substr(kHostHashOffset, kHashBytes));
 
@@ -603,7 +602,7 @@ std::string writeRbc(const Module& module) {
         bodies[i] = std::move(w.out);
     }
     Writer w;
-    w.out.append(kMagic.data(), kMagic.size());
+    w.out.append(kRbcMagic.data(), kRbcMagic.size());
     w.u32(kRbcVersion);
     w.u32(0);  // flags
     w.u64(0);  // checksum, filled in last
@@ -624,7 +623,9 @@ std::string writeRbc(const Module& module) {
 
 void resealRbc(std::string& bytes) {
     if (bytes.size() < kRbcChecksumEnd) return;
-    putLE(bytes, kRbcChecksumOffset, checksumOf(bytes), 8);
+    RbcParts parts;
+    (void)splitSignedRbc(bytes, parts);  // a malformed block leaves the whole file as the body
+    putLE(bytes, kRbcChecksumOffset, checksumOf(parts.body), 8);
 }
 
 void resealRbcWithProgramHash(std::string& bytes) {
@@ -632,9 +633,11 @@ void resealRbcWithProgramHash(std::string& bytes) {
     // Parse without verifying: the hash covers fields, whatever they hold.
     auto module = std::make_unique<Module>();
     std::array<SectionEntry, kSectionCount> sections{};
-    if (!readLayout(bytes, *module, sections).empty()) return;
+    RbcParts parts;
+    (void)splitSignedRbc(bytes, parts);
+    if (!readLayout(parts.body, *module, sections).empty()) return;
     for (const SectionEntry& s : sections) {
-        Reader r(bytes, s.offset, s.size, sectionName(s.id));
+        Reader r(parts.body, s.offset, s.size, sectionName(s.id));
         kSections[s.id - 1].read(r, *module);
         r.finish();
         if (!r.ok()) return;
@@ -644,8 +647,24 @@ void resealRbcWithProgramHash(std::string& bytes) {
     resealRbc(bytes);
 }
 
-RbcLoadResult loadRbc(std::string_view bytes) {
+RbcLoadResult loadRbc(std::string_view file) {
     RbcLoadResult result;
+    if (file.size() > kMaxRbcBytes) {
+        result.error = fmt::format("file is {} bytes, over the limit of {}", file.size(), kMaxRbcBytes);
+        return result;
+    }
+    // A signed file's signature first: if any byte changed, that is the one thing to say about it.
+    RbcParts parts;
+    result.error = splitSignedRbc(file, parts);
+    if (!result.error.empty()) return result;
+    if (parts.signature && !signatureMatches(parts.body, *parts.signature)) {
+        result.error = fmt::format(
+            "signature: the file is signed by {}, but its content does not match the "
+            "signature (it was changed after it was signed)",
+            signerName(parts.signature->publicKey));
+        return result;
+    }
+    std::string_view bytes = parts.body;
     auto module = std::make_unique<Module>();
     std::array<SectionEntry, kSectionCount> sections{};
     result.error = readLayout(bytes, *module, sections);
@@ -672,6 +691,7 @@ RbcLoadResult loadRbc(std::string_view bytes) {
         return result;
     }
     result.module = std::move(module);
+    result.signature = std::move(parts.signature);
     return result;
 }
 

@@ -12,19 +12,26 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "runtime/types.h"
 #include "bytecode/module.h"
+#include "bytecode/signature.h"
+#include "runtime/types.h"
 
 namespace remit {
 
 constexpr uint32_t kRbcVersion = 3;
 
+// 0x89 first, so the file is not mistaken for text; CR LF and LF catch newline translation.
+inline constexpr std::string_view kRbcMagic{"\x89RBC\r\n\x1a\n", 8};
+constexpr size_t kRbcFlagsOffset = 12;  // u32; bit 0 is kRbcFlagSigned (bytecode/signature.h)
+
 // The fixed header: magic (8), version (4), flags (4), checksum (8), program hash (64), host hash
-// (64), section count (4). The checksum is XXH3_64bits of every byte after the checksum field.
+// (64), section count (4). The checksum is XXH3_64bits of every byte after the checksum field, up
+// to the signature block of a signed file (bytecode/signature.h).
 constexpr size_t kRbcChecksumOffset = 16;
 constexpr size_t kRbcChecksumEnd = 24;  // the checksummed bytes start here
 constexpr size_t kRbcHeaderSize = 156;
@@ -39,10 +46,13 @@ std::string writeRbc(const Module& module);
 struct RbcLoadResult {
     std::unique_ptr<Module> module;
     std::string error;
+    std::optional<RbcSignature> signature;  // a signed file's block, verified against its body
 };
 
 // Parses and verifies a .rbc file. `error` is one line naming what is wrong and where (the
-// section and element, or the function and instruction index).
+// section and element, or the function and instruction index). A signed file's signature is
+// checked first (against the key it names: whether that key is trusted is the host's question,
+// checkTrusted); the module is its body's.
 [[nodiscard]] RbcLoadResult loadRbc(std::string_view bytes);
 
 // The program hash of a module: SHA-256 over everything it runs — every section but the debug

@@ -70,6 +70,7 @@ int diffCommand(std::string_view tool, const std::vector<std::string>& argv);
 // cli/run_commands.cpp
 int buildCommand(std::string_view tool, const std::vector<std::string>& argv);
 int disCommand(std::string_view tool, const std::vector<std::string>& argv);
+int keygenCommand(std::string_view tool, const std::vector<std::string>& argv);
 int runCommand(std::string_view tool, const std::vector<std::string>& argv);
 // cli/broker_commands.cpp
 int traceCommand(std::string_view tool, const std::vector<std::string>& argv);

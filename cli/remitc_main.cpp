@@ -12,10 +12,12 @@ constexpr const char* kUsageText =
     "  check FILE|DIR... [--host H] [--policy P] [--json] [--max-diagnostics N] [--strict-flows]\n"
     "                                                        check programs, report diagnostics\n"
     "  fmt FILE... [--check]                                 format .rmt and .rmti files in place\n"
-    "  build PROG.rmt [-o OUT.rbc] [--host H] [--strict-flows]\n"
-    "                                                        compile to a verified .rbc (default: beside PROG)\n"
+    "  build PROG.rmt [-o OUT.rbc] [--host H] [--strict-flows] [--sign KEY.pem]\n"
+    "                                                        compile to a verified .rbc (default: beside PROG),\n"
+    "                                                        signed with an Ed25519 key if --sign\n"
+    "  keygen KEY.pem                                        make a signing key: KEY.pem and KEY.pub.pem\n"
     "  dis PROG.rbc|PROG.rmt [--host H] [--strict-flows]     disassemble, each instruction with its source line\n"
-    "  manifest PROG.rmt|PROG.rbc [--host H] [--strict-flows]\n"
+    "  manifest PROG.rmt|PROG.rbc [--host H] [--policy P] [--strict-flows]\n"
     "                                                        print the manifest as JSON\n"
     "  diff OLD NEW [--host H] [--json]                      did the edit widen authority? (exit 4 if so)\n"
     "\n"
@@ -31,6 +33,7 @@ int main(int argc, char** argv) {
                     {"fmt", fmtCommand},
                     {"build", buildCommand},
                     {"dis", disCommand},
+                    {"keygen", keygenCommand},
                     {"manifest", manifestCommand},
                     {"diff", diffCommand}},
                    argc, argv);

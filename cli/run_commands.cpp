@@ -3,7 +3,9 @@
 // remit alike). Flag parsing and printing only: programs come
 // from compiler/driver.h and session/pipeline.h, runs from the VM (vm/run.h), and every host
 // call a run makes goes through the broker (broker/broker.h) with the adapter the flags choose.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <openssl/crypto.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -11,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +29,7 @@
 #include "broker/trace.h"
 #include "bytecode/disasm.h"
 #include "bytecode/rbc.h"
+#include "bytecode/signature.h"
 #include "cli/commands.h"
 #include "compiler/driver.h"
 #include "compiler/manifest.h"
@@ -66,31 +70,81 @@ struct ProgramSource {
     std::shared_ptr<const LoadedProgram> program;
     std::optional<CheckOutcome> checked;  // .rmt: the check (diagnostics, policy, host, sources)
     std::string file;
+    std::optional<RbcSignature> signature;  // a signed .rbc's signature (verified)
+    std::optional<std::string> trustedKey;  // the trusted key that admitted it, when trust was checked
 };
 
-// Reads and verifies a .rbc; exit 2 with a message naming the problem when it does not load.
-std::shared_ptr<const LoadedProgram> loadBytecodeFile(std::string_view tool, const std::string& path, int& exit) {
+// Reads and verifies a .rbc into `source`. With `trust`, the file must first be signed by one of
+// its keys and unchanged since (docs/bytecode.md "Signatures"): that is checked on the raw bytes,
+// before any of them is parsed. Returns false after printing why: exit 2 for a file that cannot
+// be read or is not a valid .rbc, 1 for one the trust directory refuses.
+bool loadBytecodeFile(std::string_view tool, const std::string& path, const TrustStore* trust, ProgramSource& source,
+                      int& exit) {
     std::string bytes;
     if (auto err = readSource(path, kMaxRbcBytes, bytes)) {
         fmt::print(stderr, "{}: error: {}\n", tool, err->message);
         exit = kUsage;
-        return nullptr;
+        return false;
     }
     if (bytes.size() > kMaxRbcBytes) {
         fmt::print(stderr, "{}: error: {} is larger than {} MiB, the limit for a .rbc file\n", tool, path,
                    kMaxRbcBytes >> 20);
         exit = kUsage;
-        return nullptr;
+        return false;
+    }
+    if (trust) {
+        TrustVerdict verdict = checkTrusted(bytes, *trust);
+        if (!verdict.trustedBy) {
+            fmt::print(stderr, "{}: error: refusing to run {}: {}\n  hint: {}\n", tool, path, verdict.error,
+                       verdict.hint);
+            exit = kFailure;
+            return false;
+        }
+        source.trustedKey = verdict.trustedBy->name;
     }
     LoadOutcome loaded = loadProgram(bytes);
     if (!loaded.program) {
         fmt::print(stderr, "{}: error: {} is not a valid .rbc file: {}\n", tool, path, loaded.error);
         fmt::print(stderr, "  hint: rebuild it from its source with `remitc build PROG.rmt`\n");
         exit = kUsage;
-        return nullptr;
+        return false;
     }
-    return loaded.program;
+    source.program = std::move(loaded.program);
+    source.signature = std::move(loaded.signature);
+    return true;
 }
+
+// Reads the trust directory a run of an artifact checks, named by `from` ("--trust", or the
+// policy's [artifacts] trust) in the message when it cannot be used (exit 2).
+bool loadTrustStore(std::string_view tool, const std::string& dir, std::string_view from, TrustStore& trust) {
+    std::string error;
+    if (trust.load(dir, error)) return true;
+    fmt::print(stderr, "{}: error: {} (named by {})\n", tool, error, from);
+    fmt::print(stderr,
+               "  hint: a trust directory holds the builders' Ed25519 public keys as NAME.pub.pem "
+               "(`remitc keygen` writes one beside each private key)\n");
+    return false;
+}
+
+// Reads the private key `build --sign` signs with; prints why not (exit 2). A key other users can
+// read is used, with a warning: it is the builder's identity.
+bool loadSigningKey(std::string_view tool, const std::string& path, SigningKey& key) {
+    std::string error;
+    if (!key.load(path, error)) {
+        fmt::print(stderr, "{}: error: {}\n", tool, error);
+        fmt::print(stderr,
+                   "  hint: make a key with `remitc keygen KEY.pem` (or `openssl genpkey -algorithm ed25519 "
+                   "-out KEY.pem`)\n");
+        return false;
+    }
+    std::error_code ec;
+    using std::filesystem::perms;
+    perms mode = std::filesystem::status(path, ec).permissions();
+    if (!ec && (mode & (perms::group_read | perms::others_read)) != perms::none)
+        fmt::print(stderr, "warning: the private key {} can be read by other users; `chmod 600 {}`\n", path, path);
+    return true;
+}
+
 
 // The program text for excerpts in runtime errors and disassembly: the checked source, else the
 // file the .rbc names if it is still there.
@@ -111,12 +165,16 @@ std::string prettyJson(const Json& value) { return dumpJson(value, JsonTextStyle
 int buildCommand(std::string_view tool, const std::vector<std::string>& argv) {
     Args args;
     // `-o OUT.rbc` (remitc) or `--out DIR` (the prototype's `remit build`, default `build`).
-    if (!parseArgs(tool, argv, {"--strict-flows"}, {"--host", "-o", "--out"}, args)) return kUsage;
+    if (!parseArgs(tool, argv, {"--strict-flows"}, {"--host", "-o", "--out", "--sign"}, args)) return kUsage;
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: build needs exactly one PROGRAM.rmt\n", tool);
         return kUsage;
     }
     const std::string& file = args.positional[0];
+    // The key first: a build that cannot be signed writes nothing.
+    SigningKey key;
+    const std::string* keyPath = args.value("--sign");
+    if (keyPath && !loadSigningKey(tool, *keyPath, key)) return kUsage;
     CheckOptions options;
     options.checkPolicy = false;  // an artifact is checked against a policy where it runs
     options.strictFlows = args.has("--strict-flows");
@@ -152,11 +210,17 @@ int buildCommand(std::string_view tool, const std::vector<std::string>& argv) {
     } else {
         out = std::filesystem::path(file).replace_extension(".rbc").string();
     }
-    if (auto err = writeFileAtomically(out, writeRbc(program->module()))) {
+    std::string bytes = writeRbc(program->module());
+    if (keyPath && (bytes = key.sign(bytes)).empty()) {
+        fmt::print(stderr, "{}: error: OpenSSL could not sign {} with {}\n", tool, out, *keyPath);
+        return kUsage;
+    }
+    if (auto err = writeFileAtomically(out, bytes)) {
         fmt::print(stderr, "{}: error: {}\n", tool, err->message);
         return kUsage;
     }
     fmt::print("wrote {}\n", out);
+    if (keyPath) fmt::print("signed by {}\n", signerName(key.publicKey()));
     if (manifestOut) {
         std::string manifest = manifestToJson(outcome.checked->manifest).dump(2) + "\n";
         if (auto err = writeFileAtomically(*manifestOut, manifest)) {
@@ -166,6 +230,64 @@ int buildCommand(std::string_view tool, const std::vector<std::string>& argv) {
         fmt::print("wrote {}\n", *manifestOut);
     }
     fmt::print("program hash {}\n", program->module().programHash);
+    return kOk;
+}
+
+namespace {
+
+// Creates `path` for writing only if it does not exist, with `mode`: a key is never overwritten,
+// and a private key is never readable by others, not even for a moment.
+std::optional<std::string> writeNewFile(const std::string& path, const std::string& text, mode_t mode) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd < 0)
+        return errno == EEXIST ? fmt::format("{} already exists; keygen never overwrites a key", path)
+                               : fmt::format("cannot create {}: {}", path, std::strerror(errno));
+    bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+    ::close(fd);
+    if (ok) return std::nullopt;
+    ::unlink(path.c_str());
+    return fmt::format("cannot write {}", path);
+}
+
+}  // namespace
+
+int keygenCommand(std::string_view tool, const std::vector<std::string>& argv) {
+    Args args;
+    if (!parseArgs(tool, argv, {}, {}, args)) return kUsage;
+    if (args.positional.size() != 1 || !args.positional[0].ends_with(".pem") ||
+        args.positional[0].ends_with(".pub.pem")) {
+        fmt::print(stderr, "{}: error: keygen needs exactly one KEY.pem (the private key to write)\n", tool);
+        return kUsage;
+    }
+    const std::string& privatePath = args.positional[0];
+    std::string publicPath = privatePath.substr(0, privatePath.size() - 4) + ".pub.pem";
+    SigningKey key;
+    std::string error;
+    if (!key.generate(error)) {
+        fmt::print(stderr, "{}: error: {}\n", tool, error);
+        return kUsage;
+    }
+    std::string privateText = key.privatePem();
+    std::string publicText = key.publicPem();
+    if (privateText.empty() || publicText.empty()) {
+        fmt::print(stderr, "{}: error: OpenSSL could not write the key as PEM\n", tool);
+        return kUsage;
+    }
+    // The public key first: if the private one cannot be written, nothing secret is left behind.
+    if (auto problem = writeNewFile(publicPath, publicText, 0644)) {
+        fmt::print(stderr, "{}: error: {}\n", tool, *problem);
+        return kUsage;
+    }
+    auto problem = writeNewFile(privatePath, privateText, 0600);
+    OPENSSL_cleanse(privateText.data(), privateText.size());
+    if (problem) {
+        ::unlink(publicPath.c_str());
+        fmt::print(stderr, "{}: error: {}\n", tool, *problem);
+        return kUsage;
+    }
+    fmt::print("wrote {} (private: keep it where programs are built)\n", privatePath);
+    fmt::print("wrote {} (public: copy it into the trust directory of each host)\n", publicPath);
+    fmt::print("key {}\n", signerName(key.publicKey()));
     return kOk;
 }
 
@@ -180,7 +302,7 @@ int disCommand(std::string_view tool, const std::vector<std::string>& argv) {
     source.file = args.positional[0];
     int exit = kOk;
     if (isBytecodePath(source.file)) {
-        source.program = loadBytecodeFile(tool, source.file, exit);
+        if (!loadBytecodeFile(tool, source.file, nullptr, source, exit)) return exit;
     } else {
         CheckOptions options;
         options.checkPolicy = false;
@@ -198,15 +320,20 @@ int disCommand(std::string_view tool, const std::vector<std::string>& argv) {
         source.program = compileChecked(*source.checked, exit);
     }
     if (!source.program) return exit;
-    fmt::print("{}", disassemble(source.program->module(), sourceTextFor(source)));
+    // Only a signed file has a signer line, so an unsigned .rbc lists exactly as its source does.
+    std::string signer = source.signature ? signerName(source.signature->publicKey) : std::string();
+    fmt::print("{}", disassemble(source.program->module(), sourceTextFor(source), signer));
     return kOk;
 }
 
 int bytecodeManifest(std::string_view tool, const std::string& path) {
     int exit = kOk;
-    auto program = loadBytecodeFile(tool, path, exit);
-    if (!program) return exit;
-    Json manifest = Json::parse(program->module().manifestJson);
+    ProgramSource source;
+    if (!loadBytecodeFile(tool, path, nullptr, source, exit)) return exit;
+    Json manifest = Json::parse(source.program->module().manifestJson);
+    // The signer is the file's, not the program's: only a signed file has the member, so an
+    // unsigned .rbc prints exactly its source's manifest.
+    if (source.signature) manifest["signer"] = signerName(source.signature->publicKey);
     fmt::print("{}\n", manifest.dump(2));
     return kOk;
 }
@@ -395,7 +522,15 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
     std::optional<std::string> policyPath;
     if (const std::string* p = args.value("--policy"); p && !ignorePolicy) policyPath = *p;
 
+    const std::string* trustFlag = args.value("--trust");
     if (!isBytecodePath(source.file)) {
+        if (trustFlag) {
+            fmt::print(stderr, "{}: error: --trust checks the signatures of .rbc artifacts, and {} is source\n", tool,
+                       source.file);
+            fmt::print(stderr, "  hint: build and sign it (`remitc build {} --sign KEY.pem`), or drop --trust\n",
+                       source.file);
+            return kUsage;
+        }
         CheckOptions options;
         if (const std::string* host = args.value("--host")) options.hostPath = *host;
         options.policyPath = policyPath;
@@ -420,8 +555,34 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
         source.program = buildChecked(outcome, buildDiags);
         if (!source.program) return rejected(buildDiags);  // --json prints JSON for this too
     } else {
-        source.program = loadBytecodeFile(tool, source.file, exit);
-        if (!source.program) return exit;
+        // The policy before the file: its [artifacts] trust decides whether the file is read at all.
+        DiagnosticList policyDiags;
+        if (!allowAll) {
+            if (!policyPath) policyPath = findPolicy(source.file);
+            if (!policyPath) {
+                fmt::print(stderr, "error: no policy.toml next to the program; pass --policy or --allow-all\n");
+                return kUsage;
+            }
+            std::string policyText;
+            if (auto err = readSource(*policyPath, size_t(1) << 20, policyText)) {
+                fmt::print(stderr, "{}: error: {}\n", tool, err->message);
+                return kUsage;
+            }
+            setup.policy = parsePolicy(*policyPath, policyText, policyDiags);
+            if (policyDiags.hasErrors()) return rejected(policyDiags);
+        } else {
+            setup.policy = Policy::allowAllPolicy();
+        }
+        // --trust replaces the policy's directory, as the limit flags replace its [limits].
+        std::optional<TrustStore> trust;
+        if (trustFlag || setup.policy->trustDir) {
+            trust.emplace();
+            bool loaded = trustFlag ? loadTrustStore(tool, *trustFlag, "--trust", *trust)
+                                    : loadTrustStore(tool, *setup.policy->trustDir,
+                                                     fmt::format("[artifacts] trust in {}", *policyPath), *trust);
+            if (!loaded) return kUsage;
+        }
+        if (!loadBytecodeFile(tool, source.file, trust ? &*trust : nullptr, source, exit)) return exit;
         const Module& module = source.program->module();
         // The host interface the artifact runs against: it must be the one it was built for.
         std::optional<std::string> hostPath =
@@ -451,21 +612,8 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
                        tool, source.file, *hostPath, built, here);
             return kFailure;
         }
-        if (allowAll) {
-            setup.policy = Policy::allowAllPolicy();
-        } else {
-            if (!policyPath) policyPath = findPolicy(source.file);
-            if (!policyPath) {
-                fmt::print(stderr, "error: no policy.toml next to the program; pass --policy or --allow-all\n");
-                return kUsage;
-            }
-            std::string policyText;
-            if (auto err = readSource(*policyPath, size_t(1) << 20, policyText)) {
-                fmt::print(stderr, "{}: error: {}\n", tool, err->message);
-                return kUsage;
-            }
-            setup.policy = parsePolicy(*policyPath, policyText, diags);
-            if (setup.policy) checkPolicyAgainstHost(*setup.policy, setup.host.resourceNames(), diags);
+        if (!allowAll) {
+            checkPolicyAgainstHost(*setup.policy, setup.host.resourceNames(), diags);
             // A forged manifest gains nothing (the broker enforces every rule again), but an honest
             // one that exceeds the policy is refused before anything runs.
             std::optional<Manifest> manifest = manifestFromJson(nlohmann::json::parse(module.manifestJson));
@@ -600,6 +748,8 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     recorded.mode = mode;
     recorded.strictFlows = setup.strictFlows;
     recorded.adapterCommand = adapterCommand;
+    if (source.signature) recorded.signer = signerName(source.signature->publicKey);
+    recorded.trustedKey = source.trustedKey;
     if (continuation) {
         recorded.replaying = continuation->plan->calls.size();
         recorded.resumedFrom = continuation->resumedFrom;
@@ -697,8 +847,9 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
 
 const std::vector<std::string> kRunSwitches = {"--json",        "--allow-all",   "--approve-all",
                                                "--live",        "--interactive", "--strict-flows"};
-const std::vector<std::string> kRunOptions = {"--host", "--policy", "--fixtures", "--adapter", "--state-dir",
-                                              "--max-steps", "--max-memory", "--max-wall-ms"};
+const std::vector<std::string> kRunOptions = {"--host",       "--policy",      "--fixtures",
+                                              "--adapter",    "--state-dir",   "--max-steps",
+                                              "--max-memory", "--max-wall-ms", "--trust"};
 
 // A recorded run read for `resume` or `replay`. Prints the problem and returns false (exit 2).
 bool readRecordedRun(std::string_view tool, const Args& args, const std::string& run, ReplayPurpose purpose,

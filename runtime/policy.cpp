@@ -3,28 +3,29 @@
 // an E0504 that points at the offending key or value.
 #include "runtime/policy.h"
 
-#include "runtime/suggest.h"
-
-#include <algorithm>
-#include <cmath>
-#include <set>
-#include <span>
-
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <span>
+
 #include "runtime/hash.h"
 #include "runtime/heap.h"
+#include "runtime/suggest.h"
 
 namespace remit {
 
 namespace {
 
-constexpr std::string_view kTopLevelTables[] = {"budget", "grant", "limits", "flows"};
+constexpr std::string_view kTopLevelTables[] = {"budget", "grant", "limits", "flows", "artifacts"};
 constexpr std::string_view kBudgetKeys[] = {"max_usd"};
 constexpr std::string_view kGrantKeys[] = {"max_calls", "arg_prefix", "arg_one_of", "arg_max", "approve", "approval"};
 constexpr std::string_view kLimitsKeys[] = {"max_steps", "max_memory", "max_wall_ms"};
 constexpr std::string_view kFlowsKeys[] = {"strict"};
+constexpr std::string_view kArtifactsKeys[] = {"trust"};
 
 // Long or odd strings are summarised rather than echoed: a diagnostic line should stay one line.
 constexpr size_t kMaxQuotedValue = 40;
@@ -220,6 +221,8 @@ std::optional<std::string_view> homeTableOf(std::string_view key) {
         if (k == key) return "[limits]";
     for (std::string_view k : kFlowsKeys)
         if (k == key) return "[flows]";
+    for (std::string_view k : kArtifactsKeys)
+        if (k == key) return "[artifacts]";
     for (std::string_view k : kGrantKeys)
         if (k == key) return "[grant.\"<resource>\"]";
     return std::nullopt;
@@ -240,6 +243,8 @@ public:
                 parseLimits(key, node, policy.limits);
             } else if (name == "flows") {
                 parseFlows(key, node, policy);
+            } else if (name == "artifacts") {
+                parseArtifacts(key, node, policy);
             } else {
                 unknownTopLevel(key, node);
             }
@@ -262,7 +267,7 @@ private:
 
     void unknownTopLevel(const toml::key& key, const toml::node& node) {
         std::string_view name = key.str();
-        std::string valid = "valid tables: [budget], [grant.\"<resource>\"], [limits], [flows]";
+        std::string valid = "valid tables: [budget], [grant.\"<resource>\"], [limits], [flows], [artifacts]";
         std::string hint = valid;
         if (auto home = homeTableOf(name)) {
             hint = fmt::format("'{}' belongs in {}; {}", name, *home, valid);
@@ -331,6 +336,29 @@ private:
                 continue;
             }
             policy.strictFlows = flag->get();
+        }
+    }
+
+    // [artifacts] trust = "DIR": the .rbc files this policy runs must be signed by a key in DIR,
+    // a path relative to the policy file's directory (docs/policy.md "[artifacts]").
+    void parseArtifacts(const toml::key& key, const toml::node& node, Policy& policy) {
+        const toml::table* table = requireTable(key, node, "write an [artifacts] table with trust = \"keys\" under it");
+        if (!table) return;
+        for (auto&& [k, v] : *table) {
+            if (k.str() != "trust") {
+                unknownKey(k, "[artifacts]", kArtifactsKeys);
+                continue;
+            }
+            const auto* dir = v.as_string();
+            if (!dir || dir->get().empty()) {
+                error(spanOf(v.source()),
+                      fmt::format("trust in [artifacts] must be a directory path, got {}", describe(v)),
+                      "e.g. trust = \"trusted-keys\" (a directory of Ed25519 public keys, relative to this file)");
+                continue;
+            }
+            std::filesystem::path path(dir->get());
+            if (path.is_relative()) path = std::filesystem::path(file_).parent_path() / path;
+            policy.trustDir = path.lexically_normal().string();
         }
     }
 

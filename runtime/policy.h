@@ -48,6 +48,9 @@ struct Policy {
     RunLimits limits;
     // [flows] strict = true: check and run in strict-flows mode (docs/language.md "Strict flows").
     bool strictFlows = false;
+    // [artifacts] trust: .rbc files run under this policy must be signed by a key in this
+    // directory (resolved against the policy file's directory; docs/policy.md "[artifacts]").
+    std::optional<std::string> trustDir;
     bool allowAll = false;  // --allow-all: every resource granted, no limits, no max_usd
     std::string sha256;     // policy_hash: hex SHA-256 of the file's bytes; empty for allow-all
 

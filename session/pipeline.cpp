@@ -51,6 +51,7 @@ LoadOutcome loadProgram(std::string_view rbcBytes) {
         return out;
     }
     out.program = std::make_shared<const LoadedProgram>(std::move(loaded.module));
+    out.signature = std::move(loaded.signature);
     return out;
 }
 

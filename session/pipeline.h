@@ -3,8 +3,10 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "bytecode/signature.h"
 #include "compiler/ast.h"
 #include "compiler/checker.h"
 #include "vm/run.h"
@@ -23,6 +25,7 @@ CompileOutcome compileProgram(std::string_view source, const std::string& file, 
 struct LoadOutcome {
     std::shared_ptr<const LoadedProgram> program;
     std::string error;
+    std::optional<RbcSignature> signature;  // a signed file's (verified against its content)
 };
 LoadOutcome loadProgram(std::string_view rbcBytes);
 

@@ -94,6 +94,8 @@ Json runStartEvent(const RunStart& s) {
     if (s.strictFlows) start["strict_flows"] = true;
     if (s.resumedFrom) start["resumed_from"] = *s.resumedFrom;
     if (!s.inFlight.is_null()) start["in_flight"] = s.inFlight;
+    if (s.signer) start["signer"] = *s.signer;
+    if (s.trustedKey) start["trusted_key"] = *s.trustedKey;
     return start;
 }
 

@@ -98,6 +98,8 @@ struct RunStart {
     std::optional<std::string> adapterCommand;  // --adapter's command line
     std::optional<std::string> resumedFrom;     // the run a resume continues
     Json inFlight;                              // a resume's calls whose outcome is unknown (null: none)
+    std::optional<std::string> signer;          // a signed .rbc: signerName of its key
+    std::optional<std::string> trustedKey;      // its name in the trust directory that admitted it
 };
 Json runStartEvent(const RunStart& start);
 

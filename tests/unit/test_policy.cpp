@@ -225,12 +225,12 @@ TEST_CASE("policy: unknown keys are E0504 at the key, with the valid keys and a 
 
     d = onlyError("max_usd = 1\n");
     CHECK(d.message == "unknown top-level key 'max_usd' in the policy");
-    CHECK(d.hint == "'max_usd' belongs in [budget]; valid tables: [budget], [grant.\"<resource>\"], [limits], [flows]");
+    CHECK(d.hint == "'max_usd' belongs in [budget]; valid tables: [budget], [grant.\"<resource>\"], [limits], [flows], [artifacts]");
     checkSpan(d.span, 1, 1, 1, 8);
 
     d = onlyError("# limits\n[limit]\nmax_steps = 5\n");
     CHECK(d.message == "unknown table [limit] in the policy");
-    CHECK(d.hint == "did you mean [limits]? valid tables: [budget], [grant.\"<resource>\"], [limits], [flows]");
+    CHECK(d.hint == "did you mean [limits]? valid tables: [budget], [grant.\"<resource>\"], [limits], [flows], [artifacts]");
     checkSpan(d.span, 2, 2, 2, 7);
 
     d = onlyError("[grants.llm]\nmax_calls = 1\n");  // the prototype's table is singular
@@ -317,6 +317,28 @@ TEST_CASE("policy: [flows] strict chooses strict flows") {
 
     d = onlyError("flows = true\n");
     CHECK(d.message == "'flows' must be a table, got true");
+}
+
+TEST_CASE("policy: [artifacts] trust names a key directory relative to the policy file") {
+    CHECK_FALSE(parse("").policy->trustDir);
+    CHECK(parse("[artifacts]\ntrust = \"keys\"\n").policy->trustDir == "keys");
+    DiagnosticList diags;
+    auto nested = parsePolicy("hosts/a/policy.toml", "[artifacts]\ntrust = \"../shared-keys\"\n", diags);
+    REQUIRE(nested);
+    CHECK(nested->trustDir == "hosts/shared-keys");
+    auto absolute = parsePolicy("hosts/a/policy.toml", "[artifacts]\ntrust = \"/etc/remit/keys\"\n", diags);
+    REQUIRE(absolute);
+    CHECK(absolute->trustDir == "/etc/remit/keys");
+
+    Diagnostic d = onlyError("[artifacts]\ntrust = 3\n");
+    CHECK(d.message == "trust in [artifacts] must be a directory path, got 3");
+    checkSpan(d.span, 2, 9, 2, 10);
+    d = onlyError("[artifacts]\ntrust = \"\"\n");
+    CHECK(d.message.starts_with("trust in [artifacts] must be a directory path"));
+    d = onlyError("[artifacts]\ntrusted = \"keys\"\n");
+    CHECK(d.hint == "did you mean 'trust'? valid keys: trust");
+    d = onlyError("[flows]\ntrust = \"keys\"\n");
+    CHECK(d.hint.starts_with("'trust' belongs in [artifacts]"));
 }
 
 TEST_CASE("policy: approval must be \"always\"") {

@@ -1,0 +1,338 @@
+// Signed .rbc artifacts (bytecode/signature.h); docs/bytecode.md "Signatures" is the reference.
+#include "bytecode/signature.h"
+
+#include <fmt/format.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/objects.h>
+#include <openssl/pem.h>
+#include <openssl/sha.h>
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <memory>
+#include <system_error>
+
+#include "bytecode/rbc.h"
+#include "runtime/files.h"
+
+namespace remit {
+
+namespace {
+
+constexpr std::array<char, 8> kBlockMagic = {'\x89', 'R', 'S', 'G', '\r', '\n', '\x1a', '\n'};
+constexpr size_t kAlgorithmOffset = 8;
+constexpr size_t kPublicKeyOffset = 12;
+constexpr size_t kSignatureOffset = kPublicKeyOffset + kEd25519PublicKeyBytes;
+static_assert(kSignatureOffset + kEd25519SignatureBytes == kRbcSignatureBlockSize);
+constexpr size_t kMaxKeyFileBytes = 64 * 1024;
+
+struct PkeyFree {
+    void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
+};
+struct MdCtxFree {
+    void operator()(EVP_MD_CTX* p) const { EVP_MD_CTX_free(p); }
+};
+struct BioFree {
+    void operator()(BIO* p) const { BIO_free(p); }
+};
+using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
+using MdCtx = std::unique_ptr<EVP_MD_CTX, MdCtxFree>;
+using Bio = std::unique_ptr<BIO, BioFree>;
+
+uint32_t readU32(std::string_view bytes, size_t offset) {
+    uint32_t v = 0;
+    for (size_t i = 0; i < 4; ++i) v |= uint32_t(static_cast<unsigned char>(bytes[offset + i])) << (8 * i);
+    return v;
+}
+
+void putU32(std::string& bytes, size_t offset, uint32_t v) {
+    for (size_t i = 0; i < 4; ++i) bytes[offset + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+// What is signed: the context, then the SHA-256 of the body (one pass over a file of any size,
+// and a fixed-size message for Ed25519, which otherwise needs the whole message in one buffer).
+std::string signedMessage(std::string_view body) {
+    std::array<unsigned char, SHA256_DIGEST_LENGTH> digest{};
+    SHA256(reinterpret_cast<const unsigned char*>(body.data()), body.size(), digest.data());
+    std::string message(kRbcSignatureContext);
+    message.append(reinterpret_cast<const char*>(digest.data()), digest.size());
+    return message;
+}
+
+// Never let OpenSSL prompt on the terminal for a passphrase: an encrypted key is an error.
+int refusePassphrase(char*, int, int, void*) { return -1; }
+
+std::string rawPublicKey(EVP_PKEY* key) {
+    std::string raw(kEd25519PublicKeyBytes, '\0');
+    size_t length = raw.size();
+    if (EVP_PKEY_get_raw_public_key(key, reinterpret_cast<unsigned char*>(raw.data()), &length) != 1 ||
+        length != kEd25519PublicKeyBytes)
+        return {};
+    return raw;
+}
+
+std::string pemOf(EVP_PKEY* key, bool privatePart) {
+    Bio bio(BIO_new(BIO_s_mem()));
+    if (!bio) return {};
+    int ok = privatePart ? PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr)
+                         : PEM_write_bio_PUBKEY(bio.get(), key);
+    if (ok != 1) return {};
+    char* data = nullptr;
+    long length = BIO_get_mem_data(bio.get(), &data);
+    std::string text(data, static_cast<size_t>(length));
+    if (privatePart) OPENSSL_cleanse(data, static_cast<size_t>(length));
+    return text;
+}
+
+// Reads a small PEM file for a key; false with `error` naming the file.
+bool readKeyFile(const std::string& path, std::string& text, std::string& error) {
+    if (auto problem = readRegularFile(path, kMaxKeyFileBytes, text)) {
+        error = problem->message;
+        return false;
+    }
+    if (text.size() > kMaxKeyFileBytes) {
+        error = tooLargeMessage(path, kMaxKeyFileBytes, "a key file");
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+std::string signerName(std::string_view publicKey) {
+    std::string out = "ed25519:";
+    for (unsigned char c : publicKey) out += fmt::format("{:02x}", c);
+    return out;
+}
+
+std::string splitSignedRbc(std::string_view bytes, RbcParts& parts) {
+    parts.body = bytes;
+    parts.signature.reset();
+    // Too short to have flags, or not a .rbc at all: loadRbc says which.
+    if (bytes.size() < kRbcFlagsOffset + 4 || bytes.substr(0, kRbcMagic.size()) != kRbcMagic) return {};
+    if ((readU32(bytes, kRbcFlagsOffset) & kRbcFlagSigned) == 0) return {};
+    if (bytes.size() < kRbcHeaderSize + kRbcSignatureBlockSize)
+        return fmt::format(
+            "file is truncated: {} bytes, shorter than a signed file's header and {}-byte signature block",
+            bytes.size(), kRbcSignatureBlockSize);
+    size_t start = bytes.size() - kRbcSignatureBlockSize;
+    std::string_view block = bytes.substr(start);
+    if (!std::equal(kBlockMagic.begin(), kBlockMagic.end(), block.begin()))
+        return fmt::format(
+            "the header says the file is signed, but its last {} bytes (from byte {}) are not a "
+            "signature block (wrong magic bytes)",
+            kRbcSignatureBlockSize, start);
+    if (uint32_t algorithm = readU32(block, kAlgorithmOffset); algorithm != kRbcSignatureEd25519)
+        return fmt::format("signature algorithm {} is unknown (this build knows {}, Ed25519) (at byte {})", algorithm,
+                           kRbcSignatureEd25519, start + kAlgorithmOffset);
+    parts.body = bytes.substr(0, start);
+    parts.signature = RbcSignature{std::string(block.substr(kPublicKeyOffset, kEd25519PublicKeyBytes)),
+                                   std::string(block.substr(kSignatureOffset, kEd25519SignatureBytes))};
+    return {};
+}
+
+bool signatureMatches(std::string_view body, const RbcSignature& signature) {
+    if (signature.publicKey.size() != kEd25519PublicKeyBytes || signature.signature.size() != kEd25519SignatureBytes)
+        return false;
+    Pkey key(EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr,
+                                         reinterpret_cast<const unsigned char*>(signature.publicKey.data()),
+                                         signature.publicKey.size()));
+    MdCtx ctx(EVP_MD_CTX_new());
+    if (!key || !ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, key.get()) != 1) return false;
+    std::string message = signedMessage(body);
+    return EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.signature.data()),
+                            signature.signature.size(), reinterpret_cast<const unsigned char*>(message.data()),
+                            message.size()) == 1;
+}
+
+SigningKey::~SigningKey() { OPENSSL_cleanse(seed_.data(), seed_.size()); }
+
+bool SigningKey::load(const std::string& path, std::string& error) {
+    std::string text;
+    if (!readKeyFile(path, text, error)) return false;
+    // Wipe the file's text however this returns: it is the secret.
+    struct Wipe {
+        std::string& s;
+        ~Wipe() { OPENSSL_cleanse(s.data(), s.size()); }
+    } wipe{text};
+    if (text.find("ENCRYPTED") != std::string::npos) {
+        error = fmt::format("{} is an encrypted private key; remitc reads unencrypted PEM keys only", path);
+        return false;
+    }
+    if (text.find("PUBLIC KEY-----") != std::string::npos && text.find("PRIVATE KEY-----") == std::string::npos) {
+        error = fmt::format(
+            "{} holds a public key; signing needs the private key (the file `remitc keygen` or "
+            "`openssl genpkey -algorithm ed25519` wrote)",
+            path);
+        return false;
+    }
+    Bio bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
+    Pkey key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, refusePassphrase, nullptr) : nullptr);
+    if (!key) {
+        error = fmt::format("{} is not a PEM private key", path);
+        return false;
+    }
+    if (EVP_PKEY_get_id(key.get()) != EVP_PKEY_ED25519) {
+        error = fmt::format("{} is a {} key; artifacts are signed with Ed25519 keys", path,
+                            OBJ_nid2sn(EVP_PKEY_get_id(key.get())));
+        return false;
+    }
+    std::string seed(32, '\0');
+    size_t length = seed.size();
+    if (EVP_PKEY_get_raw_private_key(key.get(), reinterpret_cast<unsigned char*>(seed.data()), &length) != 1 ||
+        length != seed.size() || (publicKey_ = rawPublicKey(key.get())).empty()) {
+        OPENSSL_cleanse(seed.data(), seed.size());
+        error = fmt::format("{}: OpenSSL could not read the Ed25519 key", path);
+        return false;
+    }
+    OPENSSL_cleanse(seed_.data(), seed_.size());
+    seed_ = std::move(seed);
+    return true;
+}
+
+bool SigningKey::generate(std::string& error) {
+    EVP_PKEY* raw = nullptr;
+    std::unique_ptr<EVP_PKEY_CTX, void (*)(EVP_PKEY_CTX*)> ctx(EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, nullptr),
+                                                               EVP_PKEY_CTX_free);
+    if (!ctx || EVP_PKEY_keygen_init(ctx.get()) != 1 || EVP_PKEY_keygen(ctx.get(), &raw) != 1) {
+        error = "OpenSSL could not generate an Ed25519 key (no entropy?)";
+        return false;
+    }
+    Pkey key(raw);
+    std::string seed(32, '\0');
+    size_t length = seed.size();
+    if (EVP_PKEY_get_raw_private_key(key.get(), reinterpret_cast<unsigned char*>(seed.data()), &length) != 1 ||
+        (publicKey_ = rawPublicKey(key.get())).empty()) {
+        error = "OpenSSL could not export the generated key";
+        return false;
+    }
+    seed_ = std::move(seed);
+    return true;
+}
+
+std::string SigningKey::privatePem() const {
+    Pkey key(EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nullptr,
+                                          reinterpret_cast<const unsigned char*>(seed_.data()), seed_.size()));
+    return key ? pemOf(key.get(), true) : std::string();
+}
+
+std::string SigningKey::publicPem() const {
+    Pkey key(EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr,
+                                         reinterpret_cast<const unsigned char*>(publicKey_.data()), publicKey_.size()));
+    return key ? pemOf(key.get(), false) : std::string();
+}
+
+std::string SigningKey::sign(std::string_view file) const {
+    RbcParts parts;
+    if (seed_.size() != 32 || file.size() < kRbcHeaderSize || !splitSignedRbc(file, parts).empty() || parts.signature)
+        return {};
+    std::string out(file);
+    putU32(out, kRbcFlagsOffset, readU32(out, kRbcFlagsOffset) | kRbcFlagSigned);
+    Pkey key(EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nullptr,
+                                          reinterpret_cast<const unsigned char*>(seed_.data()), seed_.size()));
+    MdCtx ctx(EVP_MD_CTX_new());
+    if (!key || !ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key.get()) != 1) return {};
+    std::string message = signedMessage(out);
+    std::string signature(kEd25519SignatureBytes, '\0');
+    size_t length = signature.size();
+    if (EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(signature.data()), &length,
+                       reinterpret_cast<const unsigned char*>(message.data()), message.size()) != 1 ||
+        length != kEd25519SignatureBytes)
+        return {};
+    std::string block(kBlockMagic.begin(), kBlockMagic.end());
+    block.resize(kRbcSignatureBlockSize, '\0');
+    putU32(block, kAlgorithmOffset, kRbcSignatureEd25519);
+    std::copy(publicKey_.begin(), publicKey_.end(), block.begin() + kPublicKeyOffset);
+    std::copy(signature.begin(), signature.end(), block.begin() + kSignatureOffset);
+    return out + block;
+}
+
+const TrustedKey* TrustStore::find(std::string_view publicKey) const {
+    for (const TrustedKey& k : keys)
+        if (k.publicKey == publicKey) return &k;
+    return nullptr;
+}
+
+bool TrustStore::load(const std::string& directory, std::string& error) {
+    namespace fs = std::filesystem;
+    dir = directory;
+    keys.clear();
+    std::error_code ec;
+    if (!fs::is_directory(directory, ec)) {
+        error = fs::exists(directory, ec) ? fmt::format("trust directory {} is not a directory", directory)
+                                          : fmt::format("no such trust directory: {}", directory);
+        return false;
+    }
+    std::vector<fs::path> files;
+    for (fs::directory_iterator it(directory, ec), end; !ec && it != end; it.increment(ec))
+        if (it->path().extension() == ".pem") files.push_back(it->path());
+    if (ec) {
+        error = fmt::format("cannot read trust directory {}: {}", directory, ec.message());
+        return false;
+    }
+    std::sort(files.begin(), files.end());  // names in a stable order, for messages
+    for (const fs::path& file : files) {
+        std::string text;
+        if (!readKeyFile(file.string(), text, error)) return false;
+        if (text.find("PRIVATE KEY-----") != std::string::npos) {
+            OPENSSL_cleanse(text.data(), text.size());
+            error = fmt::format(
+                "{} in trust directory {} holds a private key; a trust directory holds public keys "
+                "only (write one with `openssl pkey -in KEY.pem -pubout`)",
+                file.filename().string(), directory);
+            return false;
+        }
+        Bio bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
+        Pkey key(bio ? PEM_read_bio_PUBKEY(bio.get(), nullptr, refusePassphrase, nullptr) : nullptr);
+        if (!key || EVP_PKEY_get_id(key.get()) != EVP_PKEY_ED25519) {
+            error = fmt::format("{} in trust directory {} is not an Ed25519 public key in PEM form",
+                                file.filename().string(), directory);
+            return false;
+        }
+        std::string name = file.filename().string();
+        name.erase(name.size() - (name.ends_with(".pub.pem") ? 8 : 4));
+        keys.push_back(TrustedKey{name, rawPublicKey(key.get())});
+    }
+    if (keys.empty()) {
+        error = fmt::format("trust directory {} holds no .pem public keys, so it would trust nothing", directory);
+        return false;
+    }
+    return true;
+}
+
+TrustVerdict checkTrusted(std::string_view bytes, const TrustStore& trust) {
+    TrustVerdict verdict;
+    RbcParts parts;
+    if (std::string problem = splitSignedRbc(bytes, parts); !problem.empty()) {
+        verdict.error = "its signature block is malformed: " + problem;
+        verdict.hint = "rebuild and sign it again with `remitc build PROG.rmt --sign KEY.pem`";
+        return verdict;
+    }
+    if (!parts.signature) {
+        verdict.error =
+            fmt::format("it is not signed, and this host runs only artifacts signed by a key in {}", trust.dir);
+        verdict.hint = "sign it where it is built: `remitc build PROG.rmt --sign KEY.pem`";
+        return verdict;
+    }
+    const TrustedKey* key = trust.find(parts.signature->publicKey);
+    if (!key) {
+        verdict.error = fmt::format("it is signed by {}, which is not one of the {} key(s) trusted in {}",
+                                    signerName(parts.signature->publicKey), trust.keys.size(), trust.dir);
+        verdict.hint = fmt::format("if you trust its builder, add their public key to {} as NAME.pub.pem", trust.dir);
+        return verdict;
+    }
+    if (!signatureMatches(parts.body, *parts.signature)) {
+        verdict.error = fmt::format(
+            "its signature by '{}' does not match its content: the file was changed after "
+            "it was signed",
+            key->name);
+        verdict.hint = "get the artifact again from its builder, or rebuild and sign it";
+        return verdict;
+    }
+    verdict.trustedBy = key;
+    return verdict;
+}
+
+}  // namespace remit
