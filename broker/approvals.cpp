@@ -32,6 +32,7 @@ namespace {
 
 // The largest approval store read: thousands of pending calls with their arguments fit easily.
 constexpr size_t kMaxStoreBytes = size_t(64) << 20;
+constexpr const char* kSections[] = {"approved", "consumed", "pending", "denied", "refused"};
 
 double unixNow() {
     using namespace std::chrono;
@@ -89,7 +90,7 @@ bool ApprovalStore::load(std::string& error) {
     std::string text, problem;
     if (std::optional<FileProblem> unreadable = readRegularFile(path_, kMaxStoreBytes, text)) {
         if (unreadable->missing) {  // no store yet: the only store that is empty
-            for (const char* section : {"approved", "consumed", "pending"}) data_[section] = nlohmann::json::object();
+            for (const char* section : kSections) data_[section] = nlohmann::json::object();
             return true;
         }
         error = fmt::format("cannot read the approval store {}: {}; nothing was changed", path_, unreadable->message);
@@ -109,7 +110,7 @@ bool ApprovalStore::load(std::string& error) {
         error = fmt::format("{} is not a valid approval store (expected a JSON object)", path_);
         return false;
     }
-    for (const char* section : {"approved", "consumed", "pending"}) {
+    for (const char* section : kSections) {
         auto it = parsed.find(section);
         if (it == parsed.end()) {
             parsed[section] = nlohmann::json::object();
@@ -161,7 +162,7 @@ bool ApprovalStore::save(std::string& error) const {
 
 std::optional<std::string> ApprovalStore::decide(const std::string& digest, const nlohmann::json& pendingRequest,
                                                  const std::string& runId, const std::string& idempotencyKey,
-                                                 std::string& error) {
+                                                 std::string& error, Denial* denied) {
     StoreLock lock(path_, error);
     if (!lock.held()) return std::nullopt;
     if (!load(error)) return std::nullopt;  // what others wrote since this run started counts
@@ -180,7 +181,27 @@ std::optional<std::string> ApprovalStore::decide(const std::string& digest, cons
     if (auto it = data_["consumed"].find(digest); it != data_["consumed"].end() && !idempotencyKey.empty() &&
                                                   it->value("idempotency_key", "") == idempotencyKey)
         return it->value("by", std::string("unknown"));
-    data_["pending"][digest] = pendingRequest;
+    nlohmann::json& denials = data_["denied"];
+    if (auto it = denials.find(digest); it != denials.end()) {
+        Denial denial{it->value("by", std::string("unknown")), it->value("reason", std::string())};
+        denials.erase(it);
+        data_["pending"].erase(digest);
+        data_["refused"][digest] = {{"by", denial.by},
+                                    {"reason", denial.reason},
+                                    {"run_id", runId},
+                                    {"at", unixNow()},
+                                    {"idempotency_key", idempotencyKey}};
+        if (!save(error)) return std::nullopt;
+        if (denied) *denied = std::move(denial);
+        return std::nullopt;
+    }
+    // Pending: when it was first asked for stays, the run that asked last is named.
+    nlohmann::json request = pendingRequest;
+    auto earlier = data_["pending"].find(digest);
+    bool askedBefore = earlier != data_["pending"].end() && earlier->contains("requested_at");
+    request["requested_at"] = askedBefore ? (*earlier)["requested_at"] : nlohmann::json(unixNow());
+    request["run_id"] = runId;
+    data_["pending"][digest] = std::move(request);
     if (!save(error)) return std::nullopt;
     return std::nullopt;
 }
@@ -205,6 +226,19 @@ bool ApprovalStore::approve(const std::string& digest, const std::string& by, st
     auto it = data_["pending"].find(digest);
     if (it == data_["pending"].end()) return false;
     data_["approved"][digest] = {{"by", by}, {"at", unixNow()}, {"request", *it}};
+    return save(error);
+}
+
+bool ApprovalStore::deny(const std::string& digest, const std::string& by, const std::string& reason,
+                         std::string& error) {
+    StoreLock lock(path_, error);
+    if (!lock.held()) return false;
+    if (!load(error)) return false;
+    auto it = data_["pending"].find(digest);
+    if (it == data_["pending"].end()) return false;
+    data_["denied"][digest] = {{"by", by}, {"at", unixNow()}, {"reason", reason}, {"request", *it}};
+    data_["pending"].erase(it);
+    data_["approved"].erase(digest);  // a denial overrides an approval not yet used
     return save(error);
 }
 

@@ -1,9 +1,13 @@
 // The approval store `<state>/approvals.json`: one file, keyed by the approval digest, shared by
 // every run in that state directory:
 //   {"approved": {D: {by, at, request}}, "consumed": {D: {by, run_id, at, idempotency_key}},
-//    "pending": {D: {resource, site, args, program_hash, reasons}}}
+//    "pending": {D: {resource, site, args, program_hash, reasons, run_id, requested_at}},
+//    "denied": {D: {by, at, reason, request}}, "refused": {D: {by, reason, run_id, at, idempotency_key}}}
 // written as sorted JSON with indent 2 (Python's json.dump(indent=2, sort_keys=True)), `at` a Unix
 // time float. An approval is single use: deciding consumes it, for one attempt (idempotency key).
+// A denial is single use too: the attempt that meets it fails and moves it to `refused`, and the
+// same call made again asks again. The prototype's store has the first three sections; a store
+// without the others reads as having them empty (docs/operators.md).
 //
 // Invariants:
 // - Only a store that does not exist is empty. One that cannot be read, does not parse or has the
@@ -31,6 +35,11 @@ namespace remit {
 std::string approvalDigest(const std::string& programHash, const std::string& site, const std::string& resource,
                            const Json& args);
 
+// An operator's refusal of a pending request (`remitvm approvals deny`).
+struct Denial {
+    std::string by, reason;
+};
+
 class ApprovalStore {
 public:
     explicit ApprovalStore(std::string path) : path_(std::move(path)) {}
@@ -43,8 +52,11 @@ public:
     // stopped before the call was recorded (a crash), and its resume is the same attempt — the one
     // effect the approval allows. Otherwise the request is recorded under `pending` and nullopt
     // returned. `error` is set (and nullopt returned) if the store cannot be read, locked or written.
+    // A denied request is neither: nullopt is returned with `*denied` set (when given), and the
+    // denial is used up by this attempt.
     std::optional<std::string> decide(const std::string& digest, const nlohmann::json& pendingRequest,
-                                      const std::string& runId, const std::string& idempotencyKey, std::string& error);
+                                      const std::string& runId, const std::string& idempotencyKey, std::string& error,
+                                      Denial* denied = nullptr);
     // `remitvm approve`: the pending digests starting with `prefix` (or equal to it, when `exact`).
     std::vector<std::string> pendingMatching(const std::string& prefix, bool exact = false) const;
     const nlohmann::json& pending(const std::string& digest) const { return data_["pending"][digest]; }
@@ -54,12 +66,19 @@ public:
     // False with `error` when the store cannot be read, locked or written; false with an empty
     // `error` when the request is no longer pending.
     bool approve(const std::string& digest, const std::string& by, std::string& error);
+    // Refuses a pending request: it leaves `pending` (and `approved`, if it was approved but not yet
+    // used) for `denied`. The same results as approve.
+    bool deny(const std::string& digest, const std::string& by, const std::string& reason, std::string& error);
+    // Everything as last loaded, for `remitvm approvals list|show`.
+    const nlohmann::json& contents() const { return data_; }
 
 private:
     std::string path_;
     nlohmann::json data_ = {{"approved", nlohmann::json::object()},
                             {"consumed", nlohmann::json::object()},
-                            {"pending", nlohmann::json::object()}};
+                            {"pending", nlohmann::json::object()},
+                            {"denied", nlohmann::json::object()},
+                            {"refused", nlohmann::json::object()}};
     bool save(std::string& error) const;
 };
 

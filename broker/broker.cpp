@@ -343,17 +343,32 @@ Decision Broker::decide(const HostCall& call) {
         who = "auto-approve(test)";
     } else if (options_.approvals) {
         std::string storeError;
-        who = options_.approvals->decide(a.digest, approvalRequest(a), options_.runId, a.key, storeError);
+        Denial denial;
+        who = options_.approvals->decide(a.digest, approvalRequest(a), options_.runId, a.key, storeError, &denial);
         // A store that cannot be read, locked or written decides nothing: the run stops.
         if (!storeError.empty()) return stop(storeError);
+        if (!who && !denial.by.empty()) {
+            current_ = std::move(a);
+            return refuseDenied(denial);
+        }
     }
     current_ = std::move(a);
     if (who) return grantApproval(*who);
     // Nobody has approved it yet: whoever embeds the broker asks (approved) or pauses (decline).
+    // The request carries what an approver needs to judge it: the tags of each argument and the
+    // calls its values derive from (`remitvm approvals show` renders them as `trace --why` does).
     Attempt& pendingAttempt = *current_;
-    if (!record({{"event", "pending_approval"}, {"run_id", options_.runId}, {"resource", resource},
-                 {"site", site.id}, {"args", pendingAttempt.rawArgs}, {"digest", pendingAttempt.digest},
-                 {"reasons", pendingAttempt.reasons}}))
+    auto [argTagsJson, derived] = provenanceOf(pendingAttempt);
+    if (!record({{"event", "pending_approval"},
+                 {"run_id", options_.runId},
+                 {"resource", resource},
+                 {"site", site.id},
+                 {"args", pendingAttempt.rawArgs},
+                 {"digest", pendingAttempt.digest},
+                 {"reasons", pendingAttempt.reasons},
+                 {"arg_tags", argTagsJson},
+                 {"pc_tags", namesJson(heap, call.pcTags)},
+                 {"derived_from", derived}}))
         return stopForTrace(fmt::format("the request for approval of '{}' at {} is not recorded", resource, site.id));
     pendingAttempt.state = Attempt::State::AwaitingApproval;
     Decision d;
@@ -362,6 +377,17 @@ Decision Broker::decide(const HostCall& call) {
                                 pendingAttempt.reasons};
     d.reasons = pendingAttempt.reasons;
     return d;
+}
+
+std::pair<Json, Json> Broker::provenanceOf(const Attempt& a) const {
+    const Heap& heap = run_.heap();
+    const Site& site = *a.call->site;
+    Json argTags = Json::object();
+    for (size_t i = 0; i < a.argTags.size() && i < site.argNames.size(); ++i)
+        argTags[site.argNames[i]] = namesJson(heap, a.argTags[i]);
+    Json derived = Json::array();
+    for (uint64_t seq : heap.provTable().flatten(a.prov)) derived.push_back(seq);
+    return {std::move(argTags), std::move(derived)};
 }
 
 nlohmann::json Broker::approvalRequest(const Attempt& a) const {
@@ -391,9 +417,12 @@ Decision Broker::recheckApproval() {
     Attempt& a = *current_;
     if (ApprovalStore* store = options_.approvals) {
         std::string storeError;
-        std::optional<std::string> who = store->decide(a.digest, approvalRequest(a), options_.runId, a.key, storeError);
+        Denial denial;
+        std::optional<std::string> who =
+            store->decide(a.digest, approvalRequest(a), options_.runId, a.key, storeError, &denial);
         if (!storeError.empty()) return stop(storeError);
         if (who) return grantApproval(*who);
+        if (!denial.by.empty()) return refuseDenied(denial);
     }
     Decision d;
     d.kind = Decision::Kind::NeedsApproval;
@@ -412,6 +441,26 @@ Decision Broker::decline() {
                       fmt::format("'{}' needs approval ({}); digest {}", resource, fmt::join(a.reasons, "; "),
                                   a.digest.substr(0, 16)),
                       Json{{"digest", a.digest}, {"resource", resource}, {"args", a.rawArgs}, {"reasons", a.reasons}}));
+}
+
+Decision Broker::refuseDenied(const Denial& denial) {
+    const Attempt& a = *current_;
+    const Site& site = *a.call->site;
+    if (!record({{"event", "approval_denied"},
+                 {"run_id", options_.runId},
+                 {"resource", site.resource},
+                 {"site", site.id},
+                 {"digest", a.digest},
+                 {"denied_by", denial.by},
+                 {"reason", denial.reason},
+                 {"at", unixNow()}}))
+        return stopForTrace(fmt::format("the denial of '{}' at {} is not recorded", site.resource, site.id));
+    // Not operational: an operator's "no" is an answer, not a failure to retry or fall back from.
+    return refuse(err(
+        DiagCode::R0302,
+        fmt::format("'{}' was denied by {}{}; the call was not made", site.resource, denial.by,
+                    denial.reason.empty() ? "" : ": " + denial.reason),
+        Json{{"digest", a.digest}, {"resource", site.resource}, {"denied_by", denial.by}, {"reason", denial.reason}}));
 }
 
 Decision Broker::grantApproval(const std::string& who) {
@@ -518,10 +567,7 @@ Decision Broker::complete(const AdapterReply& reply) {
         }
     }
 
-    Json argTagsJson = Json::object();
-    for (size_t i = 0; i < a.argTags.size(); ++i) argTagsJson[site.argNames[i]] = namesJson(heap, a.argTags[i]);
-    Json derived = Json::array();
-    for (uint64_t s : heap.provTable().flatten(a.prov)) derived.push_back(s);
+    auto [argTagsJson, derived] = provenanceOf(a);
     Json event = {{"event", "call"},
                 {"seq", seq},
                 {"run_id", options_.runId},

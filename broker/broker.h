@@ -195,9 +195,12 @@ private:
     Decision refuse(RuntimeError error, bool operational = false);
     Decision answered(Value value);
     Decision grantApproval(const std::string& who);
+    Decision refuseDenied(const Denial& denial);  // an operator denied the call: R0302, recorded
     Decision reserveAndDispatch();
     Decision replayRecorded(const Attempt& a);
     nlohmann::json approvalRequest(const Attempt& a) const;
+    // A call's provenance as events record it: {param: [tag]} and the seqs its arguments derive from.
+    std::pair<Json, Json> provenanceOf(const Attempt& a) const;
     AdapterRequest requestFor(const HostCall& call, const Json& rawArgs, const std::string& key) const;
     // (declared ∪ deep argument tags ∪ pc) − clears.
     std::optional<TagSetId> resultTagsFor(const HostCall& call, TagSetId allArgTags);

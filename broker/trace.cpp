@@ -227,7 +227,7 @@ std::string str(const nlohmann::json& e, const char* key) {
     return dumpJson(*it, JsonTextStyle{false, false, -1, ", ", ": "});
 }
 
-std::string compact(const nlohmann::json& v, size_t maxChars = 160) {
+std::string compact(const nlohmann::json& v, size_t maxChars) {
     std::string s = dumpJson(v, JsonTextStyle{false, false, -1, ", ", ": "});
     if (s.size() > maxChars) {
         size_t cut = maxChars;
@@ -273,7 +273,7 @@ std::string callLine(const nlohmann::json& e) {
 
 }  // namespace
 
-std::string renderTimeline(const std::vector<nlohmann::json>& events) {
+std::string renderTimeline(const std::vector<nlohmann::json>& events, size_t maxValueChars) {
     std::ostringstream out;
     // A dispatch is shown only while its outcome is unknown: its call event tells the rest.
     std::set<std::string> recorded;
@@ -287,7 +287,7 @@ std::string renderTimeline(const std::vector<nlohmann::json>& events) {
             if (e.contains("resumed_from"))
                 out << fmt::format("  resumed from {} (replaying {} recorded call(s))\n", str(e, "resumed_from"),
                                    str(e, "replaying"));
-            if (e.contains("inputs")) out << fmt::format("  inputs: {}\n", compact(e["inputs"]));
+            if (e.contains("inputs")) out << fmt::format("  inputs: {}\n", compact(e["inputs"], maxValueChars));
         } else if (kind == "dispatch") {
             if (!recorded.count(str(e, "idempotency_key")))
                 out << fmt::format("in flight: {} @ {} was dispatched (key {}) and its outcome never recorded; a resume "
@@ -295,14 +295,15 @@ std::string renderTimeline(const std::vector<nlohmann::json>& events) {
                                    str(e, "resource"), str(e, "site"), str(e, "idempotency_key"));
         } else if (kind == "call") {
             out << callLine(e) << "\n";
-            if (e.contains("args")) out << fmt::format("    args: {}\n", compact(e["args"]));
+            if (e.contains("args")) out << fmt::format("    args: {}\n", compact(e["args"], maxValueChars));
             if (auto f = e.find("in_flight_retry"); f != e.end() && f->is_object())
                 out << fmt::format("    sent again: it was in flight when run {} stopped\n", str(*f, "run_id"));
             if (auto d = e.find("derived_from"); d != e.end() && d->is_array() && !d->empty())
-                out << fmt::format("    derived from: {}\n", compact(*d));
+                out << fmt::format("    derived from: {}\n", compact(*d, maxValueChars));
             if (std::string a = approvalLine(e); !a.empty()) out << "    " << a << "\n";
             if (str(e, "status") == "ok") {
-                out << fmt::format("    result: {}\n", e.contains("result") ? compact(e["result"]) : "null");
+                out << fmt::format("    result: {}\n",
+                                   e.contains("result") ? compact(e["result"], maxValueChars) : "null");
                 if (auto t = e.find("result_tags"); t != e.end() && !tagList(*t).empty())
                     out << fmt::format("    result tags: {}\n", tagList(*t));
             } else if (auto err = e.find("error"); err != e.end() && err->is_object()) {
@@ -313,7 +314,12 @@ std::string renderTimeline(const std::vector<nlohmann::json>& events) {
                                str(e, "param"), tagList(e.value("tags", nlohmann::json::array())));
         } else if (kind == "pending_approval") {
             out << fmt::format("pending approval: {} @ {} digest {}\n    args: {}\n", str(e, "resource"),
-                               str(e, "site"), str(e, "digest"), e.contains("args") ? compact(e["args"]) : "{}");
+                               str(e, "site"), str(e, "digest"),
+                               e.contains("args") ? compact(e["args"], maxValueChars) : "{}");
+        } else if (kind == "approval_denied") {
+            out << fmt::format("approval denied: {} @ {} digest {} by {}{}\n", str(e, "resource"), str(e, "site"),
+                               str(e, "digest").substr(0, 16), str(e, "denied_by"),
+                               str(e, "reason").empty() ? "" : ": " + str(e, "reason"));
         } else if (kind == "approval_granted") {
             out << fmt::format("approval granted: digest {} by {}\n", str(e, "digest").substr(0, 16),
                                str(e, "approved_by"));
@@ -325,19 +331,20 @@ std::string renderTimeline(const std::vector<nlohmann::json>& events) {
             std::string status = str(e, "status");
             if (status == "ok")
                 out << fmt::format("end: ok, spent {}, result {}\n", usd(e, "spent_usd"),
-                                   e.contains("result") ? compact(e["result"]) : "null");
+                                   e.contains("result") ? compact(e["result"], maxValueChars) : "null");
             else if (status == "pending_approval")
                 out << fmt::format("end: paused for approval (digest {})\n", str(e, "digest"));
             else
                 out << fmt::format("end: error[{}] {}\n", str(e, "code"), str(e, "message"));
         } else {
-            out << fmt::format("{}: {}\n", kind, compact(e));
+            out << fmt::format("{}: {}\n", kind, compact(e, maxValueChars));
         }
     }
     return out.str();
 }
 
-std::string renderWhy(const std::vector<nlohmann::json>& events, uint64_t seq, std::string& error) {
+std::string renderWhy(const std::vector<nlohmann::json>& events, uint64_t seq, std::string& error,
+                      size_t maxValueChars) {
     // The last call event with each seq (a run's seq ids are unique; replayed copies take new ones).
     std::map<uint64_t, const nlohmann::json*> calls;
     const nlohmann::json* start = nullptr;
@@ -369,7 +376,7 @@ std::string renderWhy(const std::vector<nlohmann::json>& events, uint64_t seq, s
             continue;
         }
         out << indent << callLine(e) << "\n";
-        if (e.contains("args")) out << indent << fmt::format("    args: {}\n", compact(e["args"]));
+        if (e.contains("args")) out << indent << fmt::format("    args: {}\n", compact(e["args"], maxValueChars));
         if (auto t = e.find("arg_tags"); t != e.end() && t->is_object())
             for (auto it = t->begin(); it != t->end(); ++it)
                 if (!tagList(it.value()).empty())
@@ -383,7 +390,7 @@ std::string renderWhy(const std::vector<nlohmann::json>& events, uint64_t seq, s
                 if (p.is_number_unsigned()) parents.push_back(p.get<uint64_t>());
         if (parents.empty()) {
             out << indent << "    derived only from the run's inputs and the program's constants";
-            if (start && start->contains("inputs")) out << ": " << compact((*start)["inputs"]);
+            if (start && start->contains("inputs")) out << ": " << compact((*start)["inputs"], maxValueChars);
             out << "\n";
         } else {
             out << indent << "    derived from:\n";

@@ -18,6 +18,7 @@
 //   cut short (no newline, not a complete record) is tolerated, as a warning.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -111,11 +112,18 @@ private:
     int fd_ = -1;
 };
 
+// How many characters of a value (arguments, results, inputs) a rendering shows before it cuts
+// with "…"; `trace --full` shows them whole (kWholeValues), since the part cut off may be exactly
+// what an approver must check.
+constexpr size_t kTraceValueChars = 160;
+constexpr size_t kWholeValues = SIZE_MAX;
+
 // `remitvm trace`: a readable timeline of the events.
-std::string renderTimeline(const std::vector<nlohmann::json>& events);
+std::string renderTimeline(const std::vector<nlohmann::json>& events, size_t maxValueChars = kTraceValueChars);
 // `remitvm trace RUN --why SEQ`: the call `seq` and, recursively, the calls its arguments derive
 // from, with their approvals, down to the run's inputs. Empty with `error` set when there is no
 // call event `seq`.
-std::string renderWhy(const std::vector<nlohmann::json>& events, uint64_t seq, std::string& error);
+std::string renderWhy(const std::vector<nlohmann::json>& events, uint64_t seq, std::string& error,
+                      size_t maxValueChars = kTraceValueChars);
 
 }  // namespace remit

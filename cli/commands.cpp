@@ -1,12 +1,13 @@
 #include "cli/commands.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "broker/trace.h"
@@ -32,6 +33,18 @@ const std::string* Args::value(std::string_view name) const {
 
 std::filesystem::path stateDirOf(const Args& args) {
     return args.value("--state-dir") ? std::filesystem::path(*args.value("--state-dir")) : ".remit";
+}
+
+std::string stateFlags(const Args& args) {
+    const std::string* dir = args.value("--state-dir");
+    if (!dir) return "";
+    bool plain = !dir->empty() && std::all_of(dir->begin(), dir->end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '.' || c == '_' || c == '-';
+    });
+    if (plain) return " --state-dir " + *dir;
+    std::string quoted = "'";
+    for (char c : *dir) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return " --state-dir " + quoted + "'";
 }
 
 std::string tracePathFor(std::string_view tool, const Args& args, const std::string& run) {

@@ -37,6 +37,9 @@ bool parseArgs(std::string_view tool, const std::vector<std::string>& argv, cons
 
 // The state directory: --state-dir, else `.remit` in the current directory.
 std::filesystem::path stateDirOf(const Args& args);
+// The state flags in effect, as a follow-up command printed for the user must repeat them
+// (" --state-dir D", quoted for the shell when needed; empty for the default).
+std::string stateFlags(const Args& args);
 // RUN is a run id (its trace under the state directory) or a trace path. Empty, with a message
 // printed, when there is no such trace.
 std::string tracePathFor(std::string_view tool, const Args& args, const std::string& run);
@@ -74,6 +77,7 @@ int keygenCommand(std::string_view tool, const std::vector<std::string>& argv);
 int runCommand(std::string_view tool, const std::vector<std::string>& argv);
 // cli/broker_commands.cpp
 int traceCommand(std::string_view tool, const std::vector<std::string>& argv);
+int approvalsCommand(std::string_view tool, const std::vector<std::string>& argv);
 int approveCommand(std::string_view tool, const std::vector<std::string>& argv);
 // cli/run_commands.cpp: re-executions of a recorded run
 int resumeCommand(std::string_view tool, const std::vector<std::string>& argv);

@@ -16,6 +16,7 @@ constexpr const char* kUsageText =
     "  run FILE [--host H] [--policy P] [--allow-all] [--approve-all] [--fixtures F | --live] [-i K=V]...\n"
     "      [--inputs F.json] [--json] [--state-dir D]\n"
     "  approve DIGEST [--by NAME]\n"
+    "  approvals list|show ID|approve ID|deny ID [--reason R] [--json] [--by NAME] [--state-dir D]\n"
     "  resume RUN [--file F] [--host H] [--policy P] [--allow-all] [--approve-all] [--fixtures F | --live]\n"
     "  replay RUN [--file F] [--host H]\n"
     "  test [PATH...] [--host H]\n"
@@ -27,14 +28,17 @@ constexpr const char* kUsageText =
 
 int main(int argc, char** argv) {
     using namespace remit::cli;
-    return runTool("remit", kUsageText, {{"check", checkCommand},
+    return runTool("remit", kUsageText,
+                   {{"check", checkCommand},
                     {"fmt", fmtCommand},
                     {"diff", diffCommand},
                     {"build", buildCommand},
                     {"run", runCommand},
                     {"approve", approveCommand},
+                    {"approvals", approvalsCommand},
                     {"resume", resumeCommand},
                     {"replay", replayCommand},
                     {"test", testCommand},
-                    {"mcp", mcpCommand}}, argc, argv);
+                    {"mcp", mcpCommand}},
+                   argc, argv);
 }

@@ -18,11 +18,13 @@ constexpr const char* kUsageText =
     "      by a key in KEYS_DIR\n"
     "  approve DIGEST-PREFIX|RUN_ID [--by NAME] [--state-dir D]\n"
     "      approve one pending call (single use)\n"
+    "  approvals list [--json] | show ID [--json] | approve ID [--by NAME] | deny ID [--reason R] [--by NAME]\n"
+    "      [--state-dir D]: the pending requests, one in full (arguments, provenance, manifest), decide one\n"
     "  resume RUN_ID|TRACE.jsonl [--file PROG] [run flags]\n"
     "      continue a paused or stopped run: recorded calls are answered from its trace\n"
     "  replay RUN_ID|TRACE.jsonl [--file PROG] [--host H] [--json] [--strict-flows]\n"
     "      re-execute a run against its trace only and check it reproduces (no live effects)\n"
-    "  trace RUN_ID|TRACE.jsonl [--why SEQ] [--state-dir D]\n"
+    "  trace RUN_ID|TRACE.jsonl [--why SEQ] [--full] [--state-dir D]\n"
     "      print a run's timeline, or what call SEQ derives from and who approved it\n"
     "  test [PATH...] [--host H]\n"
     "      run the test blocks of .rmt files (directories are searched)\n"
@@ -37,5 +39,15 @@ constexpr const char* kUsageText =
 
 int main(int argc, char** argv) {
     using namespace remit::cli;
-    return runTool("remitvm", kUsageText, {{"run", runCommand}, {"approve", approveCommand}, {"trace", traceCommand}, {"resume", resumeCommand}, {"replay", replayCommand}, {"test", testCommand}, {"serve", serveCommand}, {"mcp", mcpCommand}}, argc, argv);
+    return runTool("remitvm", kUsageText,
+                   {{"run", runCommand},
+                    {"approve", approveCommand},
+                    {"approvals", approvalsCommand},
+                    {"trace", traceCommand},
+                    {"resume", resumeCommand},
+                    {"replay", replayCommand},
+                    {"test", testCommand},
+                    {"serve", serveCommand},
+                    {"mcp", mcpCommand}},
+                   argc, argv);
 }

@@ -729,9 +729,10 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
         fmt::print(stderr, "{}: error: cannot keep this run's records in the state directory {}: {}\n", tool,
                    stateDir.string(), what);
         if (started)
-            fmt::print(stderr, "  hint: make room in (or fix the permissions of) {}, then continue the run without "
-                               "repeating its effects: {} resume {}\n",
-                       stateDir.string(), tool, runId);
+            fmt::print(stderr,
+                       "  hint: make room in (or fix the permissions of) {}, then continue the run without "
+                       "repeating its effects: {} resume {}{}\n",
+                       stateDir.string(), tool, runId, stateFlags(args));
         else
             fmt::print(stderr, "  hint: make room in (or fix the permissions of) {}, then run it again; nothing was "
                                "performed\n",
@@ -812,9 +813,9 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
             std::string argsText = dumpJson(pending.args, JsonTextStyle{false, false, -1, ", ", ": "});
             fmt::print(stderr, "  args: {}\n", firstCodePoints(argsText, 400));
             fmt::print(stderr,
-                       "  to approve this exact call: {} approve {}\n"
-                       "  then continue without repeating completed effects: {} resume {}\n",
-                       tool, pending.digest, tool, runId);
+                       "  to approve this exact call: {} approve {}{}\n"
+                       "  then continue without repeating completed effects: {} resume {}{}\n",
+                       tool, pending.digest, stateFlags(args), tool, runId, stateFlags(args));
         }
         traceLine();
         return kPaused;

@@ -201,9 +201,13 @@ def test_approval_pauses_then_runs_once_approved():
         expect(events[-1] == {"event": "run_end", "run_id": start["run_id"], "status": "pending_approval",
                               "digest": digest}, "run_end", events[-1])
         store = json.loads(ws.read(".remit/approvals.json"))
-        expect(store["pending"][digest] == {"resource": "pay.send", "site": "main#0", "args": args,
-                                            "program_hash": start["program_hash"],
-                                            "reasons": ["'amount' is private"]}, "pending entry", store)
+        # The prototype's members, and ours: which run asked last and when it was first asked.
+        entry = dict(store["pending"][digest])
+        expect(entry.pop("run_id") == start["run_id"] and isinstance(entry.pop("requested_at"), float),
+               "run_id and requested_at", store)
+        expect(entry == {"resource": "pay.send", "site": "main#0", "args": args,
+                         "program_hash": start["program_hash"], "reasons": ["'amount' is private"]},
+               "pending entry", store)
         expect(ws.read(".remit/approvals.json") == json.dumps(store, indent=2, sort_keys=True), "sorted, indent 2")
         # The front end names itself in the follow-up commands.
         r2 = run(REMIT, "run", "prog.rmt", "-i", "note=12.5", cwd=ws.path)

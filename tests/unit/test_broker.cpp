@@ -688,6 +688,49 @@ TEST_CASE("broker: nothing is dispatched once the trace cannot be written (issue
     }
 }
 
+TEST_CASE("approval store: a denial fails one attempt, overrides an unused approval, and is then used up") {
+    using namespace remit;
+    auto dir = tempPath("denials");
+    std::filesystem::create_directories(dir);
+    ApprovalStore s((dir / "approvals.json").string());
+    std::string error;
+    REQUIRE(s.load(error));
+    nlohmann::json request = {{"resource", "pay"}, {"site", "main#0"}};
+    std::string digest(64, 'c');
+    CHECK_FALSE(s.deny(digest, "ann", "no", error));  // nothing pending yet
+    CHECK(error.empty());
+    CHECK_FALSE(s.decide(digest, request, kRoot, "key1", error));
+    const nlohmann::json& pending = s.contents()["pending"][digest];
+    CHECK(pending["run_id"] == kRoot);
+    double firstAsked = pending["requested_at"].get<double>();
+    // Asked again: the first time stays.
+    CHECK_FALSE(s.decide(digest, request, "20260101-120001-a1b2c3", "key1", error));
+    CHECK(s.contents()["pending"][digest]["requested_at"].get<double>() == firstAsked);
+    CHECK(s.contents()["pending"][digest]["run_id"] == "20260101-120001-a1b2c3");
+    // Approved, then denied before the run used it: the denial wins.
+    REQUIRE(s.approve(digest, "bob", error));
+    REQUIRE(s.deny(digest, "ann", "wrong account", error));
+    CHECK(s.contents()["approved"].empty());
+    CHECK(s.contents()["pending"].empty());
+    Denial denial;
+    CHECK_FALSE(s.decide(digest, request, kRoot, "key1", error, &denial));
+    CHECK(error.empty());
+    CHECK(denial.by == "ann");
+    CHECK(denial.reason == "wrong account");
+    CHECK(s.contents()["refused"][digest]["idempotency_key"] == "key1");
+    CHECK(s.contents()["denied"].empty());
+    // Used up: the same call asked again is pending again, not refused.
+    Denial none;
+    CHECK_FALSE(s.decide(digest, request, kRoot, "key2", error, &none));
+    CHECK(none.by.empty());
+    CHECK(s.contents()["pending"].contains(digest));
+    // A store written by the prototype (three sections) loads with the others empty.
+    writeFile((dir / "approvals.json").string(), R"({"approved": {}, "consumed": {}, "pending": {}})");
+    REQUIRE(s.load(error));
+    CHECK(s.contents()["denied"].empty());
+    CHECK(s.contents()["refused"].empty());
+}
+
 TEST_CASE("approval store: one use per attempt, unreadable stores and locks change nothing (items 7, 8)") {
     using namespace remit;
     auto dir = tempPath("state");

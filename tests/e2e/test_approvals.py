@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""The operator's approvals workflow from the command line (docs/operators.md): `remitvm approvals
+list | show | approve | deny` (and `remit approvals`), with `--json`; a denied request fails the
+run at its next resume with R0302 naming the denier and the reason, recorded in the trace, and the
+same call made again asks again; the follow-up commands a paused run prints carry its
+`--state-dir`, so pasting them works; `trace --full` shows arguments whole; a store in the
+prototype's format (three sections, no request times) still lists."""
+import json
+import shlex
+
+from harness import REMIT, REMITVM, Workspace, expect, main, read_trace, run
+
+HOST = """input who tags untrusted
+
+capability crm.lookup(name: Str) -> Str
+  tags untrusted
+  cost 0.001
+
+capability mail.send(to: Str, body: Str approve untrusted) -> Str
+  cost 0.002
+"""
+
+# The body derives from the lookup's (untrusted) result: the approver must see that chain.
+PROGRAM = """program mailer
+uses crm.lookup, mail.send
+
+fn main(who: Str) -> Str {
+  let note = crm.lookup(name: who)
+  let id = mail.send(to: "ops@example.com", body: "about " + note)
+  return "sent " + id
+}
+"""
+
+LONG = "x" * 300 + " the tail an approver must see"
+
+FIXTURES = json.dumps({"capabilities": {"crm.lookup": [{"output": "a customer " + LONG}] * 3,
+                                        "mail.send": [{"output": "m-1"}] * 3}})
+
+POLICY = '[grant."crm.lookup"]\nmax_calls = 1\n\n[grant."mail.send"]\nmax_calls = 1\n'
+
+
+def workspace():
+    return Workspace({"host.rmti": HOST, "prog.rmt": PROGRAM, "policy.toml": POLICY, "fixtures/run.json": FIXTURES})
+
+
+def pause(ws, state="st"):
+    r = run(REMITVM, "run", "prog.rmt", "-i", "who=Ada", "--state-dir", state, cwd=ws.path)
+    expect(r.code == 3, "the send pauses for approval", r)
+    return r
+
+
+def test_list_and_show_give_the_operator_everything_to_decide():
+    with workspace() as ws:
+        r = run(REMITVM, "approvals", "list", "--state-dir", "st", cwd=ws.path)
+        expect(r.code == 0 and "no pending approvals in st/approvals.json" in r.out, "an empty store", r)
+        pause(ws)
+        r = run(REMITVM, "approvals", "list", "--state-dir", "st", cwd=ws.path)
+        expect(r.code == 0 and "1 pending approval(s)" in r.out and "mail.send @ main#1" in r.out
+               and "'body' is untrusted" in r.out and "asked" in r.out, "the text list", r)
+        listed = json.loads(run(REMITVM, "approvals", "list", "--json", "--state-dir", "st", cwd=ws.path).out)
+        expect(len(listed) == 1, f"one request: {listed}")
+        req = listed[0]
+        expect(req["resource"] == "mail.send" and req["site"] == "main#1" and req["status"] == "pending"
+               and len(req["digest"]) == 64 and req["run_id"] and req["age_s"] >= 0
+               and req["args"]["body"] == "about a customer " + LONG, f"the JSON list: {req}")
+
+        s = run(REMITVM, "approvals", "show", req["digest"][:12], "--state-dir", "st", cwd=ws.path)
+        expect(s.code == 0 and LONG in s.out, "show prints the arguments in full", s)
+        expect("'body' carries [\"untrusted\"]" in s.out and "crm.lookup @ main#0" in s.out,
+               "show names the tags and the call the body derives from", s)
+        expect("mail.send at most 1 call(s)" in s.out and "flow into mail.send.body" in s.out,
+               "show gives the program's manifest for the call", s)
+        j = json.loads(run(REMITVM, "approvals", "show", req["digest"], "--json", "--state-dir", "st",
+                           cwd=ws.path).out)
+        expect(j["program"]["name"] == "mailer" and j["derived_from"] == [1]
+               and j["arg_tags"]["body"] == ["untrusted"] and j["manifest"]["call_site"]["site"] == "main#1"
+               and j["manifest"]["resource"]["max_calls"] == 1, f"show --json: {j}")
+
+        # trace cuts long values unless --full.
+        t = run(REMITVM, "trace", req["run_id"], "--state-dir", "st", cwd=ws.path)
+        expect(t.code == 0 and LONG not in t.out and "…" in t.out, "trace cuts long arguments", t)
+        t = run(REMITVM, "trace", req["run_id"], "--full", "--state-dir", "st", cwd=ws.path)
+        expect(t.code == 0 and LONG in t.out, "trace --full shows them whole", t)
+
+
+def test_a_denied_request_fails_the_run_at_its_next_resume():
+    with workspace() as ws:
+        pause(ws)
+        req = json.loads(run(REMITVM, "approvals", "list", "--json", "--state-dir", "st", cwd=ws.path).out)[0]
+        d = run(REMITVM, "approvals", "deny", req["run_id"], "--reason", "wrong recipient", "--by", "alice",
+                "--state-dir", "st", cwd=ws.path)
+        expect(d.code == 0 and "denied" in d.out and "alice" in d.out, "deny by run id", d)
+        listed = json.loads(run(REMITVM, "approvals", "list", "--json", "--state-dir", "st", cwd=ws.path).out)
+        expect(listed == [], "a denied request is no longer pending")
+        r = run(REMITVM, "resume", req["run_id"], "--state-dir", "st", cwd=ws.path)
+        expect(r.code == 1 and "R0302" in r.err and "denied by alice: wrong recipient" in r.err
+               and "the call was not made" in r.err, "the resume fails naming the denier and the reason", r)
+        runs = sorted((ws.path / "st/runs").glob("*.jsonl"))
+        events = [e for path in runs for e in read_trace(path)]
+        denied = [e for e in events if e["event"] == "approval_denied"]
+        expect(len(denied) == 1 and denied[0]["denied_by"] == "alice" and denied[0]["reason"] == "wrong recipient"
+               and denied[0]["digest"] == req["digest"], f"the trace records the denial: {denied}")
+        expect(not [e for e in events if e["event"] == "call" and e["resource"] == "mail.send"], "nothing was sent")
+        store = json.loads((ws.path / "st/approvals.json").read_text())
+        expect(req["digest"] in store["refused"] and not store["denied"], f"the denial was used up: {store}")
+        # The same call asked again is a new request, not a standing refusal.
+        pause(ws)
+        listed = json.loads(run(REMITVM, "approvals", "list", "--json", "--state-dir", "st", cwd=ws.path).out)
+        expect(len(listed) == 1 and listed[0]["digest"] == req["digest"], "a new run asks again")
+
+
+def test_approve_through_approvals_and_the_printed_follow_ups_work_when_pasted():
+    with workspace() as ws:
+        r = pause(ws, state="my state")
+        lines = [l.split(": ", 1)[1] for l in r.err.splitlines() if l.startswith("  to approve") or
+                 l.startswith("  then continue")]
+        expect(len(lines) == 2 and all("--state-dir 'my state'" in l for l in lines),
+               "the follow-ups carry the state directory, quoted", r)
+        approve_line, resume_line = (shlex.split(l) for l in lines)
+        a = run(REMITVM, *approve_line[1:], "--by", "bob", cwd=ws.path)
+        expect(a.code == 0 and "approved" in a.out, "the pasted approve works", a)
+        listed = json.loads(run(REMITVM, "approvals", "list", "--json", "--state-dir", "my state", cwd=ws.path).out)
+        expect(listed[0]["status"] == "approved" and listed[0]["approved_by"] == "bob",
+               "approved but unused shows as such", listed)
+        c = run(REMITVM, *resume_line[1:], cwd=ws.path)
+        expect(c.code == 0 and json.loads(c.out) == "sent m-1", "the pasted resume completes the run", c)
+
+    with workspace() as ws:
+        pause(ws)
+        req = json.loads(run(REMITVM, "approvals", "list", "--json", "--state-dir", "st", cwd=ws.path).out)[0]
+        a = run(REMIT, "approvals", "approve", req["digest"][:10], "--by", "carol", "--state-dir", "st", cwd=ws.path)
+        expect(a.code == 0, "remit approvals approve", a)
+        c = run(REMITVM, "resume", req["run_id"], "--state-dir", "st", cwd=ws.path)
+        expect(c.code == 0, "resumed after approval", c)
+        d = run(REMITVM, "approvals", "deny", req["digest"][:10], "--state-dir", "st", cwd=ws.path)
+        expect(d.code == 2 and "already used" in d.err, "a used approval cannot be denied", d)
+
+
+def test_bad_requests_are_clear_errors():
+    with workspace() as ws:
+        r = run(REMITVM, "approvals", cwd=ws.path)
+        expect(r.code == 2 and "list, show ID" in r.err, "no subcommand", r)
+        r = run(REMITVM, "approvals", "lsit", cwd=ws.path)
+        expect(r.code == 2 and "unknown approvals subcommand 'lsit'" in r.err, "unknown subcommand", r)
+        r = run(REMITVM, "approvals", "show", "abcd", cwd=ws.path)
+        expect(r.code == 2 and "no pending approval matching 'abcd' in .remit/approvals.json" in r.err
+               and "--state-dir" in r.err, "an unknown id says where it looked", r)
+        r = run(REMITVM, "approvals", "deny", cwd=ws.path)
+        expect(r.code == 2 and "needs one ID" in r.err, "deny without an id", r)
+
+
+def test_a_prototype_store_lists():
+    with workspace() as ws:
+        digest = "ab" * 32
+        ws.write(".remit/approvals.json", json.dumps({"approved": {}, "consumed": {}, "pending": {
+            digest: {"resource": "mail.send", "site": "main#1", "args": {"to": "x"}, "program_hash": "00" * 32,
+                     "reasons": ["'body' is untrusted"]}}}))
+        r = run(REMITVM, "approvals", "list", cwd=ws.path)
+        expect(r.code == 0 and "abababababababab  mail.send @ main#1" in r.out, "listed without a time", r)
+        listed = json.loads(run(REMITVM, "approvals", "list", "--json", cwd=ws.path).out)
+        expect(listed[0]["age_s"] is None and listed[0]["run_id"] is None, f"unknown age and run: {listed}")
+        s = run(REMITVM, "approvals", "show", "abab", cwd=ws.path)
+        expect(s.code == 0 and '"to": "x"' in s.out, "shown", s)
+
+
+if __name__ == "__main__":
+    main(globals())
