@@ -237,6 +237,8 @@ private:
         posix_spawn_file_actions_adddup2(&actions, fromChild[1], STDOUT_FILENO);
         // stderr (fd 2) is inherited as is; every other descriptor is closed in the child.
         posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+        // Before the exec, so a relative program or argument resolves where the run was made.
+        if (!options_.workingDir.empty()) posix_spawn_file_actions_addchdir_np(&actions, options_.workingDir.c_str());
 
         posix_spawnattr_t attr;
         posix_spawnattr_init(&attr);

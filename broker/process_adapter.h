@@ -31,6 +31,9 @@ struct ProcessAdapterOptions {
     // before SIGKILL.
     uint64_t exitGraceMs = 100;
     uint64_t termGraceMs = 500;
+    // The directory the process starts in (empty: the caller's). A resume passes the one the run
+    // recorded, so `--adapter "python3 ad.py"` finds ad.py from wherever the resume is typed.
+    std::string workingDir;
 };
 
 // Splits an operator's command line into argv without a shell: words separated by blanks,

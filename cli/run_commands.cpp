@@ -447,8 +447,11 @@ std::string liveShimPath() {
 // The adapter the flags choose (docs/broker.md "Adapters"): --adapter CMD, --live, or fixtures (default
 // fixtures/run.json next to the program). A program without host-call sites runs without any
 // fixtures file. Prints the problem and returns false on a usage error.
+// `adapterDir` is where an --adapter process starts: the recorded directory on a resume, else
+// (empty) the current one, which is then recorded.
 bool makeRunAdapter(std::string_view tool, const Args& args, const ProgramSource& source,
-                    std::unique_ptr<Adapter>& adapter, std::string& mode, std::optional<std::string>& command) {
+                    std::unique_ptr<Adapter>& adapter, std::string& mode, std::optional<std::string>& command,
+                    std::string& adapterDir) {
     const std::string* adapterFlag = args.value("--adapter");
     int chosen = (adapterFlag ? 1 : 0) + (args.has("--live") ? 1 : 0) + (args.value("--fixtures") ? 1 : 0);
     if (chosen > 1) {
@@ -458,7 +461,11 @@ bool makeRunAdapter(std::string_view tool, const Args& args, const ProgramSource
     std::filesystem::path programDir = std::filesystem::absolute(source.file).lexically_normal().parent_path();
     std::string error;
     if (adapterFlag) {
-        adapter = makeProcessAdapter(*adapterFlag, error);
+        std::error_code ec;
+        if (adapterDir.empty()) adapterDir = std::filesystem::current_path(ec).string();
+        ProcessAdapterOptions options;
+        options.workingDir = adapterDir;
+        adapter = makeProcessAdapter(*adapterFlag, options, error);
         if (!adapter) {
             fmt::print(stderr, "{}: error: --adapter: {}\n", tool, error);
             return false;
@@ -664,6 +671,7 @@ struct Continuation {
     const ReplayPlan* plan = nullptr;
     std::string resumedFrom;
     std::string idempotencyRoot;
+    std::string adapterDir;  // the recorded adapter's directory, when the resume reuses its command
 };
 
 // --interactive: shows the request on stderr and reads y/N from the terminal (docs/broker.md "Approvals").
@@ -695,7 +703,8 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     std::unique_ptr<Adapter> adapter;
     std::string mode;
     std::optional<std::string> adapterCommand;
-    if (!makeRunAdapter(tool, args, source, adapter, mode, adapterCommand)) return kUsage;
+    std::string adapterDir = continuation ? continuation->adapterDir : std::string();
+    if (!makeRunAdapter(tool, args, source, adapter, mode, adapterCommand, adapterDir)) return kUsage;
 
     std::filesystem::path stateDir = stateDirOf(args);
     bool approveAll = args.has("--approve-all");
@@ -743,12 +752,16 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     recorded.runId = runId;
     recorded.idempotencyRoot = root;
     recorded.module = &module;
-    recorded.path = source.file;
+    // Absolute, so a resume or `approvals show` typed in another directory finds the program.
+    std::error_code absoluteError;
+    recorded.path = std::filesystem::absolute(source.file, absoluteError).lexically_normal().string();
+    if (absoluteError) recorded.path = source.file;
     recorded.policy = setup.policy ? &*setup.policy : nullptr;
     recorded.inputs = givenInputs;
     recorded.mode = mode;
     recorded.strictFlows = setup.strictFlows;
     recorded.adapterCommand = adapterCommand;
+    if (adapterCommand) recorded.adapterDir = adapterDir;
     if (source.signature) recorded.signer = signerName(source.signature->publicKey);
     recorded.trustedKey = source.trustedKey;
     if (continuation) {
@@ -958,13 +971,16 @@ int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
         fmt::print(stderr, "{}: error: the trace does not name its program; pass --file PROG\n", tool);
         return kUsage;
     }
-    // Without adapter flags, the recorded mode.
+    // Without adapter flags, the recorded mode (and for an adapter process, its directory).
+    std::string recordedAdapterDir;
     if (!args.value("--fixtures") && !args.has("--live") && !args.value("--adapter")) {
         std::string mode = stringField(plan.start, "mode");
         if (mode.starts_with("fixtures:")) args.options.push_back({"--fixtures", mode.substr(9)});
         else if (mode == "live") args.options.push_back({"--live", ""});
-        else if (mode == "adapter" && !stringField(plan.start, "adapter_command").empty())
+        else if (mode == "adapter" && !stringField(plan.start, "adapter_command").empty()) {
             args.options.push_back({"--adapter", stringField(plan.start, "adapter_command")});
+            recordedAdapterDir = stringField(plan.start, "adapter_cwd");
+        }
     }
     // A run made in strict-flows mode resumes in it.
     if (plan.start.contains("strict_flows") && plan.start["strict_flows"] == true && !args.has("--strict-flows"))
@@ -988,7 +1004,7 @@ int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
                    "note: {} call(s) were dispatched but not recorded when run {} stopped; they go out again with "
                    "the same idempotency key, so an adapter that de-duplicates performs them once\n",
                    plan.inFlight.size(), recordedRun);
-    Continuation continuation{&plan, recordedRun, root};
+    Continuation continuation{&plan, recordedRun, root, recordedAdapterDir};
     return executeRun(tool, args, setup, plan.start["inputs"], &continuation);
 }
 

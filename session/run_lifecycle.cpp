@@ -91,6 +91,7 @@ Json runStartEvent(const RunStart& s) {
                   {"mode", s.mode},
                   {"replaying", s.replaying}};
     if (s.adapterCommand) start["adapter_command"] = *s.adapterCommand;
+    if (s.adapterDir) start["adapter_cwd"] = *s.adapterDir;
     if (s.strictFlows) start["strict_flows"] = true;
     if (s.resumedFrom) start["resumed_from"] = *s.resumedFrom;
     if (!s.inFlight.is_null()) start["in_flight"] = s.inFlight;

@@ -96,6 +96,7 @@ struct RunStart {
     size_t replaying = 0;                     // calls a resume answers from the old trace
     bool strictFlows = false;                 // recorded only when true
     std::optional<std::string> adapterCommand;  // --adapter's command line
+    std::optional<std::string> adapterDir;      // the absolute directory it runs in
     std::optional<std::string> resumedFrom;     // the run a resume continues
     Json inFlight;                              // a resume's calls whose outcome is unknown (null: none)
     std::optional<std::string> signer;          // a signed .rbc: signerName of its key

@@ -162,6 +162,33 @@ def test_a_prototype_store_lists():
         s = run(REMITVM, "approvals", "show", "abab", cwd=ws.path)
         expect(s.code == 0 and '"to": "x"' in s.out, "shown", s)
 
+# Answers every call with a fixed result: enough to see the approved call performed.
+ADAPTER = """import json, sys
+for line in sys.stdin:
+    r = json.loads(line)
+    result = "m-9" if r["resource"] == "mail.send" else "a customer"
+    print(json.dumps({"id": r["id"], "ok": True, "result": result}), flush=True)
+"""
+
+
+def test_a_run_resumed_from_another_directory_finds_its_program_and_adapter():
+    with workspace() as ws:
+        ws.write("ad.py", ADAPTER)
+        state = ws.path / "st"
+        r = run(REMITVM, "run", "prog.rmt", "-i", "who=Ada", "--adapter", "python3 ad.py", "--state-dir", state,
+                cwd=ws.path)
+        expect(r.code == 3, "paused", r)
+        start = read_trace(sorted(state.glob("runs/*.jsonl"))[-1])[0]
+        expect(start["path"] == str(ws.path / "prog.rmt") and start["adapter_cwd"] == str(ws.path),
+               f"the program path and the adapter's directory are recorded absolute: {start}")
+        elsewhere = ws.path / "elsewhere"
+        elsewhere.mkdir()
+        a = run(REMITVM, "approvals", "approve", start["run_id"], "--state-dir", state, cwd=elsewhere)
+        expect(a.code == 0, "approved from elsewhere", a)
+        c = run(REMITVM, "resume", start["run_id"], "--state-dir", state, cwd=elsewhere)
+        expect(c.code == 0 and json.loads(c.out) == "sent m-9",
+               "the resume runs the program and `python3 ad.py` where the run was made", c)
+
 
 if __name__ == "__main__":
     main(globals())
