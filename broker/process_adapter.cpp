@@ -605,7 +605,11 @@ std::unique_ptr<Adapter> makeArgvAdapter(std::vector<std::string> argv, const ch
         error = "the adapter command is empty";
         return nullptr;
     }
-    if (!findOnPath(argv[0])) {
+    // A relative path with a slash names a file in the directory the process will start in.
+    std::string program = argv[0];
+    if (!options.workingDir.empty() && program.find('/') != std::string::npos && program[0] != '/')
+        program = options.workingDir + "/" + program;
+    if (!findOnPath(program)) {
         std::string fileKind = argv[0].find('/') == std::string::npos ? "" : nonRegularKind(argv[0]);
         if (!fileKind.empty())
             error = "adapter program '" + argv[0] + "' is " + fileKind + ", not a program";

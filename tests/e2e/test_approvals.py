@@ -172,10 +172,15 @@ for line in sys.stdin:
 
 
 def test_a_run_resumed_from_another_directory_finds_its_program_and_adapter():
+    for command in ("python3 ad.py", "./ad.py"):
+        resume_from_elsewhere(command)
+
+
+def resume_from_elsewhere(command):
     with workspace() as ws:
-        ws.write("ad.py", ADAPTER)
+        ws.write("ad.py", "#!/usr/bin/env python3\n" + ADAPTER).chmod(0o755)
         state = ws.path / "st"
-        r = run(REMITVM, "run", "prog.rmt", "-i", "who=Ada", "--adapter", "python3 ad.py", "--state-dir", state,
+        r = run(REMITVM, "run", "prog.rmt", "-i", "who=Ada", "--adapter", command, "--state-dir", state,
                 cwd=ws.path)
         expect(r.code == 3, "paused", r)
         start = read_trace(sorted(state.glob("runs/*.jsonl"))[-1])[0]
@@ -187,7 +192,7 @@ def test_a_run_resumed_from_another_directory_finds_its_program_and_adapter():
         expect(a.code == 0, "approved from elsewhere", a)
         c = run(REMITVM, "resume", start["run_id"], "--state-dir", state, cwd=elsewhere)
         expect(c.code == 0 and json.loads(c.out) == "sent m-9",
-               "the resume runs the program and `python3 ad.py` where the run was made", c)
+               f"the resume runs the program and `{command}` where the run was made", c)
 
 
 if __name__ == "__main__":
