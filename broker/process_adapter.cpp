@@ -147,6 +147,9 @@ AdapterReplyLine parseAdapterReply(std::string_view line, uint64_t id) {
     };
     if (jsonNestsDeeperThan(line, kMaxReplyDepth))
         return outOfStep("adapter reply nests deeper than " + std::to_string(kMaxReplyDepth) + " levels");
+    // JSON text never holds a raw NUL, and the parser takes one for the end of its input: without
+    // this, `{"id": 1, "ok": true, "result": 1}\0junk` would be taken for a reply, the rest unread.
+    if (line.find('\0') != std::string_view::npos) return outOfStep("adapter reply contains a NUL byte");
     Json j;
     try {
         j = Json::parse(line);
