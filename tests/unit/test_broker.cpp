@@ -688,6 +688,58 @@ TEST_CASE("broker: nothing is dispatched once the trace cannot be written (issue
     }
 }
 
+TEST_CASE("approval store: hand-edited fields of the wrong type are read as missing, never thrown") {
+    // tests/fuzz/regressions/approvals-*: stores the loader accepts (objects of objects) whose
+    // entries hold `by` or `idempotency_key` of another type. Deciding their consumed approval used
+    // to throw nlohmann's type_error (found by tests/fuzz/fuzz_approvals.cpp).
+    using namespace remit;
+    const std::filesystem::path regressions =
+        std::filesystem::path(REMIT_SOURCE_DIR) / "tests" / "fuzz" / "regressions";
+    auto dir = tempPath("odd-store");
+    std::filesystem::create_directories(dir);
+    const std::string store = (dir / "approvals.json").string();
+    size_t replayed = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(regressions)) {
+        if (entry.path().filename().string().rfind("approvals-", 0) != 0) continue;
+        CAPTURE(entry.path().string());
+        const std::string text = readFile(entry.path());
+        writeFile(store, text);
+        ApprovalStore s(store);
+        std::string error;
+        REQUIRE_MESSAGE(s.load(error), error);
+        nlohmann::json doc = nlohmann::json::parse(text);
+        for (const char* section : {"approved", "consumed"}) {
+            if (!doc.contains(section)) continue;
+            for (auto it = doc[section].begin(); it != doc[section].end(); ++it) {
+                auto key = it->find("idempotency_key");
+                std::string attempt = key != it->end() && key->is_string() ? key->get<std::string>() : "another";
+                std::optional<std::string> by = s.decide(it.key(), {{"resource", "pay"}}, kRoot, attempt, error);
+                CHECK(error.empty());
+                // A `by` that is not a string reads as "unknown", as it does for a granted approval.
+                auto named = it->find("by");
+                if (by)
+                    CHECK(*by == (named != it->end() && named->is_string() ? named->get<std::string>() : "unknown"));
+            }
+        }
+        ++replayed;
+    }
+    CHECK(replayed >= 1);
+
+    // The case itself: a consumed approval with `"by": ["x"]`, decided again by its own attempt.
+    writeFile(store, R"({"consumed": {"d": {"by": ["x"], "idempotency_key": "k"}}})");
+    ApprovalStore s(store);
+    std::string error;
+    REQUIRE(s.load(error));
+    CHECK(s.decide("d", {{"resource", "pay"}}, kRoot, "k", error) == std::optional<std::string>("unknown"));
+    // An idempotency key that is not a string matches no attempt.
+    writeFile(store, R"({"consumed": {"d": {"by": "ann", "idempotency_key": 5}}})");
+    ApprovalStore t(store);
+    REQUIRE(t.load(error));
+    CHECK_FALSE(t.decide("d", {{"resource", "pay"}}, kRoot, "5", error));
+    CHECK(error.empty());
+    std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("approval store: one use per attempt, unreadable stores and locks change nothing (items 7, 8)") {
     using namespace remit;
     auto dir = tempPath("state");
