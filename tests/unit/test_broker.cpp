@@ -689,9 +689,10 @@ TEST_CASE("broker: nothing is dispatched once the trace cannot be written (issue
 }
 
 TEST_CASE("approval store: hand-edited fields of the wrong type are read as missing, never thrown") {
-    // tests/fuzz/regressions/approvals-*: stores the loader accepts (objects of objects) whose
-    // entries hold `by` or `idempotency_key` of another type. Deciding their consumed approval used
-    // to throw nlohmann's type_error (found by tests/fuzz/fuzz_approvals.cpp).
+    // tests/fuzz/regressions/approvals-*: stores, some the loader accepts (objects of objects) whose
+    // entries hold `by` or `idempotency_key` of another type — deciding their consumed approval used
+    // to throw nlohmann's type_error — and some it must refuse without throwing (a number no double
+    // can hold threw out_of_range). Both found by tests/fuzz/fuzz_approvals.cpp.
     using namespace remit;
     const std::filesystem::path regressions =
         std::filesystem::path(REMIT_SOURCE_DIR) / "tests" / "fuzz" / "regressions";
@@ -706,7 +707,11 @@ TEST_CASE("approval store: hand-edited fields of the wrong type are read as miss
         writeFile(store, text);
         ApprovalStore s(store);
         std::string error;
-        REQUIRE_MESSAGE(s.load(error), error);
+        if (!s.load(error)) {  // a store that is not one is an error with a reason, never a throw
+            CHECK_FALSE(error.empty());
+            ++replayed;
+            continue;
+        }
         nlohmann::json doc = nlohmann::json::parse(text);
         for (const char* section : {"approved", "consumed"}) {
             if (!doc.contains(section)) continue;
