@@ -72,6 +72,14 @@ private:
     int fd_ = -1;
 };
 
+// A string field of a store entry, or nullopt when it is missing or not a string (stores are
+// edited by hand).
+std::optional<std::string> stringMember(const nlohmann::json& entry, const char* key) {
+    auto it = entry.find(key);
+    if (it == entry.end() || !it->is_string()) return std::nullopt;
+    return it->get<std::string>();
+}
+
 bool writeAll(int fd, const std::string& text) {
     for (size_t done = 0; done < text.size();) {
         ssize_t n = ::write(fd, text.data() + done, text.size() - done);
@@ -168,7 +176,7 @@ std::optional<std::string> ApprovalStore::decide(const std::string& digest, cons
     if (!load(error)) return std::nullopt;  // what others wrote since this run started counts
     nlohmann::json& approved = data_["approved"];
     if (auto it = approved.find(digest); it != approved.end()) {
-        std::string by = it->contains("by") && (*it)["by"].is_string() ? (*it)["by"].get<std::string>() : "unknown";
+        std::string by = stringMember(*it, "by").value_or("unknown");
         approved.erase(it);
         data_["consumed"][digest] = {
             {"by", by}, {"run_id", runId}, {"at", unixNow()}, {"idempotency_key", idempotencyKey}};
@@ -177,13 +185,15 @@ std::optional<std::string> ApprovalStore::decide(const std::string& digest, cons
         return by;
     }
     // Consumed by this very attempt (same key: same run family, site and k) in a run that stopped
-    // before recording the call: still its one use.
+    // before recording the call: still its one use. The entry's fields are read with their types
+    // checked, as the approver above is: load() only checks that each entry is an object, and a
+    // hand-edited `"by": ["x"]` must not throw here.
     if (auto it = data_["consumed"].find(digest); it != data_["consumed"].end() && !idempotencyKey.empty() &&
-                                                  it->value("idempotency_key", "") == idempotencyKey)
-        return it->value("by", std::string("unknown"));
+                                                  stringMember(*it, "idempotency_key") == idempotencyKey)
+        return stringMember(*it, "by").value_or("unknown");
     nlohmann::json& denials = data_["denied"];
     if (auto it = denials.find(digest); it != denials.end()) {
-        Denial denial{it->value("by", std::string("unknown")), it->value("reason", std::string())};
+        Denial denial{stringMember(*it, "by").value_or("unknown"), stringMember(*it, "reason").value_or("")};
         denials.erase(it);
         data_["pending"].erase(digest);
         data_["refused"][digest] = {{"by", denial.by},

@@ -133,6 +133,92 @@ std::string quoteForDisplay(const std::vector<std::string>& argv) {
     return out;
 }
 
+}  // namespace
+
+AdapterReplyLine parseAdapterReply(std::string_view line, uint64_t id) {
+    using Kind = AdapterReplyLine::Kind;
+    // Until the id matches, a problem means the stream is out of step; after, the reply is merely
+    // invalid (a CapabilityFailed answer naming the problem).
+    auto outOfStep = [](std::string message) {
+        return AdapterReplyLine{Kind::OutOfStep, failure("CapabilityFailed", std::move(message))};
+    };
+    auto invalid = [](std::string message) {
+        return AdapterReplyLine{Kind::Answer, failure("CapabilityFailed", std::move(message))};
+    };
+    if (jsonNestsDeeperThan(line, kMaxReplyDepth))
+        return outOfStep("adapter reply nests deeper than " + std::to_string(kMaxReplyDepth) + " levels");
+    // JSON text never holds a raw NUL, and the parser takes one for the end of its input: without
+    // this, `{"id": 1, "ok": true, "result": 1}\0junk` would be taken for a reply, the rest unread.
+    if (line.find('\0') != std::string_view::npos) return outOfStep("adapter reply contains a NUL byte");
+    Json j;
+    try {
+        j = Json::parse(line);
+    } catch (const Json::exception& e) {
+        // The parser's message quotes input bytes, which need not be UTF-8: excerpt() both.
+        return outOfStep("adapter reply is not valid JSON (" + excerpt(e.what(), 240) +
+                         "): " + excerpt(std::string(line)));
+    }
+    if (!j.is_object()) return outOfStep(std::string("adapter reply is not a JSON object but ") + jsonTypeName(j));
+    auto idIt = j.find("id");
+    if (idIt == j.end()) return outOfStep("adapter reply has no 'id'");
+    if (idIt->is_number_unsigned()) {
+        uint64_t got = idIt->get<uint64_t>();
+        if (got >= 1 && got < id) return AdapterReplyLine{Kind::Stale, {}};
+        if (got != id)
+            return outOfStep("adapter reply has id " + std::to_string(got) + ", expected " + std::to_string(id));
+    } else if (idIt->is_number_integer()) {
+        return outOfStep("adapter reply has id " + idIt->dump() + ", expected " + std::to_string(id));
+    } else {
+        return outOfStep(std::string("adapter reply 'id' is not an integer but ") + jsonTypeName(*idIt));
+    }
+    auto okIt = j.find("ok");
+    if (okIt == j.end()) return invalid("adapter reply has no 'ok'");
+    if (!okIt->is_boolean())
+        return invalid(std::string("adapter reply 'ok' is not a boolean but ") + jsonTypeName(*okIt));
+
+    AdapterReplyLine out;
+    AdapterReply& reply = out.reply;
+    if (okIt->get<bool>()) {
+        auto resultIt = j.find("result");
+        if (resultIt == j.end()) return invalid("adapter reply has ok: true but no 'result'");
+        reply.ok = true;
+        reply.result = std::move(*resultIt);
+        auto costIt = j.find("cost_usd");
+        if (costIt != j.end() && !costIt->is_null()) {
+            if (!costIt->is_number()) return invalid("adapter reply 'cost_usd' is not a number");
+            double cost = costIt->get<double>();
+            if (!std::isfinite(cost) || cost < 0)
+                return invalid("adapter reply 'cost_usd' is not a finite non-negative number");
+            reply.costUsd = cost;
+        }
+        auto metaIt = j.find("meta");
+        if (metaIt != j.end() && !metaIt->is_null()) {
+            if (!metaIt->is_object()) return invalid("adapter reply 'meta' is not an object");
+            reply.meta = std::move(*metaIt);
+        }
+        return out;
+    }
+    auto errIt = j.find("error");
+    if (errIt == j.end()) return invalid("adapter reply has ok: false but no 'error'");
+    if (!errIt->is_string()) return invalid("adapter reply 'error' is not a string");
+    const std::string code = errIt->get<std::string>();
+    auto msgIt = j.find("message");
+    if (msgIt == j.end() || !msgIt->is_string())
+        return invalid("adapter reply has ok: false but no 'message' string (error " + excerpt(code) + ")");
+    std::string message = msgIt->get<std::string>();
+    if (code == "CapabilityFailed" || code == "Timeout" || code == "ModelOutputInvalid") {
+        reply.errorCode = code;
+    } else {
+        reply.errorCode = "CapabilityFailed";
+        message = "adapter reported unknown error '" + excerpt(code) + "': " + message;
+    }
+    reply.ok = false;
+    reply.message = std::move(message);
+    return out;
+}
+
+namespace {
+
 class ProcessAdapter final : public Adapter {
 public:
     ProcessAdapter(std::vector<std::string> argv, const char* kind, ProcessAdapterOptions options)
@@ -417,15 +503,6 @@ private:
         }
     }
 
-    // A reply to this request whose fields are wrong: the stream is still in step, so the process
-    // is kept.
-    static Outcome invalid(std::string message) {
-        Outcome o;
-        o.kind = Outcome::Replied;
-        o.reply = failure("CapabilityFailed", std::move(message));
-        return o;
-    }
-
     Outcome oversized() {
         return broken("adapter reply line is longer than " + std::to_string(options_.maxLineBytes) + " bytes");
     }
@@ -438,78 +515,24 @@ private:
         return o;
     }
 
-    // Validates one reply line. Sets `stale` for a reply to an earlier request (skipped). Until the
-    // id matches, a problem means the stream is out of step (Broken: restart the process); after,
-    // the reply is merely invalid.
+    // Judges one reply line (parseAdapterReply) and says what it means for the process: a reply to
+    // an earlier request is skipped, a line out of step restarts the process, an answer (valid or
+    // not) keeps it.
     Outcome interpret(const std::string& line, uint64_t id, bool& stale) {
-        if (jsonNestsDeeperThan(line, kMaxReplyDepth))
-            return broken("adapter reply nests deeper than " + std::to_string(kMaxReplyDepth) + " levels");
-        Json j;
-        try {
-            j = Json::parse(line);
-        } catch (const Json::exception& e) {
-            // The parser's message quotes input bytes, which need not be UTF-8: excerpt() both.
-            return broken("adapter reply is not valid JSON (" + excerpt(e.what(), 240) + "): " + excerpt(line));
-        }
-        if (!j.is_object()) return broken(std::string("adapter reply is not a JSON object but ") + jsonTypeName(j));
-        auto idIt = j.find("id");
-        if (idIt == j.end()) return broken("adapter reply has no 'id'");
-        if (idIt->is_number_unsigned()) {
-            uint64_t got = idIt->get<uint64_t>();
-            if (got >= 1 && got < id) {
-                stale = true;
-                return {};
-            }
-            if (got != id)
-                return broken("adapter reply has id " + std::to_string(got) + ", expected " + std::to_string(id));
-        } else if (idIt->is_number_integer()) {
-            return broken("adapter reply has id " + idIt->dump() + ", expected " + std::to_string(id));
-        } else {
-            return broken(std::string("adapter reply 'id' is not an integer but ") + jsonTypeName(*idIt));
-        }
-        auto okIt = j.find("ok");
-        if (okIt == j.end()) return invalid("adapter reply has no 'ok'");
-        if (!okIt->is_boolean()) return invalid(std::string("adapter reply 'ok' is not a boolean but ") + jsonTypeName(*okIt));
-
+        AdapterReplyLine judged = parseAdapterReply(line, id);
         Outcome o;
-        o.kind = Outcome::Replied;
-        AdapterReply& reply = o.reply;
-        if (okIt->get<bool>()) {
-            auto resultIt = j.find("result");
-            if (resultIt == j.end()) return invalid("adapter reply has ok: true but no 'result'");
-            reply.ok = true;
-            reply.result = std::move(*resultIt);
-            auto costIt = j.find("cost_usd");
-            if (costIt != j.end() && !costIt->is_null()) {
-                if (!costIt->is_number()) return invalid("adapter reply 'cost_usd' is not a number");
-                double cost = costIt->get<double>();
-                if (!std::isfinite(cost) || cost < 0)
-                    return invalid("adapter reply 'cost_usd' is not a finite non-negative number");
-                reply.costUsd = cost;
-            }
-            auto metaIt = j.find("meta");
-            if (metaIt != j.end() && !metaIt->is_null()) {
-                if (!metaIt->is_object()) return invalid("adapter reply 'meta' is not an object");
-                reply.meta = std::move(*metaIt);
-            }
-            return o;
+        switch (judged.kind) {
+            case AdapterReplyLine::Kind::Stale:
+                stale = true;
+                return o;
+            case AdapterReplyLine::Kind::OutOfStep:
+                o.kind = Outcome::Broken;
+                break;
+            case AdapterReplyLine::Kind::Answer:
+                o.kind = Outcome::Replied;
+                break;
         }
-        auto errIt = j.find("error");
-        if (errIt == j.end()) return invalid("adapter reply has ok: false but no 'error'");
-        if (!errIt->is_string()) return invalid("adapter reply 'error' is not a string");
-        const std::string code = errIt->get<std::string>();
-        auto msgIt = j.find("message");
-        if (msgIt == j.end() || !msgIt->is_string())
-            return invalid("adapter reply has ok: false but no 'message' string (error " + excerpt(code) + ")");
-        std::string message = msgIt->get<std::string>();
-        if (code == "CapabilityFailed" || code == "Timeout" || code == "ModelOutputInvalid") {
-            reply.errorCode = code;
-        } else {
-            reply.errorCode = "CapabilityFailed";
-            message = "adapter reported unknown error '" + excerpt(code) + "': " + message;
-        }
-        reply.ok = false;
-        reply.message = std::move(message);
+        o.reply = std::move(judged.reply);
         return o;
     }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "broker/adapter.h"
@@ -35,6 +36,24 @@ struct ProcessAdapterOptions {
     // recorded, so `--adapter "python3 ad.py"` finds ad.py from wherever the resume is typed.
     std::string workingDir;
 };
+
+// One reply line from an adapter process (without its newline), judged against the request it
+// should answer, the one numbered `id`. Pure: the process adapter runs it on every line it reads,
+// and the fuzz harness tests/fuzz/fuzz_adapter_reply.cpp on any bytes.
+struct AdapterReplyLine {
+    enum class Kind : uint8_t {
+        // A reply to this request: `reply` is its result or failure; a reply whose fields are wrong
+        // is a CapabilityFailed naming the problem (the stream is still in step).
+        Answer,
+        // A reply to an earlier request (one that timed out): skipped, `reply` is empty.
+        Stale,
+        // Not a reply to this request (not a JSON object, no id, a later or negative id): `reply` is
+        // a CapabilityFailed naming the problem, and the process's state is unknown.
+        OutOfStep,
+    } kind = Kind::Answer;
+    AdapterReply reply;
+};
+AdapterReplyLine parseAdapterReply(std::string_view line, uint64_t id);
 
 // Splits an operator's command line into argv without a shell: words separated by blanks,
 // '…' literal, "…" with \" \\ \$ \` escapes, \x outside quotes. Unquoted | ; & < > ( ) $ ` are

@@ -123,13 +123,18 @@ bool isLowerHex(const std::string& s, size_t n) {
 }
 
 TraceFile readTrace(const std::string& path, TraceCheck check, size_t maxRecords) {
-    TraceFile out;
     // A regular file of bounded size (runtime/files.h): a FIFO or a device is an error, not a hang.
     std::string text;
     if (std::optional<FileProblem> problem = readRegularFile(path, kMaxTraceBytes, text)) {
+        TraceFile out;
         out.error = problem->message;
         return out;
     }
+    return readTraceText(std::move(text), path, check, maxRecords);
+}
+
+TraceFile readTraceText(std::string text, const std::string& path, TraceCheck check, size_t maxRecords) {
+    TraceFile out;
     std::istringstream in(std::move(text));
     auto damaged = [&](size_t lineNo, const std::string& what) {
         out.error = fmt::format("{}:{}: {}", path, lineNo, what);

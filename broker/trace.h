@@ -89,6 +89,10 @@ enum class TraceCheck {
 // `maxRecords` stops after that many records (the first record alone names a run and its parent).
 TraceFile readTrace(const std::string& path, TraceCheck check = TraceCheck::Verify,
                     size_t maxRecords = static_cast<size_t>(-1));
+// The same on the bytes of a trace already read; `path` names it in messages. readTrace reads the
+// file and calls this; the fuzz harness tests/fuzz/fuzz_trace.cpp feeds it any bytes.
+TraceFile readTraceText(std::string text, const std::string& path, TraceCheck check = TraceCheck::Verify,
+                        size_t maxRecords = static_cast<size_t>(-1));
 
 // Ids read from files name paths (`runs/<id>.jsonl`, `runs/<root>.lock`), so they are checked
 // against their exact formats before use. A run id: YYYYMMDD-HHMMSS-xxxxxx (6 lowercase hex).

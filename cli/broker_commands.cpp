@@ -185,25 +185,33 @@ std::string ageText(const nlohmann::json& at) {
 nlohmann::json requestJson(const ApprovalStore& store, const std::string& digest) {
     const nlohmann::json& data = store.contents();
     const nlohmann::json& pending = data["pending"][digest];
-    nlohmann::json out = {
-        {"digest", digest},
-        {"resource", pending.value("resource", "")},
-        {"site", pending.value("site", "")},
-        {"args", pending.value("args", nlohmann::json::object())},
-        {"reasons", pending.value("reasons", nlohmann::json::array())},
-        {"program_hash", pending.value("program_hash", "")},
-        {"run_id", pending.contains("run_id") ? pending["run_id"] : nlohmann::json(nullptr)},
-        {"requested_at", pending.contains("requested_at") ? pending["requested_at"] : nlohmann::json(nullptr)},
-        {"status", "pending"},
-        {"approved_by", nullptr}};
-    if (pending.contains("requested_at") && pending["requested_at"].is_number())
-        out["age_s"] = std::max(0.0, nowSeconds() - pending["requested_at"].get<double>());
-    else
-        out["age_s"] = nullptr;
+    // Every member is read with its type checked: a hand-edited store must not make this throw.
+    auto member = [&](const char* key, bool (nlohmann::json::*is)() const noexcept) {
+        auto it = pending.find(key);
+        return it != pending.end() && ((*it).*is)() ? *it : nlohmann::json(nullptr);
+    };
+    nlohmann::json reasons = nlohmann::json::array();
+    if (nlohmann::json r = member("reasons", &nlohmann::json::is_array); r.is_array())
+        for (const auto& reason : r)
+            if (reason.is_string()) reasons.push_back(reason);
+    nlohmann::json args = member("args", &nlohmann::json::is_object);
+    nlohmann::json out = {{"digest", digest},
+                          {"resource", stringField(pending, "resource")},
+                          {"site", stringField(pending, "site")},
+                          {"args", args.is_null() ? nlohmann::json::object() : args},
+                          {"reasons", std::move(reasons)},
+                          {"program_hash", stringField(pending, "program_hash")},
+                          {"run_id", member("run_id", &nlohmann::json::is_string)},
+                          {"requested_at", member("requested_at", &nlohmann::json::is_number)},
+                          {"status", "pending"},
+                          {"approved_by", nullptr}};
+    out["age_s"] = out["requested_at"].is_number()
+                       ? nlohmann::json(std::max(0.0, nowSeconds() - out["requested_at"].get<double>()))
+                       : nlohmann::json(nullptr);
     // Approved but not yet used: the run has not been resumed since.
     if (auto a = data["approved"].find(digest); a != data["approved"].end()) {
         out["status"] = "approved";
-        out["approved_by"] = a->value("by", "");
+        out["approved_by"] = stringField(*a, "by");
     }
     return out;
 }
@@ -235,10 +243,10 @@ nlohmann::json manifestEntry(const nlohmann::json& manifest, const std::string& 
         entry["resource"] = (*r)[resource];
     if (auto sites = manifest.find("call_sites"); sites != manifest.end() && sites->is_array())
         for (const auto& s : *sites)
-            if (s.is_object() && s.value("site", "") == site) entry["call_site"] = s;
+            if (s.is_object() && stringField(s, "site") == site) entry["call_site"] = s;
     if (auto flows = manifest.find("flows"); flows != manifest.end() && flows->is_array())
         for (const auto& f : *flows)
-            if (f.is_object() && f.value("sink", "").starts_with(resource + ".")) entry["flows"].push_back(f);
+            if (f.is_object() && stringField(f, "sink").starts_with(resource + ".")) entry["flows"].push_back(f);
     for (const char* key : {"worst_case_cost_usd", "budget_usd"})
         if (manifest.contains(key)) entry[key] = manifest[key];
     return entry;
@@ -359,9 +367,9 @@ int approvalsShow(std::string_view tool, const Args& args, const ApprovalStore& 
                    r.value("worst_case_cost", nlohmann::json()).dump(),
                    m.value("worst_case_cost_usd", nlohmann::json()).dump());
         for (const auto& f : m["flows"])
-            fmt::print("    flow into {}: {} ({})\n", f.value("sink", ""),
+            fmt::print("    flow into {}: {} ({})\n", stringField(f, "sink"),
                        dumpJson(f.value("tags", nlohmann::json::array()), JsonTextStyle{false, false, -1, ", ", ": "}),
-                       f.value("verdict", ""));
+                       stringField(f, "verdict"));
     } else if (!programPath.empty()) {
         fmt::print("  (the program {} cannot be read or checked any more, so its manifest is not shown)\n",
                    programPath);

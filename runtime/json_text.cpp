@@ -36,6 +36,12 @@ std::optional<Json> parseBounded(std::string_view what, std::string_view text, s
         }
         error = fmt::format("invalid JSON in {} at line {}, column {}", what, line, col);
         return std::nullopt;
+    } catch (const nlohmann::json::out_of_range&) {
+        // The parser's one other exception: a number no double can hold (406, `1e999`). It is
+        // valid JSON grammar, so no parse_error, but there is no value to build; without this
+        // catch it escaped every reader (found by the model_reply and approvals fuzz harnesses).
+        error = fmt::format("invalid JSON in {}: a number is too large for a 64-bit float", what);
+        return std::nullopt;
     }
 }
 

@@ -41,8 +41,9 @@ std::string replaceLoneSurrogates(std::string_view text, size_t* replaced = null
 Json recoverMessageId(std::string_view text);
 
 // Parses `text`. On failure returns nullopt with `error` saying "invalid JSON in WHAT at line L,
-// column C" or "invalid JSON in WHAT: nested deeper than N levels" — never the parser's
-// exception text.
+// column C", "invalid JSON in WHAT: nested deeper than N levels", "…: it contains a NUL byte" or
+// "…: a number is too large for a 64-bit float" (`1e999`) — never the parser's exception text,
+// and never an exception.
 std::optional<nlohmann::json> parseJsonText(std::string_view what, std::string_view text, std::string& error,
                                             size_t maxDepth = kMaxJsonNesting);
 std::optional<Json> parseOrderedJsonText(std::string_view what, std::string_view text, std::string& error,

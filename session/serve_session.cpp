@@ -338,6 +338,12 @@ std::optional<Request> parseRequest(std::string_view line, Json& reply) {
         j = Json::parse(line);
     } catch (const nlohmann::json::parse_error& e) {
         return bad(nullptr, {}, fmt::format("the request line is not valid JSON (error at byte {})", e.byte));
+    } catch (const nlohmann::json::out_of_range&) {
+        // A number no double can hold (`1e999`): valid grammar, no value. It used to escape to the
+        // server's catch-all, which answered host_error instead of bad_request (found through
+        // parseJsonText by the model_reply and approvals fuzz harnesses; replayed from
+        // tests/fuzz/regressions/serve-number-overflow).
+        return bad(nullptr, {}, "the request line holds a number too large for a 64-bit float");
     }
     if (!j.is_object()) return bad(nullptr, {}, "a request must be a JSON object");
 

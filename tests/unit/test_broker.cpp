@@ -731,6 +731,63 @@ TEST_CASE("approval store: a denial fails one attempt, overrides an unused appro
     CHECK(s.contents()["refused"].empty());
 }
 
+TEST_CASE("approval store: hand-edited fields of the wrong type are read as missing, never thrown") {
+    // tests/fuzz/regressions/approvals-*: stores, some the loader accepts (objects of objects) whose
+    // entries hold `by` or `idempotency_key` of another type — deciding their consumed approval used
+    // to throw nlohmann's type_error — and some it must refuse without throwing (a number no double
+    // can hold threw out_of_range). Both found by tests/fuzz/fuzz_approvals.cpp.
+    using namespace remit;
+    const std::filesystem::path regressions =
+        std::filesystem::path(REMIT_SOURCE_DIR) / "tests" / "fuzz" / "regressions";
+    auto dir = tempPath("odd-store");
+    std::filesystem::create_directories(dir);
+    const std::string store = (dir / "approvals.json").string();
+    size_t replayed = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(regressions)) {
+        if (entry.path().filename().string().rfind("approvals-", 0) != 0) continue;
+        CAPTURE(entry.path().string());
+        const std::string text = readFile(entry.path());
+        writeFile(store, text);
+        ApprovalStore s(store);
+        std::string error;
+        if (!s.load(error)) {  // a store that is not one is an error with a reason, never a throw
+            CHECK_FALSE(error.empty());
+            ++replayed;
+            continue;
+        }
+        nlohmann::json doc = nlohmann::json::parse(text);
+        for (const char* section : {"approved", "consumed"}) {
+            if (!doc.contains(section)) continue;
+            for (auto it = doc[section].begin(); it != doc[section].end(); ++it) {
+                auto key = it->find("idempotency_key");
+                std::string attempt = key != it->end() && key->is_string() ? key->get<std::string>() : "another";
+                std::optional<std::string> by = s.decide(it.key(), {{"resource", "pay"}}, kRoot, attempt, error);
+                CHECK(error.empty());
+                // A `by` that is not a string reads as "unknown", as it does for a granted approval.
+                auto named = it->find("by");
+                if (by)
+                    CHECK(*by == (named != it->end() && named->is_string() ? named->get<std::string>() : "unknown"));
+            }
+        }
+        ++replayed;
+    }
+    CHECK(replayed >= 1);
+
+    // The case itself: a consumed approval with `"by": ["x"]`, decided again by its own attempt.
+    writeFile(store, R"({"consumed": {"d": {"by": ["x"], "idempotency_key": "k"}}})");
+    ApprovalStore s(store);
+    std::string error;
+    REQUIRE(s.load(error));
+    CHECK(s.decide("d", {{"resource", "pay"}}, kRoot, "k", error) == std::optional<std::string>("unknown"));
+    // An idempotency key that is not a string matches no attempt.
+    writeFile(store, R"({"consumed": {"d": {"by": "ann", "idempotency_key": 5}}})");
+    ApprovalStore t(store);
+    REQUIRE(t.load(error));
+    CHECK_FALSE(t.decide("d", {{"resource", "pay"}}, kRoot, "5", error));
+    CHECK(error.empty());
+    std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("approval store: one use per attempt, unreadable stores and locks change nothing (items 7, 8)") {
     using namespace remit;
     auto dir = tempPath("state");

@@ -3,21 +3,22 @@
 // (restarts, reaping, killing, no inherited fds, no SIGPIPE) and the --live Python shim.
 // Helper scripts live in tests/e2e/adapters/.
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <fcntl.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "broker/process_adapter.h"
 #include "runtime/json_text.h"
@@ -292,6 +293,47 @@ TEST_CASE("process adapter: a stale reply is skipped, a wrong id is a mismatch")
     CHECK(r.message.find("id 999, expected 3") != std::string::npos);
     r = adapter->perform(call(Json{{"raw", "{\"id\": -1, \"ok\": true, \"result\": 1}"}}));
     CHECK(r.message.find("id -1") != std::string::npos);
+}
+
+TEST_CASE("process adapter: a reply line with a NUL byte is not a reply") {
+    // The JSON parser takes a NUL for the end of its input, so the part before one used to pass
+    // as the whole reply (found by tests/fuzz/fuzz_adapter_reply.cpp).
+    auto adapter = make(kFake);
+    AdapterReply r = adapter->perform(
+        call(Json{{"raw", std::string("{\"id\": {id}, \"ok\": true, \"result\": 1}") + '\0' + "junk"}}));
+    CHECK_FALSE(r.ok);
+    CHECK(r.errorCode == "CapabilityFailed");
+    CHECK(r.message == "adapter reply contains a NUL byte");
+    // The process was out of step, so it was restarted; the next call is answered.
+    CHECK(adapter->perform(call()).ok);
+
+    AdapterReplyLine line = parseAdapterReply(std::string("{\"id\": 1, \"ok\": true, \"result\": 1}") + '\0', 1);
+    CHECK(line.kind == AdapterReplyLine::Kind::OutOfStep);
+}
+
+TEST_CASE("process adapter: the fuzz regressions of the reply reader") {
+    // tests/fuzz/regressions/adapter_reply-*: the first byte picks the request id (1 to 4), the
+    // rest is the adapter's output, judged a line at a time as fuzz_adapter_reply does. No line
+    // holding a NUL may be taken for a reply.
+    const std::filesystem::path dir = std::filesystem::path(kSource) / "tests" / "fuzz" / "regressions";
+    size_t replayed = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        if (entry.path().filename().string().rfind("adapter_reply-", 0) != 0) continue;
+        std::ifstream in(entry.path(), std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        CAPTURE(entry.path().string());
+        REQUIRE_FALSE(bytes.empty());
+        const uint64_t id = 1 + static_cast<unsigned char>(bytes[0]) % 4;
+        std::istringstream lines(bytes.substr(1));
+        std::string line;
+        while (std::getline(lines, line)) {
+            if (!line.empty() && line.back() == '\r') line.pop_back();
+            AdapterReplyLine judged = parseAdapterReply(line, id);
+            if (line.find('\0') != std::string::npos) CHECK(judged.kind == AdapterReplyLine::Kind::OutOfStep);
+        }
+        ++replayed;
+    }
+    CHECK(replayed >= 1);
 }
 
 TEST_CASE("process adapter: a process that dies is restarted once per attempt") {

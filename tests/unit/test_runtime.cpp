@@ -1,7 +1,12 @@
 // Runtime helpers shared by every phase: the diagnostics registry and renderer, number formatting.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
 #include <set>
+#include <string>
 
 #include "runtime/diagnostics.h"
 #include "runtime/json_text.h"
@@ -112,6 +117,32 @@ TEST_CASE("json text: a raw NUL byte is not JSON") {
     CHECK_FALSE(remit::parseJsonText("the inputs", std::string_view("{\"a\": 1}\0{", 10), error));
     CHECK(error == "invalid JSON in the inputs: it contains a NUL byte");
     CHECK(remit::parseJsonText("the inputs", "{\"a\": \"\\u0000\"}", error));  // an escaped NUL is fine
+}
+
+TEST_CASE("json text: a number no double can hold is an error, not an exception") {
+    // nlohmann throws out_of_range (406) for `1e999`, not parse_error; it escaped every reader
+    // (found by tests/fuzz/fuzz_model_reply.cpp and fuzz_approvals.cpp).
+    std::string error;
+    CHECK_FALSE(remit::parseJsonText("the inputs", R"({"a": 1e999})", error));
+    CHECK(error == "invalid JSON in the inputs: a number is too large for a 64-bit float");
+    CHECK_FALSE(remit::parseOrderedJsonText("the model output", "-1e400", error));
+    CHECK(error == "invalid JSON in the model output: a number is too large for a 64-bit float");
+    CHECK(remit::parseJsonText("the inputs", "[1e308, 18446744073709551616, 1e-999]", error));  // these fit
+
+    // tests/fuzz/regressions/model_reply-* and approvals-*: the reproducers, read as text.
+    const std::filesystem::path dir = std::filesystem::path(REMIT_SOURCE_DIR) / "tests" / "fuzz" / "regressions";
+    size_t replayed = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        std::string name = entry.path().filename().string();
+        if (name.rfind("model_reply-", 0) != 0 && name.rfind("approvals-", 0) != 0) continue;
+        std::ifstream in(entry.path(), std::ios::binary);
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        CAPTURE(name);
+        std::optional<remit::Json> parsed = remit::parseOrderedJsonText("a regression", text, error);
+        if (!parsed) CHECK(error.rfind("invalid JSON in a regression", 0) == 0);
+        ++replayed;
+    }
+    CHECK(replayed >= 2);
 }
 
 TEST_CASE("json text: the id of a message that does not parse") {
