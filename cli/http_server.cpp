@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -30,6 +31,12 @@ namespace remit::cli::http {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// After a keep-alive response the client's next request often follows at once (an agent's next
+// call, the rest of a pipelined batch): the thread that answered waits for it this long before it
+// hands the connection back to run()'s thread, which saves two hand-offs and a thread per
+// request. It gives the connection back at once when a request is waiting for a thread.
+constexpr auto kLinger = std::chrono::milliseconds(50);
 
 bool isTokenChar(unsigned char c) { return std::isalnum(c) || std::strchr("!#$%&'*+-.^_`|~", c) != nullptr; }
 bool isToken(std::string_view s) {
@@ -283,47 +290,29 @@ int parseRequestHead(std::string_view head, const Limits& limits, Request& out, 
 // ---------------------------------------------------------------- connections
 
 struct Server::Connection {
-    std::mutex mutex;  // guards fd against the stopping thread
+    std::mutex mutex;  // guards fd against stop()'s interrupt while a request thread reads
     int fd = -1;       // -1 once closed
     std::string peer;
-    std::thread thread;
-    std::atomic<bool> done{false};
+    std::string buffer;             // read and not yet used: a head arriving, a pipelined request
+    size_t headScan = 0;            // where findHeadEnd stopped looking in buffer
+    std::optional<size_t> headEnd;  // once the head is whole: where it ends in buffer
 
-    // Waiting: idle, or its request line and headers still arriving; Busy: a request is being
-    // read, answered or written; Evicted: closed to make room (only a Waiting one can be, and the
-    // compare-exchange on both sides means a request that has begun is never cut off).
-    enum Phase { Waiting, Busy, Evicted };
-    std::atomic<int> phase{Waiting};
-    std::atomic<int64_t> waitingSince{0};  // steady-clock ticks
-    std::atomic<bool> served{false};       // has answered a request: a real client, not a squatter
+    // Waiting: idle, or its request line and headers still arriving, watched by run()'s thread
+    // (only a waiting connection is ever closed to make room); Queued: its head has arrived and it
+    // waits for a thread; Active: a request thread owns it, buffer included, until it is done.
+    enum class State { Waiting, Queued, Active } state = State::Waiting;
+    Clock::time_point waitingSince;  // when the server began waiting for its current request
+    Clock::time_point queuedUntil;   // Queued: when its wait for a thread ends
+    bool served = false;             // has answered a request: a real client, not a squatter
+    bool watched = false;            // in the epoll set
+    bool closed = false;             // closed, to be forgotten at the end of run()'s round
+    std::thread thread;              // Active: the thread answering its request
+    bool keep = false;               // set by that thread when it ends: wait for the next request
 
-    bool begin() {
-        int expected = Waiting;
-        return phase.compare_exchange_strong(expected, Busy);
-    }
-    void finish() {
-        waitingSince = Clock::now().time_since_epoch().count();
-        served = true;
-        phase = Waiting;
-    }
-    bool evict() {
-        int expected = Waiting;
-        if (!phase.compare_exchange_strong(expected, Evicted)) return false;
-        std::lock_guard<std::mutex> lock(mutex);
-        if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
-        return true;
-    }
-
-    // Shuts reading down so a blocked wait for the next request ends; a response being written
-    // still goes out.
+    // Shuts reading down so a blocked read of a body ends; a response being written still goes out.
     void interrupt() {
         std::lock_guard<std::mutex> lock(mutex);
         if (fd >= 0) ::shutdown(fd, SHUT_RD);
-    }
-    void close() {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (fd >= 0) ::close(fd);
-        fd = -1;
     }
 };
 
@@ -423,6 +412,36 @@ void lingeringClose(int fd) {
     }
 }
 
+// Empty lines before a request are ignored (RFC 9112 2.2), e.g. a CRLF after a body. Then whether
+// the request line and headers have arrived whole, or more bytes than a head may have without
+// their end (which the request thread answers with 431).
+bool headArrived(std::string& buffer, size_t& scan, std::optional<size_t>& end) {
+    size_t blank = 0;
+    while (blank < buffer.size() &&
+           (buffer[blank] == '\n' || (buffer[blank] == '\r' && blank + 1 < buffer.size() && buffer[blank + 1] == '\n')))
+        blank += buffer[blank] == '\r' ? 2 : 1;
+    if (blank > 0) {
+        buffer.erase(0, blank);
+        scan = 0;
+    }
+    end = findHeadEnd(buffer, scan);
+    return end || buffer.size() > kMaxHeadBytes;
+}
+
+// Answers `status` and leaves the connection for the caller to close, from run()'s thread, which
+// must never block: what the client already sent is read first, so that the close does not reset
+// the connection under the response.
+void refuse(int fd, int status, std::string_view message) {
+    char chunk[4096];
+    while (::recv(fd, chunk, sizeof chunk, MSG_DONTWAIT) > 0) {
+    }
+    Response refusal = Response::error(status, message);
+    if (status == 503) refusal.headers.emplace_back("Retry-After", "1");
+    std::string bytes = serializeResponse(refusal, false, false);
+    ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    ::shutdown(fd, SHUT_WR);
+}
+
 std::string peerAddress(const sockaddr_storage& addr) {
     char text[INET6_ADDRSTRLEN] = {};
     if (addr.ss_family == AF_INET) {
@@ -440,18 +459,23 @@ std::string peerAddress(const sockaddr_storage& addr) {
 
 Server::Server(Limits limits) : limits_(limits) {
     if (::pipe2(wakeFds_, O_CLOEXEC | O_NONBLOCK) != 0) wakeFds_[0] = wakeFds_[1] = -1;
+    doneFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    yieldFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    epollFd_ = ::epoll_create1(EPOLL_CLOEXEC);
 }
 
 Server::~Server() {
-    reap(true);
-    if (listenFd_ >= 0) ::close(listenFd_);
-    for (int fd : wakeFds_)
+    for (auto& c : connections_) {
+        if (c->thread.joinable()) c->thread.join();
+        if (c->fd >= 0) ::close(c->fd);
+    }
+    for (int fd : {listenFd_, wakeFds_[0], wakeFds_[1], doneFd_, yieldFd_, epollFd_})
         if (fd >= 0) ::close(fd);
 }
 
 bool Server::listen(const std::string& host, uint16_t port, std::string& error) {
-    if (wakeFds_[0] < 0) {
-        error = fmt::format("cannot create a pipe: {}", std::strerror(errno));
+    if (wakeFds_[0] < 0 || doneFd_ < 0 || yieldFd_ < 0 || epollFd_ < 0) {
+        error = fmt::format("cannot create the server's event descriptors: {}", std::strerror(errno));
         return false;
     }
     addrinfo hints{};
@@ -467,14 +491,19 @@ bool Server::listen(const std::string& host, uint16_t port, std::string& error) 
     }
     int lastErrno = 0;
     for (addrinfo* a = found; a && listenFd_ < 0; a = a->ai_next) {
-        int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        // Non-blocking: run() accepts until the backlog is empty, then goes back to its other work.
+        int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
         if (fd < 0) {
             lastErrno = errno;
             continue;
         }
         int one = 1;
         ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 128) != 0) {
+        // Connections wait in the backlog only for the moment run() takes to accept them. It is
+        // long all the same (the kernel caps it at net.core.somaxconn, 4096 by default): a client's
+        // handshake fails while it is full, so it must hold more than a flood of connections
+        // reopened as fast as the server closes them can keep in it.
+        if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 4096) != 0) {
             lastErrno = errno;
             ::close(fd);
             continue;
@@ -501,129 +530,317 @@ void Server::stop() noexcept {
     (void)ignored;
 }
 
-void Server::reap(bool all) {
-    if (all)
-        for (auto& c : connections_) c->interrupt();
-    for (auto it = connections_.begin(); it != connections_.end();) {
-        Connection& c = **it;
-        if (!all && !c.done) {
-            ++it;
-            continue;
-        }
-        if (c.thread.joinable()) c.thread.join();
-        c.close();
-        it = connections_.erase(it);
+void Server::close(Connection& c) {
+    if (c.closed) return;
+    if (c.watched) ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, c.fd, nullptr);
+    c.watched = false;
+    if (c.state == Connection::State::Queued) queue_.remove(&c);
+    {
+        std::lock_guard<std::mutex> lock(c.mutex);
+        ::close(c.fd);
+        c.fd = -1;
     }
+    c.closed = true;
+    if (--openByPeer_[c.peer] == 0) openByPeer_.erase(c.peer);
 }
 
 bool Server::makeRoom(const std::string& peer) {
-    // A connection over a bound takes the place of one that has been waiting for a second or more
-    // — idle, or its head still arriving — one that never completed a request first (a squatter,
-    // a slow head), then the one waiting longest, so that idle and slow connections cannot lock
-    // real clients out. One waiting for less is a client sending its request or between calls:
-    // closing it could fail a call it is sending, so it is asked to leave instead (run() sets
-    // crowded_, and its next response closes it).
-    auto live = [](const std::unique_ptr<Connection>& c) { return !c->done && c->phase != Connection::Evicted; };
-    size_t total = 0, fromPeer = 0;
-    for (const auto& c : connections_)
-        if (live(c)) {
-            ++total;
-            fromPeer += c->peer == peer;
+    // Over a bound, a waiting connection — idle, or its head still arriving — is closed to make
+    // room, in this order: one that never completed a request and has waited a second or more (a
+    // squatter, a slow head); then the one idle longest of those that did, if a second or more;
+    // and when connections arrive faster than that (a flood: the bound is reached and none has
+    // waited a second), the oldest that has not completed a request. A client sends its request
+    // moments after connecting, and then its head has arrived and it is never closed for room; so
+    // under a flood the squatters make room and real clients get in, where refusing newcomers would
+    // refuse them along with the flood. A connection that answered a request less than a second
+    // ago is a client between two calls, never closed for room either. When nothing can go, the
+    // newcomer is refused.
+    auto count = [&](const std::string& p) {
+        auto it = openByPeer_.find(p);
+        return it == openByPeer_.end() ? size_t(0) : it->second;
+    };
+    size_t open = 0;
+    for (const auto& [p, n] : openByPeer_) open += n;
+    bool peerFull = count(peer) >= limits_.maxOpenPerClient;
+    if (open < limits_.maxOpenConnections && !peerFull) return true;
+    const auto now = Clock::now();
+    Connection* victim = nullptr;
+    int victimRank = 0;
+    for (const auto& c : connections_) {
+        if (c->closed || c->state != Connection::State::Waiting || (peerFull && c->peer != peer)) continue;
+        bool waitedLong = now - c->waitingSince >= std::chrono::seconds(1);
+        if (c->served && !waitedLong) continue;
+        int rank = waitedLong ? (c->served ? 1 : 0) : 2;
+        if (!victim || rank < victimRank || (rank == victimRank && c->waitingSince < victim->waitingSince)) {
+            victim = c.get();
+            victimRank = rank;
         }
-    bool peerFull = fromPeer >= limits_.maxPerClient;
-    if (total < limits_.maxConnections && !peerFull) return true;
-    for (;;) {
-        Connection* victim = nullptr;
-        for (const auto& c : connections_) {
-            if (!live(c) || c->phase != Connection::Waiting || (peerFull && c->peer != peer)) continue;
-            if (Clock::now().time_since_epoch().count() - c->waitingSince <
-                std::chrono::duration_cast<Clock::duration>(std::chrono::seconds(1)).count())
-                continue;
-            if (!victim || std::pair(c->served.load(), c->waitingSince.load()) <
-                               std::pair(victim->served.load(), victim->waitingSince.load()))
-                victim = c.get();
-        }
-        if (!victim) return false;
-        if (victim->evict()) return true;  // else it has just begun a request: look again
     }
+    if (!victim) return false;
+    close(*victim);
+    return true;
 }
 
-void Server::run(Handler& handler) {
-    for (;;) {
-        pollfd fds[2] = {{listenFd_, POLLIN, 0}, {wakeFds_[0], POLLIN, 0}};
-        int ready = ::poll(fds, 2, -1);
-        if (ready < 0 && errno == EINTR) continue;
-        if (ready < 0 || fds[1].revents) break;
+void Server::acceptNewcomers() {
+    // A bounded batch, so a flood of connections cannot keep run() from the connections it holds.
+    for (int batch = 0; batch < 64; ++batch) {
         sockaddr_storage addr{};
         socklen_t length = sizeof addr;
         int fd = ::accept4(listenFd_, reinterpret_cast<sockaddr*>(&addr), &length, SOCK_CLOEXEC);
         if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
             // Out of descriptors: back off instead of spinning on a connection we cannot take.
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
                 std::this_thread::sleep_for(std::chrono::milliseconds(50));
-            continue;
+            return;  // EAGAIN: the backlog is empty
         }
-        reap(false);
         timeval timeout{static_cast<time_t>(limits_.readTimeoutMs / 1000),
                         static_cast<suseconds_t>(limits_.readTimeoutMs % 1000 * 1000)};
         ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
         std::string peer = peerAddress(addr);
-        // Every connection busy: wait a little for one to finish (later connections wait in the
-        // listen backlog meanwhile), so a burst of short requests is served, not refused.
-        auto patience = Clock::now() + std::chrono::milliseconds(limits_.busyWaitMs);
-        bool room = makeRoom(peer);
-        crowded_ = !room;  // meanwhile every response closes its connection
-        while (!room && Clock::now() < patience) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(2));
-            reap(false);
-            room = makeRoom(peer);
-        }
-        crowded_ = false;
-        if (!room) {
-            // Answered without a thread; whatever the client already sent is read first so the
-            // close does not reset the connection under the response.
-            char chunk[4096];
-            while (::recv(fd, chunk, sizeof chunk, MSG_DONTWAIT) > 0) {
-            }
-            Response busy = Response::error(503, "too many connections; try again shortly");
-            busy.headers.emplace_back("Retry-After", "1");
-            std::string bytes = serializeResponse(busy, false, false);
-            ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-            ::shutdown(fd, SHUT_WR);
+        if (!makeRoom(peer)) {
+            refuse(fd, 503, "too many connections; try again shortly");
             ::close(fd);
             continue;
         }
         auto c = std::make_unique<Connection>();
         c->fd = fd;
         c->peer = peer;
-        c->waitingSince = Clock::now().time_since_epoch().count();
-        Connection* raw = c.get();
-        // Connection threads (and the threads they start) block SIGINT and SIGTERM, so a stop
-        // signal runs its handler on this thread, never on one that outlives the server.
+        c->waitingSince = Clock::now();
+        epoll_event watch{};
+        watch.events = EPOLLIN | EPOLLRDHUP;
+        watch.data.ptr = c.get();
+        if (::epoll_ctl(epollFd_, EPOLL_CTL_ADD, fd, &watch) != 0) {
+            ::close(fd);
+            continue;
+        }
+        c->watched = true;
+        ++openByPeer_[peer];
+        connections_.push_back(std::move(c));
+    }
+}
+
+void Server::queue(Connection& c) {
+    if (c.watched) ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, c.fd, nullptr);
+    c.watched = false;
+    c.state = Connection::State::Queued;
+    c.queuedUntil = Clock::now() + std::chrono::milliseconds(limits_.busyWaitMs);
+    queue_.push_back(&c);
+}
+
+void Server::readWaiting(Connection& c) {
+    if (c.closed || c.state != Connection::State::Waiting) return;
+    char chunk[16384];
+    for (;;) {
+        ssize_t n = ::recv(c.fd, chunk, sizeof chunk, MSG_DONTWAIT);
+        if (n > 0) {
+            c.buffer.append(chunk, static_cast<size_t>(n));
+            if (headArrived(c.buffer, c.headScan, c.headEnd)) {
+                queue(c);
+                return;
+            }
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+        break;  // the client closed or reset the connection before its head was whole
+    }
+    close(c);
+}
+
+void Server::dispatch(Handler& handler) {
+    for (auto it = queue_.begin(); it != queue_.end() && active_ < limits_.maxActiveRequests;) {
+        Connection& c = **it;
+        if (activeByPeer_[c.peer] >= limits_.maxActivePerClient) {
+            ++it;  // this client's own requests fill its share: the next client's request goes first
+            continue;
+        }
+        it = queue_.erase(it);
+        c.state = Connection::State::Active;
+        ++active_;
+        ++activeByPeer_[c.peer];
+        // Request threads (and the threads they start) block SIGINT and SIGTERM, so a stop signal
+        // runs its handler on run()'s thread, never on one that outlives the server.
         sigset_t stopSignals, previous;
         sigemptyset(&stopSignals);
         sigaddset(&stopSignals, SIGINT);
         sigaddset(&stopSignals, SIGTERM);
         pthread_sigmask(SIG_BLOCK, &stopSignals, &previous);
         try {
-            c->thread = std::thread([this, raw, &handler] {
-                serve(*raw, handler);
-                raw->close();
-                raw->done = true;
+            c.thread = std::thread([this, &c, &handler] {
+                c.keep = serveConnection(c, handler);
+                {
+                    std::lock_guard<std::mutex> lock(finishedMutex_);
+                    finished_.push_back(&c);
+                }
+                uint64_t one = 1;
+                ssize_t written = ::write(doneFd_, &one, sizeof one);
+                (void)written;  // an eventfd write of 1 cannot fail short of overflow
             });
-        } catch (...) {
-            c->close();  // no thread to be had: drop this connection, keep serving the others
+        } catch (...) {  // no thread to be had: drop this connection, keep serving the others
+            --active_;
+            if (--activeByPeer_[c.peer] == 0) activeByPeer_.erase(c.peer);
+            c.state = Connection::State::Waiting;
+            close(c);
         }
         pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-        if (!c->thread.joinable()) continue;
-        connections_.push_back(std::move(c));
     }
-    reap(true);
 }
 
-void Server::serve(Connection& c, Handler& handler) {
+void Server::collectFinished() {
+    uint64_t count;
+    ssize_t drained = ::read(doneFd_, &count, sizeof count);
+    (void)drained;  // nonblocking: nothing to read is fine
+    std::vector<Connection*> done;
+    {
+        std::lock_guard<std::mutex> lock(finishedMutex_);
+        done.swap(finished_);
+    }
+    for (Connection* c : done) {
+        c->thread.join();
+        --active_;
+        if (--activeByPeer_[c->peer] == 0) activeByPeer_.erase(c->peer);
+        c->state = Connection::State::Waiting;
+        if (!c->keep) {
+            close(*c);
+            continue;
+        }
+        // A pipelined request already read goes straight to the queue.
+        if (headArrived(c->buffer, c->headScan, c->headEnd)) {
+            queue(*c);
+            continue;
+        }
+        epoll_event watch{};
+        watch.events = EPOLLIN | EPOLLRDHUP;
+        watch.data.ptr = c;
+        if (::epoll_ctl(epollFd_, EPOLL_CTL_ADD, c->fd, &watch) != 0) {
+            close(*c);
+            continue;
+        }
+        c->watched = true;
+    }
+}
+
+void Server::expire(bool sweepWaiting) {
+    const auto now = Clock::now();
+    // The queue is in arrival order, so its front waits longest.
+    while (!queue_.empty() && now >= queue_.front()->queuedUntil) {
+        Connection& c = *queue_.front();
+        refuse(c.fd, 503, "every connection is busy; try again shortly");
+        close(c);  // takes it off the queue
+    }
+    if (!sweepWaiting) return;
+    for (auto& c : connections_) {
+        if (c->closed || c->state != Connection::State::Waiting ||
+            now - c->waitingSince < std::chrono::milliseconds(limits_.headTimeoutMs))
+            continue;
+        // An idle keep-alive connection just ends; a head that did not arrive in time is told so.
+        if (!c->buffer.empty()) refuse(c->fd, 408, "the request did not arrive in time");
+        close(*c);
+    }
+}
+
+void Server::run(Handler& handler) {
+    auto watch = [&](int fd, void* tag) {
+        epoll_event e{};
+        e.events = EPOLLIN;
+        e.data.ptr = tag;
+        ::epoll_ctl(epollFd_, EPOLL_CTL_ADD, fd, &e);
+    };
+    watch(listenFd_, &listenFd_);
+    watch(wakeFds_[0], &wakeFds_[0]);
+    watch(doneFd_, &doneFd_);
+    auto nextSweep = Clock::now();
+    for (bool stopping = false; !stopping;) {
+        // Wakes for the next refusal of a request that has waited for a thread, else at least
+        // ten times a second for the timeouts of waiting connections.
+        auto wait = std::chrono::milliseconds(100);
+        if (!queue_.empty())
+            wait = std::clamp(std::chrono::ceil<std::chrono::milliseconds>(queue_.front()->queuedUntil - Clock::now()),
+                              std::chrono::milliseconds(0), wait);
+        epoll_event events[256];
+        int ready = ::epoll_wait(epollFd_, events, 256, static_cast<int>(wait.count()));
+        if (ready < 0 && errno != EINTR) break;
+        for (int i = 0; i < ready; ++i) {
+            void* tag = events[i].data.ptr;
+            if (tag == &wakeFds_[0]) {
+                stopping = true;
+            } else if (tag == &listenFd_) {
+                acceptNewcomers();
+            } else if (tag != &doneFd_) {
+                readWaiting(*static_cast<Connection*>(tag));
+            }
+        }
+        collectFinished();
+        // The waiting connections' timeouts are looked at ten times a second, not every round.
+        bool sweep = Clock::now() >= nextSweep;
+        if (sweep) nextSweep = Clock::now() + std::chrono::milliseconds(100);
+        expire(sweep);
+        if (!stopping) dispatch(handler);
+        // Requests wait for a thread: threads lingering on their connections give them up.
+        if (queue_.empty() == yielding_) {
+            yielding_ = !queue_.empty();
+            uint64_t one = 1;
+            ssize_t done = yielding_ ? ::write(yieldFd_, &one, sizeof one) : ::read(yieldFd_, &one, sizeof one);
+            (void)done;  // an eventfd of 0 or 1: neither can fail
+        }
+        connections_.remove_if([](const std::unique_ptr<Connection>& c) { return c->closed; });
+    }
+    // Stopping: no new connection, no new request; the requests being answered finish, and those
+    // still waiting for a thread are told to come back.
+    for (auto& c : connections_) {
+        if (c->closed) continue;
+        if (c->state == Connection::State::Active) {
+            c->interrupt();
+            continue;
+        }
+        if (c->state == Connection::State::Queued) refuse(c->fd, 503, "the server is stopping");
+        close(*c);
+    }
+    for (auto& c : connections_)
+        if (c->thread.joinable()) c->thread.join();
+    for (auto& c : connections_)
+        if (!c->closed) close(*c);
+    connections_.clear();
+    queue_.clear();
+    finished_.clear();
+    active_ = 0;
+    activeByPeer_.clear();
+}
+
+bool Server::serveConnection(Connection& c, Handler& handler) {
+    while (serveRequest(c, handler)) {
+        c.served = true;
+        c.waitingSince = Clock::now();
+        c.headScan = 0;
+        if (!awaitNextHead(c)) return true;
+    }
+    return false;
+}
+
+bool Server::awaitNextHead(Connection& c) {
+    auto until = Clock::now() + kLinger;
+    for (;;) {
+        if (yielding_) return false;
+        if (headArrived(c.buffer, c.headScan, c.headEnd)) return true;
+        auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count();
+        if (left <= 0) return false;
+        pollfd fds[2] = {{c.fd, POLLIN, 0}, {yieldFd_, POLLIN, 0}};
+        int ready = ::poll(fds, 2, static_cast<int>(left));
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready <= 0 || fds[1].revents) return false;
+        char chunk[16384];
+        ssize_t n = ::recv(c.fd, chunk, sizeof chunk, MSG_DONTWAIT);
+        if (n > 0) {
+            c.buffer.append(chunk, static_cast<size_t>(n));
+        } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+            return false;  // run()'s thread sees the end too, and closes the connection
+        }
+    }
+}
+
+bool Server::serveRequest(Connection& c, Handler& handler) {
     const int fd = c.fd;
-    std::string buffer;
     auto respond = [&](const Response& r, bool keepAlive, bool headRequest) {
         if (!sendAll(fd, serializeResponse(r, keepAlive, headRequest))) return false;
         if (!keepAlive) lingeringClose(fd);
@@ -631,88 +848,55 @@ void Server::serve(Connection& c, Handler& handler) {
     };
     auto failure = [&](int status, std::string_view message) {
         respond(Response::error(status, message), false, false);
+        return false;
     };
 
-    for (;;) {
-        auto started = Clock::now();
-        auto deadline = started + std::chrono::milliseconds(limits_.headTimeoutMs);
-        size_t from = 0;
-        std::optional<size_t> end;
-        for (;;) {
-            // Empty lines before a request are ignored (RFC 9112 2.2), e.g. a CRLF after a body.
-            size_t blank = 0;
-            while (blank < buffer.size() &&
-                   (buffer[blank] == '\n' ||
-                    (buffer[blank] == '\r' && blank + 1 < buffer.size() && buffer[blank + 1] == '\n')))
-                blank += buffer[blank] == '\r' ? 2 : 1;
-            if (blank > 0) {
-                buffer.erase(0, blank);
-                from = 0;
-            }
-            end = findHeadEnd(buffer, from);
-            if (end || buffer.size() > kMaxHeadBytes) break;
-            ReadStatus s = readSome(fd, buffer, deadline);
-            if (s == ReadStatus::End) return;
-            if (s == ReadStatus::Timeout) {
-                if (!buffer.empty()) failure(408, "the request did not arrive in time");
-                return;  // an idle keep-alive connection just ends
-            }
-        }
-        Request request;
-        std::string problem;
-        int status = end ? parseRequestHead(std::string_view(buffer).substr(0, *end), limits_, request, problem) : 431;
-        if (!end) problem = fmt::format("the request line and headers are longer than {} bytes", kMaxHeadBytes);
-        if (status != 0) {
-            failure(status, problem);
-            return;
-        }
-        buffer.erase(0, *end);
-        if (!c.begin()) return;  // evicted while its head was arriving
-        deadline = started + std::chrono::milliseconds(limits_.readTimeoutMs);
-        request.peer = c.peer;
-        bool headRequest = request.method == "HEAD";
-        size_t length = request.contentLength.value_or(0);
+    Request request;
+    std::string problem;
+    int status =
+        c.headEnd ? parseRequestHead(std::string_view(c.buffer).substr(0, *c.headEnd), limits_, request, problem) : 431;
+    if (!c.headEnd) problem = fmt::format("the request line and headers are longer than {} bytes", kMaxHeadBytes);
+    if (status != 0) return failure(status, problem);
+    c.buffer.erase(0, *c.headEnd);
+    c.headEnd.reset();
+    auto deadline = c.waitingSince + std::chrono::milliseconds(limits_.readTimeoutMs);
+    request.peer = c.peer;
+    bool headRequest = request.method == "HEAD";
+    size_t length = request.contentLength.value_or(0);
 
-        std::optional<Response> early;
-        try {
-            early = handler.screen(request);
-        } catch (...) {
-            early = Response::error(500, "internal error");
-        }
-        if (early) {
-            // The unread body would be taken for the next request: keep the connection only
-            // when the body has already arrived whole and can be skipped.
-            bool bodyHere = buffer.size() >= length;
-            if (bodyHere) buffer.erase(0, length);
-            if (!respond(*early, request.keepAlive && bodyHere && !early->close, headRequest)) return;
-            c.finish();
-            continue;
-        }
-
-        if (request.expectContinue && buffer.size() < length && !sendAll(fd, "HTTP/1.1 100 Continue\r\n\r\n")) return;
-        while (buffer.size() < length) {
-            ReadStatus s = readSome(fd, buffer, deadline);
-            if (s == ReadStatus::End) return;
-            if (s == ReadStatus::Timeout) {
-                failure(408, "the request body did not arrive in time");
-                return;
-            }
-        }
-        request.body = buffer.substr(0, length);
-        buffer.erase(0, length);
-        Response response;
-        {
-            HangUpWatch watch(fd, handler, request);
-            try {
-                response = handler.handle(request);
-            } catch (...) {
-                response = Response::error(500, "internal error");
-            }
-        }
-        // A newcomer waiting for room: this connection makes it, saying so (Connection: close).
-        if (!respond(response, request.keepAlive && !response.close && !crowded_, headRequest)) return;
-        c.finish();
+    std::optional<Response> early;
+    try {
+        early = handler.screen(request);
+    } catch (...) {
+        early = Response::error(500, "internal error");
     }
+    if (early) {
+        // The unread body would be taken for the next request: keep the connection only when the
+        // body has already arrived whole and can be skipped.
+        bool bodyHere = c.buffer.size() >= length;
+        if (bodyHere) c.buffer.erase(0, length);
+        return respond(*early, request.keepAlive && bodyHere && !early->close, headRequest);
+    }
+
+    if (request.expectContinue && c.buffer.size() < length && !sendAll(fd, "HTTP/1.1 100 Continue\r\n\r\n"))
+        return false;
+    while (c.buffer.size() < length) {
+        ReadStatus s = readSome(fd, c.buffer, deadline);
+        if (s == ReadStatus::End) return false;
+        if (s == ReadStatus::Timeout) return failure(408, "the request body did not arrive in time");
+    }
+    request.body = c.buffer.substr(0, length);
+    c.buffer.erase(0, length);
+    Response response;
+    {
+        HangUpWatch watch(fd, handler, request);
+        try {
+            response = handler.handle(request);
+        } catch (...) {
+            response = Response::error(500, "internal error");
+        }
+    }
+    return respond(response, request.keepAlive && !response.close, headRequest);
 }
 
 }  // namespace remit::cli::http

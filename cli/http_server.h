@@ -1,18 +1,24 @@
 // A small HTTP/1.1 server for `remitvm mcp --http` (cli/mcp_http.h): a request parser that is
 // pure (bytes in, request or status out, tested on hostile input in tests/unit/test_http.cpp) and
-// a connection loop over POSIX sockets, one thread per connection.
+// a connection loop over POSIX sockets.
 //
 // Hostile input is expected, so everything is bounded: the request line and headers together
 // (kMaxHeadBytes, else 431), the header count, the body (Content-Length only, at most
 // Limits::maxBody, else 413; Transfer-Encoding is refused with 411), the time one request may take
 // to arrive (Limits::headTimeoutMs for its head and for an idle connection, readTimeoutMs for the
-// whole request, else 408 and the connection closes, so a client that trickles bytes cannot hold a
-// thread), and the connections served at once (Limits::maxConnections, maxPerClient from one
-// address). Over a bound a waiting connection — idle, or its head still arriving; one that never
-// completed a request first — is closed to make room; when all are busy the newcomer waits up to
-// Limits::busyWaitMs for one to finish, and only then is refused with 503 (docs/mcp.md, "Idle and
-// slow connections"). A request whose framing cannot be trusted is answered and its connection
-// closed.
+// whole request, else 408 and the connection closes, so a client that trickles bytes cannot hold
+// anything for long), the connections held open (Limits::maxOpenConnections, maxOpenPerClient from
+// one address) and the requests answered at once (maxActiveRequests, maxActivePerClient).
+//
+// Threads go to requests, not to connections: one thread (run()'s) accepts every connection at
+// once and watches all that are waiting — idle between requests, or with a request line and
+// headers still arriving — and only a request whose head has arrived whole gets a thread of its
+// own. So connections that send nothing, or one byte a second, cost a descriptor each and never
+// a thread or the acceptor's time, and a client's new connection is never stuck behind them.
+// Over the open-connection bounds a waiting connection is closed to make room (one that never
+// completed a request first); a request finding every thread busy waits up to Limits::busyWaitMs
+// for one, and only then is refused with 503 (docs/mcp.md, "Idle and slow connections"). A
+// request whose framing cannot be trusted is answered and its connection closed.
 //
 // What the server answers is the Handler's business, in two steps: `screen` sees the request line
 // and headers before the body is read (so a request refused by authentication or routing never
@@ -24,7 +30,9 @@
 #include <cstdint>
 #include <functional>
 #include <list>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,9 +49,14 @@ struct Limits {
     size_t maxBody = size_t(16) << 20;
     uint64_t readTimeoutMs = 30'000;  // for one whole request, from the first wait to its last byte
     uint64_t headTimeoutMs = 10'000;  // for the request line and headers, and for an idle connection
-    size_t maxConnections = 64;
-    size_t maxPerClient = 32;  // connections from one peer address
-    uint64_t busyWaitMs = 2'000;  // how long a newcomer may wait for a busy connection to finish
+    // Requests answered at once, a thread each (and a second one watching for the client's hang-up).
+    size_t maxActiveRequests = 64;
+    size_t maxActivePerClient = 32;  // of those, from one peer address
+    // Connections held open, waiting or answered: a waiting one costs a descriptor and its unread
+    // bytes (under kMaxHeadBytes), no thread. serveMcpHttp raises the descriptor limit to fit.
+    size_t maxOpenConnections = 1024;
+    size_t maxOpenPerClient = 256;  // of those, from one peer address
+    uint64_t busyWaitMs = 2'000;    // how long a request whose head has arrived may wait for a thread
 };
 
 struct Request {
@@ -121,9 +134,9 @@ public:
     // The port actually bound.
     uint16_t port() const { return port_; }
 
-    // Accepts connections and serves them with `handler` until stop(); then lets every
-    // connection finish the request it is answering, and returns. SIGINT and SIGTERM are blocked
-    // on the connection threads, so their handlers run on the thread that called run().
+    // Accepts connections and serves them with `handler` until stop(); then closes the waiting
+    // connections, lets every request being answered finish, and returns. SIGINT and SIGTERM are
+    // blocked on the request threads, so their handlers run on the thread that called run().
     void run(Handler& handler);
     // Makes run() return. Async-signal-safe: it only writes to a pipe.
     void stop() noexcept;
@@ -134,14 +147,38 @@ private:
     Limits limits_;
     int listenFd_ = -1;
     int wakeFds_[2] = {-1, -1};  // stop() writes to [1]; run() polls [0]
+    int doneFd_ = -1;            // an eventfd: a request thread has finished (see finished_)
+    int yieldFd_ = -1;           // an eventfd, readable while requests wait for a thread
+    std::atomic<bool> yielding_{false};  // the same, for a quick look
     uint16_t port_ = 0;
-    std::list<std::unique_ptr<Connection>> connections_;  // touched only by run()'s thread
-    std::atomic<bool> crowded_{false};  // a newcomer waits for room: responses close their connections
 
-    void serve(Connection& c, Handler& handler);
-    void reap(bool all);
-    // Whether a new connection from `peer` may be served, evicting a waiting one if a bound is reached.
+    // The rest is run()'s thread's own, except finished_.
+    int epollFd_ = -1;
+    std::list<std::unique_ptr<Connection>> connections_;  // every open connection
+    std::list<Connection*> queue_;                        // heads complete, waiting for a thread, oldest first
+    size_t active_ = 0;                                   // requests being answered
+    std::map<std::string, size_t> openByPeer_, activeByPeer_;
+    std::mutex finishedMutex_;
+    std::vector<Connection*> finished_;  // guarded: connections whose request thread is done
+
+    void acceptNewcomers();
+    // Whether a new connection from `peer` may be held, closing a waiting one if a bound is reached.
     bool makeRoom(const std::string& peer);
+    // Reads what a waiting connection has sent; queues it once its head is whole.
+    void readWaiting(Connection& c);
+    void queue(Connection& c);
+    void dispatch(Handler& handler);
+    void collectFinished();
+    // 503 for requests that waited too long for a thread; with `sweepWaiting`, also 408 for heads
+    // that did not arrive in time, and idle connections closed.
+    void expire(bool sweepWaiting);
+    void close(Connection& c);
+    // On a request's thread: answers the request whose head `c` holds, and the next ones that
+    // arrive while it lingers; true to keep the connection.
+    bool serveConnection(Connection& c, Handler& handler);
+    bool serveRequest(Connection& c, Handler& handler);
+    // Waits a moment for the next request's head on a kept connection: true when it has arrived.
+    bool awaitNextHead(Connection& c);
 };
 
 }  // namespace remit::cli::http

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -474,6 +475,16 @@ int serveMcpHttp(std::string_view tool, const McpHttpOptions& options, McpEndpoi
 
     http::Limits limits;
     limits.maxBody = mcp::kMaxMessageBytes;
+    // The server holds up to maxOpenConnections connections, and its runs and usage file take
+    // descriptors besides; a soft limit of 1024, common for services, would refuse connections
+    // long before that. The hard limit is the operator's: it is never exceeded.
+    if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0) {
+        rlim_t wanted = limits.maxOpenConnections + 1024;
+        if (files.rlim_cur != RLIM_INFINITY && files.rlim_cur < wanted) {
+            files.rlim_cur = files.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, files.rlim_max);
+            ::setrlimit(RLIMIT_NOFILE, &files);
+        }
+    }
     http::Server server(limits);
     // Installed before listening, so a signal during start-up ends the server cleanly too.
     gServer = &server;

@@ -169,7 +169,8 @@ def test_cancellation_from_another_connection():
 def test_idle_and_slow_connections_cannot_lock_clients_out():
     """Idle connections and a slowloris (issue #16 items 3 and 11): 64 connections that never send
     a byte, then 80 that send one byte at a time, while a keyed client makes 100 calls and a health
-    check runs. Every one of those is answered; the squatters are closed to make room."""
+    check runs. Every one of those is answered: a squatter costs the server no thread, only a
+    place among its open connections, and is closed when a place is needed."""
     w, keys, _ = keys_workspace()
     with w, Server("--keys", keys) as s:
         idle = [socket.create_connection(("127.0.0.1", s.port), timeout=10) for _ in range(64)]

@@ -1,12 +1,15 @@
 // The HTTP/1.1 server of `mcp --http` (cli/http_server.h): the request parser on good, split,
 // oversized and garbage input, response framing, and the connection loop in process — keep-alive,
-// pipelining, a request refused before its body, the read timeout, the connection cap and stop().
+// pipelining, a request refused before its body, the read timeout, the bounds on open connections
+// and on requests answered at once, idle and slow connections by the hundred, and stop().
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -311,9 +314,9 @@ TEST_CASE("http server: a head that does not arrive in time") {
     ::close(slow);
 }
 
-TEST_CASE("http server: at the connection cap a waiting connection makes room; busy ones do not") {
+TEST_CASE("http server: at the open-connection bound a waiting connection makes room; busy ones do not") {
     Limits limits;
-    limits.maxConnections = 2;
+    limits.maxOpenConnections = 2;
     limits.busyWaitMs = 200;
     Running running(limits);
     // Two squatters: one idle from the start, one sending its head slowly. Newcomers take their
@@ -337,8 +340,9 @@ TEST_CASE("http server: at the connection cap a waiting connection makes room; b
     ::close(slow);
     for (int fd : served) ::close(fd);
 
-    // Two connections busy answering a request: a third is refused, 503 with Retry-After. (The
-    // pause lets the closed connections above end, so none is left waiting to be evicted.)
+    // Two connections busy answering a request: a third cannot be held and is refused, 503 with
+    // Retry-After. (The pause lets the closed connections above end, so none is left waiting to be
+    // evicted.)
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     int a = running.connect(), b = running.connect();
     sendText(a, "POST /wait HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
@@ -353,9 +357,9 @@ TEST_CASE("http server: at the connection cap a waiting connection makes room; b
     ::close(b);
 }
 
-TEST_CASE("http server: one client address holds at most maxPerClient connections") {
+TEST_CASE("http server: one client address holds at most maxOpenPerClient connections") {
     Limits limits;
-    limits.maxPerClient = 1;
+    limits.maxOpenPerClient = 1;
     limits.busyWaitMs = 200;
     Running running(limits);
     int first = running.connect();
@@ -365,6 +369,126 @@ TEST_CASE("http server: one client address holds at most maxPerClient connection
     CHECK(receive(second).find("HTTP/1.1 503 ") == 0);
     ::close(second);
     ::close(first);
+}
+
+TEST_CASE("http server: a request finding every thread busy waits for one, then is refused") {
+    Limits limits;
+    limits.maxActiveRequests = 2;
+    limits.busyWaitMs = 300;
+    Running running(limits);
+    int a = running.connect(), b = running.connect();
+    sendText(a, "POST /wait HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+    sendText(b, "POST /wait HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+    REQUIRE(running.handler.waitForWaiting(2));
+    // Held (there is room for connections), but no thread comes free within the busy wait.
+    int late = running.connect();
+    sendText(late, "GET /g HTTP/1.1\r\nHost: x\r\n\r\n");
+    std::string refused = receive(late);
+    CHECK(refused.find("HTTP/1.1 503 ") == 0);
+    CHECK(refused.find("Retry-After: 1") != std::string::npos);
+    CHECK(closedByPeer(late));
+    ::close(late);
+    // One that a thread reaches within the wait is answered: a's hang-up ends its request.
+    int patient = running.connect();
+    sendText(patient, "GET /h HTTP/1.1\r\nHost: x\r\n\r\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ::close(a);
+    CHECK(receive(patient).ends_with("GET /h "));
+    ::close(patient);
+    ::close(b);
+}
+
+TEST_CASE("http server: one client address has at most maxActivePerClient requests answered at once") {
+    Limits limits;
+    limits.maxActivePerClient = 1;
+    limits.busyWaitMs = 200;
+    Running running(limits);
+    int first = running.connect();
+    sendText(first, "POST /wait HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+    REQUIRE(running.handler.waitForWaiting(1));
+    int second = running.connect();  // the same address, its one request being answered: refused
+    sendText(second, "GET /g HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(receive(second).find("HTTP/1.1 503 ") == 0);
+    ::close(second);
+    ::close(first);
+}
+
+// The defect remit_bench_load found (docs/testing.md, "Load"): connections that send nothing took
+// a connection thread each and the acceptor's time, so behind a few hundred of them a client's
+// connection waited in the listen backlog for many seconds. Now they cost a descriptor each; a
+// client is answered at once, and they are not even closed while there is room for them.
+TEST_CASE("http server: hundreds of idle and slow connections never keep a client waiting") {
+    Limits limits;
+    limits.maxActiveRequests = 2;
+    limits.maxOpenPerClient = limits.maxOpenConnections;  // every squatter comes from 127.0.0.1
+    Running running(limits);
+    std::vector<int> squatters;
+    for (int i = 0; i < 400; ++i) {
+        squatters.push_back(running.connect());
+        if (i % 2) sendText(squatters.back(), "POST /mcp HTTP/1.1\r\nHo");
+    }
+    for (int round = 0; round < 3; ++round) {
+        int client = running.connect();
+        sendText(client, "GET /g HTTP/1.1\r\nHost: x\r\n\r\n");
+        CHECK(receive(client).ends_with("GET /g "));
+        ::close(client);
+    }
+    pollfd probe[2] = {{squatters.front(), POLLIN, 0}, {squatters.back(), POLLIN, 0}};
+    CHECK(::poll(probe, 2, 0) == 0);  // still open, nothing sent to them
+    for (int fd : squatters) ::close(fd);
+}
+
+// The lock-out remit_bench_load found (docs/testing.md, "Load"): an attacker holding a few hundred
+// connections that send nothing, reopening each one the server closes. Each held a thread and a
+// place among 64, and the server took about 64 a second, so the listen backlog stayed full of
+// them and a client's connection did not even complete its handshake in 15 s. Now they cost a
+// descriptor each and the server accepts at once.
+TEST_CASE("http server: squatters that reconnect at once never keep a client from connecting") {
+    Limits limits;
+    limits.maxActiveRequests = 2;
+    limits.maxOpenPerClient = limits.maxOpenConnections;  // every connection comes from 127.0.0.1
+    Running running(limits);
+    sockaddr_in server{};
+    server.sin_family = AF_INET;
+    server.sin_port = htons(running.server.port());
+    server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    std::atomic<bool> stop{false};
+    std::thread attacker([&] {
+        std::vector<pollfd> held(300, pollfd{-1, POLLIN, 0});
+        while (!stop) {
+            for (pollfd& p : held)
+                if (p.fd < 0) {
+                    p.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+                    ::connect(p.fd, reinterpret_cast<sockaddr*>(&server), sizeof server);
+                }
+            ::poll(held.data(), held.size(), 20);
+            for (pollfd& p : held) {
+                char chunk[512];
+                if (p.revents && ::recv(p.fd, chunk, sizeof chunk, MSG_DONTWAIT) <= 0) {
+                    ::close(p.fd);  // closed by the server (or refused): open another at once
+                    p.fd = -1;
+                }
+                p.revents = 0;
+            }
+        }
+        for (pollfd& p : held) ::close(p.fd);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (int round = 0; round < 3; ++round) {
+        int client = ::socket(AF_INET, SOCK_STREAM, 0);
+        timeval timeout{5, 0};  // bounds the handshake (and each read) as a client's timeout would
+        ::setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+        ::setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+        bool connected = ::connect(client, reinterpret_cast<sockaddr*>(&server), sizeof server) == 0;
+        CHECK(connected);
+        if (connected) {
+            sendText(client, "GET /g HTTP/1.1\r\nHost: x\r\n\r\n");
+            CHECK(receive(client).ends_with("GET /g "));
+        }
+        ::close(client);
+    }
+    stop = true;
+    attacker.join();
 }
 
 TEST_CASE("http server: stop() ends run() with an idle connection open") {
