@@ -5,7 +5,8 @@ namespace remit {
 namespace {
 
 constexpr HabitInfo kHabits[] = {
-#define REMIT_HABIT(id, trigger, spellings, message, hint) {Habit::id, HabitTrigger::trigger, spellings, message, hint},
+#define REMIT_HABIT(id, trigger, spellings, message, hint) \
+    {Habit::id, #id, HabitTrigger::trigger, spellings, message, hint},
 #include "compiler/habits.def"
 #undef REMIT_HABIT
 };

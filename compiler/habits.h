@@ -29,6 +29,7 @@ enum class Habit : uint8_t {
 
 struct HabitInfo {
     Habit id;
+    std::string_view name;  // the id as habits.def spells it ("AndAnd"): its golden is habit_and_and
     HabitTrigger trigger;
     std::string_view spellings;  // space-separated
     std::string_view message;

@@ -251,7 +251,9 @@ private:
     // (`} elif x {`, `} catch (e) {`).
     void failKnownHabit() {
         if (stmtStart_ != std::string::npos) failWordHabit(stmtStart_, true);
-        if (at(Tok::Habit)) failHabit(peek().habit, peek().text, {}, peek().span);
+        // A `?` that expr() did not take for `c ? a : b` is an optional type (`Str?`) or the like.
+        if (at(Tok::Habit))
+            failHabit(peek().habit == Habit::Ternary ? Habit::Nullish : peek().habit, peek().text, {}, peek().span);
         if (pos_ > 0 && tok(pos_ - 1).kind == Tok::RBrace) failWordHabit(pos_, false);
     }
 
