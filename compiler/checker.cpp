@@ -1,18 +1,19 @@
 #include "compiler/checker.h"
 
-#include "runtime/builtins.h"
+#include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
 #include <set>
 
-#include <fmt/format.h>
-
 #include "compiler/formatter.h"
+#include "compiler/habits.h"
 #include "compiler/program_hash.h"
+#include "runtime/builtins.h"
 #include "runtime/large_stack.h"
 #include "runtime/suggest.h"
 
@@ -44,6 +45,14 @@ std::string suggest(std::string_view name, const std::vector<std::string>& candi
     std::optional<std::string> best = closestName(name, candidates);
     return best ? fmt::format("did you mean '{}'?", *best) : std::string();
 }
+
+std::string lowerAscii(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+// An expression as a hint quotes it: one line as the formatter writes it, when short enough.
+std::optional<std::string> quoteExpr(const Expr& e) { return habitSnippet(formatExpression(e)); }
 
 std::string joinList(const std::vector<std::string>& items, std::string_view separator = ", ") {
     std::string out;
@@ -257,6 +266,25 @@ public:
         for (const auto& [n, t] : *named) candidates.push_back(n);
         if (pending)
             for (const auto& [n, t] : *pending) candidates.push_back(n);
+        if (Habit habit = findHabit(HabitTrigger::Type, te.name); habit != Habit::None) {  // string, void, dict, ...
+            HabitText text = renderHabit(habit, te.name);
+            error(DiagCode::E0105, std::move(text.message), te.span, std::move(text.hint));
+            // Checking goes on with the type meant, so its uses do not add errors of their own.
+            switch (habit) {
+                case Habit::TypeStr:
+                    return arena_.str();
+                case Habit::TypeBool:
+                    return arena_.boolean();
+                case Habit::TypeInt:
+                    return arena_.integer();
+                case Habit::TypeFloat:
+                    return arena_.floating();
+                case Habit::TypeUnit:
+                    return arena_.unit();
+                default:
+                    return arena_.never();
+            }
+        }
         error(DiagCode::E0105, fmt::format("unknown type '{}'", te.name), te.span, suggest(te.name, candidates));
         return arena_.never();
     }
@@ -499,6 +527,8 @@ private:
     Info modelCall(const CallExpr& e, const Ctx& ctx);
     Info functionCall(const CallExpr& e, const FnDecl& fn, const Ctx& ctx);
     Info builtinCall(const CallExpr& e, const Ctx& ctx);
+    bool callHabit(const CallExpr& e, const Ctx& ctx);
+    int64_t rangeHabit(const CallExpr& e);
     Info fallback(const CallExpr& e, TypeRef expected, Info result, const Ctx& ctx);
     void modifiersOnPlainCall(const CallExpr& e);
 
@@ -903,6 +933,11 @@ Info Checker::exprInner(const Expr& e, const Ctx& ctx) {
             const std::string& name = e.as<NameExpr>().name;
             VarInfo* v = ctx.scope->lookup(name);
             if (!v) {
+                if (Habit habit = findHabit(HabitTrigger::Name, name); habit != Habit::None) {  // null, True, ...
+                    HabitText text = renderHabit(habit, name, {{"form", lowerAscii(name)}});
+                    report(DiagCode::E0101, std::move(text.message), e.span, std::move(text.hint));
+                    return Info{arena_.never(), {}, {}};
+                }
                 std::string hint = suggest(name, ctx.scope->names());
                 if (fns_.count(name) || isBuiltin(name)) hint = fmt::format("'{}' is a function; call it with ()", name);
                 report(DiagCode::E0101, fmt::format("unknown variable '{}'", name), e.span, hint);
@@ -912,8 +947,25 @@ Info Checker::exprInner(const Expr& e, const Ctx& ctx) {
         }
         case ExprKind::Field: {
             const auto& f = e.as<FieldExpr>();
+            // os.environ, process.env: a field of another language's ambient object.
+            if (f.object->kind == ExprKind::Name && !ctx.scope->lookup(f.object->as<NameExpr>().name)) {
+                std::string dotted = f.object->as<NameExpr>().name + "." + f.name;
+                if (Habit habit = findHabit(HabitTrigger::Name, dotted); habit != Habit::None) {
+                    HabitText text = renderHabit(habit, dotted);
+                    report(DiagCode::E0101, std::move(text.message), e.span, std::move(text.hint));
+                    return Info{arena_.never(), {}, {}};
+                }
+            }
             Info o = expr(*f.object, ctx);
             if (o.type->kind == remit::TypeKind::Never) return Info{arena_.never(), o.taint, o.eff};
+            Habit lengthHabit = findHabit(HabitTrigger::Field, f.name);  // xs.length
+            if (lengthHabit != Habit::None && (o.type->kind == remit::TypeKind::List || o.type->isStringLike())) {
+                HabitNames names;
+                if (auto object = quoteExpr(*f.object)) names.emplace_back("arg", *object);
+                HabitText text = renderHabit(lengthHabit, f.name, names);
+                report(DiagCode::E0102, std::move(text.message), f.nameSpan, std::move(text.hint));
+                return Info{arena_.never(), o.taint, o.eff};
+            }
             if (o.type->kind != remit::TypeKind::Record) {
                 report(DiagCode::E0102, fmt::format("type {} has no field '{}'", showType(o.type), f.name), f.nameSpan);
                 return Info{arena_.never(), o.taint, o.eff};
@@ -1380,6 +1432,19 @@ Info Checker::call(const CallExpr& e, const Ctx& ctx) {
         resolved.name = path[0];
         return builtinCall(e, ctx);
     }
+    if (callHabit(e, ctx)) {
+        Info out{arena_.never(), {}, {}};
+        for (const CallArg& a : e.args) {
+            // map(double, xs) passes a function by name: that is the habit, not a second error.
+            bool function = a.value->kind == ExprKind::Name && !ctx.scope->lookup(a.value->as<NameExpr>().name) &&
+                            (fns_.count(a.value->as<NameExpr>().name) || isBuiltin(a.value->as<NameExpr>().name));
+            if (function)
+                referencedFns_.insert(a.value->as<NameExpr>().name);  // it is used, as a value
+            else
+                addInto(out.eff, expr(*a.value, ctx).eff);
+        }
+        return out;
+    }
     if (path.size() >= 2) {
         if (host_.model(path[0]) || agents_.count(path[0])) {
             report(DiagCode::E0203, "models and agents are called with .ask(Type, prompt, context: ...)", e.calleeSpan,
@@ -1407,6 +1472,96 @@ Info Checker::call(const CallExpr& e, const Ctx& ctx) {
     Info out{arena_.never(), {}, {}};
     for (const CallArg& a : e.args) addInto(out.eff, expr(*a.value, ctx).eff);
     return out;
+}
+
+// An unknown function or capability that is another language's habit (compiler/habits.def):
+// print, now, map, xs.len(), ... Reports it, with the call's own names in the hint, and returns
+// true; false when the call is no habit and the generic error applies.
+bool Checker::callHabit(const CallExpr& e, const Ctx& ctx) {
+    const std::vector<std::string>& path = e.callee;
+    auto arg = [&](size_t i) -> std::optional<std::string> {
+        return i < e.args.size() ? quoteExpr(*e.args[i].value) : std::nullopt;
+    };
+    HabitNames names;
+    auto add = [&](std::string_view key, std::optional<std::string> value) {
+        if (value) names.emplace_back(key, std::move(*value));
+    };
+    // map(f, xs) / filter(f, xs): the body calls f on the loop variable.
+    auto mapNames = [&](std::optional<std::string> function, std::optional<std::string> list) {
+        names.emplace_back("arg", "x");
+        add("list", std::move(list));
+        if (function) names.emplace_back("body", *function + "(x)");
+    };
+    std::string word = path.size() >= 2 ? e.calleeName() : path[0];
+    Habit habit = Habit::None;
+    DiagCode code = DiagCode::E0107;
+    if (path.size() == 2 && ctx.scope->lookup(path[0])) {
+        // A method on a variable: `xs.len()`, `xs.map(f)`, `s.lower()`, `xs.append(x)`.
+        const std::string& object = path[0];
+        const std::string& method = path[1];
+        code = DiagCode::E0202;
+        word = method;
+        names.emplace_back("arg", object);
+        habit = findHabit(HabitTrigger::Method, method);
+        if (Habit call = findHabit(HabitTrigger::Call, "." + method); call == Habit::Map || call == Habit::Filter) {
+            habit = call;
+            word = "." + method;
+            names.clear();
+            mapNames(e.args.empty() ? std::nullopt : arg(0), object);
+        } else if (call == Habit::Reduce) {
+            habit = call;
+            word = "." + method;
+            names = {{"list", object}};
+        } else if (habit == Habit::MethodAppend) {
+            add("value", arg(0));
+        } else if (std::string builtin = lowerAscii(method); habit == Habit::None && isBuiltin(builtin)) {
+            std::string form = builtin + "(" + object;  // s.startsWith(p) is startswith(s, p)
+            for (size_t i = 0; i < e.args.size(); ++i) form += ", " + arg(i).value_or("...");
+            habit = Habit::MethodBuiltin;
+            names.emplace_back("form", form + ")");
+        } else if (habit == Habit::None) {
+            habit = Habit::Method;
+        }
+    } else {
+        code = path.size() >= 2 ? DiagCode::E0202 : DiagCode::E0107;
+        habit = findHabit(HabitTrigger::Call, word);
+        if (habit == Habit::Map || habit == Habit::Filter)
+            mapNames(arg(0), arg(1));
+        else if (habit == Habit::Reduce)
+            add("list", arg(e.args.size() >= 2 ? 1 : 0));
+        else
+            add("arg", arg(0));
+    }
+    if (habit == Habit::None) return false;
+    HabitText text = renderHabit(habit, word, names);
+    report(code, std::move(text.message), e.calleeSpan, std::move(text.hint));
+    return true;
+}
+
+// range(a, b[, step]): range takes one integer literal and counts from 0, so the hint shifts it.
+int64_t Checker::rangeHabit(const CallExpr& e) {
+    auto literal = [&](size_t i) -> std::optional<int64_t> {
+        if (i < e.args.size() && e.args[i].value->kind == ExprKind::Int) return e.args[i].value->as<IntLit>().value;
+        return std::nullopt;
+    };
+    std::string low = quoteExpr(*e.args[0].value).value_or("a"), high = quoteExpr(*e.args[1].value).value_or("b");
+    std::optional<int64_t> a = literal(0), b = literal(1),
+                           step = e.args.size() == 3 ? literal(2) : std::optional<int64_t>(1);
+    std::string form;
+    int64_t count = 0;
+    if (a && b && step && *step > 0) {
+        count = std::max<int64_t>(0, (*b - *a + *step - 1) / *step);
+        std::string item = *step == 1 ? "k" : fmt::format("k * {}", *step);
+        if (*a != 0) item = fmt::format("{} + {}", *a, item);
+        form = *a == 0 && *step == 1 ? fmt::format("range({})", count)
+                                     : fmt::format("for k in range({}) {{ {} }}", count, item);
+    } else {
+        form = fmt::format("for k in range(100) if k < {} - {} {{ {} + k }}, with 100 a bound on {} - {}", high, low,
+                           low, high, low);
+    }
+    HabitText text = renderHabit(Habit::RangeArgs, "range", {{"form", form}});
+    report(DiagCode::E0104, std::move(text.message), e.calleeSpan, std::move(text.hint));
+    return count;
 }
 
 SiteRecord& Checker::siteFor(const CallExpr& e, const std::string& resource, const std::optional<std::string>& agent) {
@@ -1774,6 +1929,10 @@ Info Checker::builtinCall(const CallExpr& e, const Ctx& ctx) {
         return ret(arena_.list(type(0)->elem, std::max<int64_t>(0, bound)));
     }
     if (name == "range") {
+        if (infos.size() == 2 || infos.size() == 3) {  // Python's range(a, b) and range(a, b, step)
+            // Bounded, so a loop over it adds no E0401 of its own.
+            return ret(arena_.list(arena_.integer(), rangeHabit(e)));
+        }
         if (!arity({1})) return ret(arena_.list(arena_.integer(), 0));
         std::optional<int64_t> k = intLiteral(0);
         if (!k) {

@@ -44,6 +44,45 @@ const Spelling* punctuationAt(std::string_view rest) {
     return nullptr;
 }
 
+// The operators of other languages (habits.def, triggers Lexical and Operator) that the lexer
+// reads as one Habit token, so the parser can name them where they stand instead of meeting a
+// stray character or a pair of Remit tokens. The quote and comment habits are read by
+// lexSingleQuoted, lexBacktick and the `//` check instead.
+struct HabitOperator {
+    std::string_view text;
+    Habit habit;
+};
+
+const std::vector<HabitOperator>& habitOperators() {
+    static const std::vector<HabitOperator> table = [] {
+        std::vector<HabitOperator> out;
+        for (const HabitInfo& h : allHabits()) {
+            if (h.trigger != HabitTrigger::Lexical && h.trigger != HabitTrigger::Operator) continue;
+            if (h.id == Habit::SingleQuote || h.id == Habit::Backtick || h.id == Habit::SlashComment) continue;
+            for (size_t start = 0; start < h.spellings.size();) {
+                size_t end = std::min(h.spellings.find(' ', start), h.spellings.size());
+                out.push_back({h.spellings.substr(start, end - start), h.id});
+                start = end + 1;
+            }
+        }
+        return out;
+    }();
+    return table;
+}
+
+// The habit operator at the start of `rest` when it is longer than any Remit punctuation there
+// (so `!=` stays Remit's and `!==` is the habit); null otherwise.
+const HabitOperator* habitOperatorAt(std::string_view rest, const Spelling* punctuation) {
+    const HabitOperator* best = nullptr;
+    size_t bestLength = punctuation ? punctuation->text.size() : 0;
+    for (const HabitOperator& op : habitOperators())
+        if (op.text.size() > bestLength && rest.substr(0, op.text.size()) == op.text) {
+            best = &op;
+            bestLength = op.text.size();
+        }
+    return best;
+}
+
 // Keyword or identifier: one hash lookup per word.
 Tok keywordKind(std::string_view word) {
     static const std::unordered_map<std::string_view, Tok> keywords = [] {
@@ -227,7 +266,12 @@ private:
         if (isDigit(c)) return lexNumber();
         if (isIdentStart(c)) return lexWord();
         if (c == '"') return lexString();
-        if (const Spelling* p = punctuationAt(src_.substr(pos_))) return lexPunctuation(*p);
+        // `//` opening a line is a comment of another language (mid-line it is an operator).
+        if (c == '/' && src_.substr(pos_, 2) == "//" && lastCodeLine_ != line_) return lexSlashComment();
+        if ((c == '\'' || c == '`') && lexOtherQuotes(c)) return;
+        const Spelling* p = punctuationAt(src_.substr(pos_));
+        if (const HabitOperator* h = habitOperatorAt(src_.substr(pos_), p)) return lexHabitOperator(*h);
+        if (p) return lexPunctuation(*p);
         Span span = here();
         std::string shown = c >= 0x20 && c < 0x7F ? fmt::format("'{}'", c)
                                                   : std::string(src_.substr(pos_, std::max<size_t>(1, utf8SequenceLength(src_, pos_))));
@@ -258,6 +302,60 @@ private:
         out_.comments.push_back(std::move(comment));
         col_ += static_cast<uint32_t>(codePointCount(src_.substr(begin, end - begin)));
         pos_ = end;
+    }
+
+    void lexHabitOperator(const HabitOperator& op) {
+        size_t begin = pos_;
+        Span span = here(static_cast<uint32_t>(op.text.size()));
+        pos_ += op.text.size();
+        col_ += static_cast<uint32_t>(op.text.size());
+        Token t = make(Tok::Habit, begin, span);
+        t.habit = op.habit;
+        push(t);
+    }
+
+    // `// text` at the start of a line: reported once, and the line read as the comment it was
+    // meant to be, so the parser does not see two slashes.
+    void lexSlashComment() {
+        Span span = here(2);
+        size_t end = src_.find('\n', pos_);
+        if (end == std::string_view::npos) end = src_.size();
+        std::string_view text = src_.substr(pos_ + 2, end - pos_ - 2);
+        HabitNames names;
+        if (auto shown = habitSnippet(text)) names.emplace_back("text", *shown);
+        HabitText h = renderHabit(Habit::SlashComment, "//", names);
+        error(DiagCode::E0001, std::move(h.message), span, std::move(h.hint));
+        col_ += static_cast<uint32_t>(codePointCount(src_.substr(pos_, end - pos_)));
+        pos_ = end;
+    }
+
+    // 'text' and `text`: other languages' strings, closed on the same line. One E0001 names the
+    // Remit spelling, and an empty string token stands in so the parser goes on without a
+    // cascade. False (nothing consumed) when the quote is not closed on its line: a stray
+    // character.
+    bool lexOtherQuotes(char quote) {
+        size_t lineEnd = src_.find('\n', pos_);
+        if (lineEnd == std::string_view::npos) lineEnd = src_.size();
+        size_t close = src_.find(quote, pos_ + 1);
+        if (close == std::string_view::npos || close >= lineEnd) return false;
+        size_t begin = pos_;
+        Span start = here();
+        std::string_view body = src_.substr(pos_ + 1, close - pos_ - 1);
+        std::string text;
+        for (size_t i = 0; i < body.size(); ++i) {
+            if (quote == '`' && body[i] == '$' && i + 1 < body.size() && body[i + 1] == '{') continue;  // ${x} is {x}
+            if (body[i] == '"' && (i == 0 || body[i - 1] != '\\')) text += '\\';
+            text += body[i];
+        }
+        col_ += static_cast<uint32_t>(codePointCount(src_.substr(pos_, close + 1 - pos_)));
+        pos_ = close + 1;
+        Span span{start.line, start.col, line_, col_};
+        HabitNames names;
+        if (auto shown = habitSnippet(text)) names.emplace_back("text", *shown);
+        HabitText h = renderHabit(quote == '`' ? Habit::Backtick : Habit::SingleQuote, std::string(1, quote), names);
+        error(DiagCode::E0001, std::move(h.message), span, std::move(h.hint));
+        pushPlaceholderString(begin, start);
+        return true;
     }
 
     void lexPunctuation(const Spelling& p) {

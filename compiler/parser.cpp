@@ -2,7 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+#include <utility>
+
+#include "compiler/habits.h"
 #include "compiler/lexer.h"
+#include "runtime/builtins.h"
 
 namespace remit {
 
@@ -23,6 +29,9 @@ struct ParseContext {
     uint32_t nextId = 1;
     size_t errors = 0;
     size_t depth = 0;
+    // Lines with a lexical error: a syntax error on one of them is the lexical error's cascade,
+    // not a new mistake, so it is not reported (the statement is still skipped).
+    std::vector<uint32_t> lexicalErrorLines;
 };
 
 class Parser {
@@ -46,6 +55,17 @@ private:
     std::vector<bool> taken_;
     size_t pos_ = 0;
     Span lastSpan_;  // the span of the last consumed token
+    // The first token of the statement being parsed (npos outside statements): a statement that
+    // starts with a habit word (`while`, `try`, ...) and fails is reported as that habit.
+    size_t stmtStart_ = std::string::npos;
+    std::string forVar_;  // the variable of the `for` whose list is being parsed, for range hints
+    // The calls whose arguments are being parsed, innermost last: a lambda passed to `map` or
+    // `filter` is hinted as the `for` it should be.
+    struct OpenCall {
+        const std::vector<std::string>* callee;
+        size_t firstArgBegin = std::string::npos, firstArgEnd = std::string::npos;  // token indices
+    };
+    std::vector<OpenCall> openCalls_;
 
     // ------------------------------------------------------------ tokens
 
@@ -71,13 +91,178 @@ private:
         record(DiagCode::E0100, std::move(message), span, std::move(hint));
         throw SyntaxError{};
     }
-    [[noreturn]] void failAt(std::string message, std::string hint = {}) { fail(std::move(message), peek().span, std::move(hint)); }
+    // Every generic syntax error passes here: where a habit explains it better, the habit is
+    // reported instead (failHabit throws).
+    [[noreturn]] void failAt(std::string message, std::string hint = {}) {
+        failKnownHabit();
+        fail(std::move(message), peek().span, std::move(hint));
+    }
     void record(DiagCode code, std::string message, Span span, std::string hint = {}, Json details = nullptr) {
+        if (code == DiagCode::E0100 && afterLexicalError(span)) return;
         Diagnostic d = makeDiagnostic(code, std::move(message), std::string(ctx_.file), span, std::move(hint));
         d.details = std::move(details);
         if (ctx_.diags.add(std::move(d))) ++ctx_.errors;
         if (ctx_.errors >= ctx_.limits.maxErrors) throw ParseStop{};
     }
+
+    bool afterLexicalError(const Span& span) const {
+        const std::vector<uint32_t>& lines = ctx_.lexicalErrorLines;
+        if (std::binary_search(lines.begin(), lines.end(), span.line)) return true;
+        return stmtStart_ != std::string::npos &&
+               std::binary_search(lines.begin(), lines.end(), toks_[stmtStart_].span.line);
+    }
+
+    // ------------------------------------------------------------ habits (compiler/habits.def)
+
+    // The source text from token `first` to token `last`, both included; empty when it cannot be
+    // cut out (synthetic tokens, or a range that is not one piece of text).
+    std::string_view textBetween(size_t first, size_t last) const {
+        if (first > last || last >= toks_.size()) return {};
+        const char* begin = toks_[first].text.data();
+        const char* end = toks_[last].text.data();
+        if (!begin || !end || end < begin) return {};
+        return std::string_view(begin, static_cast<size_t>(end - begin) + toks_[last].text.size());
+    }
+    std::optional<std::string> snippet(size_t first, size_t last) const {
+        return habitSnippet(textBetween(first, last));
+    }
+    static void addName(HabitNames& names, std::string_view key, std::optional<std::string> value) {
+        if (value) names.emplace_back(key, std::move(*value));
+    }
+    // Index of the bracket closing the one at `open` (same kind), or npos.
+    size_t matching(size_t open) const {
+        Tok o = toks_[open].kind;
+        Tok c = o == Tok::LParen ? Tok::RParen : o == Tok::LBracket ? Tok::RBracket : Tok::RBrace;
+        int depth = 0;
+        for (size_t i = open; i < toks_.size(); ++i) {
+            if (toks_[i].kind == o)
+                ++depth;
+            else if (toks_[i].kind == c && --depth == 0)
+                return i;
+            else if (toks_[i].kind == Tok::Eof)
+                break;
+        }
+        return std::string::npos;
+    }
+    const Token& tok(size_t i) const { return toks_[std::min(i, toks_.size() - 1)]; }
+
+    [[noreturn]] void failHabit(Habit habit, std::string_view word, const HabitNames& names, Span span) {
+        const HabitInfo& info = habitInfo(habit);
+        HabitText text = renderHabit(habit, word, names);
+        record(info.trigger == HabitTrigger::Lexical ? DiagCode::E0001 : DiagCode::E0100, std::move(text.message), span,
+               std::move(text.hint));
+        throw SyntaxError{};
+    }
+
+    // The Word habit (or, at a statement's start, the statement form of a Call habit such as
+    // `print x`) spelled by token `i`, when what follows it shows it is not the user's own name:
+    // something no name can be followed by, or `(...)` and then a block or `:`.
+    Habit wordHabitAt(size_t i, bool statementStart) const {
+        const Token& w = tok(i);
+        if (w.kind != Tok::Ident && !isKeyword(w.kind)) return Habit::None;
+        Habit habit = findHabit(HabitTrigger::Word, w.text);
+        if (habit == Habit::None && statementStart) habit = findHabit(HabitTrigger::Call, w.text);
+        if (habit == Habit::None || (habit == Habit::ElseLine && !statementStart)) return Habit::None;
+        if (isKeyword(w.kind)) return habit;  // `else`, `fn`, `import`: never a user's name
+        const Token& next = tok(i + 1);
+        switch (next.kind) {
+            case Tok::Ident:
+            case Tok::Int:
+            case Tok::Float:
+            case Tok::Str:
+            case Tok::LBrace:
+            case Tok::Colon:
+            case Tok::Habit:
+                return habit;
+            case Tok::LParen: {
+                size_t close = matching(i + 1);
+                if (close == std::string::npos) return Habit::None;
+                Tok after = tok(close + 1).kind;
+                return after == Tok::LBrace || after == Tok::Colon || after == Tok::Ident ? habit : Habit::None;
+            }
+            default:
+                break;
+        }
+        bool operatorLike = next.kind == Tok::KwIn || next.kind == Tok::KwAnd || next.kind == Tok::KwOr ||
+                            next.kind == Tok::KwElse || next.kind == Tok::KwRetry || next.kind == Tok::KwTimeout;
+        return isKeyword(next.kind) && !operatorLike ? habit : Habit::None;
+    }
+
+    // Reports the Word habit at token `i` with the names that follow it; returns only when there
+    // is none.
+    void failWordHabit(size_t i, bool statementStart) {
+        Habit habit = wordHabitAt(i, statementStart);
+        if (habit == Habit::None) return;
+        HabitNames names;
+        // $cond: up to the block (or `:`) on the same line, outer parentheses dropped.
+        size_t first = i + 1, last = first;
+        int depth = 0;
+        while (last < toks_.size() && tok(last).kind != Tok::Eof && tok(last).span.line == tok(i).span.line) {
+            Tok k = tok(last).kind;
+            if (depth == 0 && (k == Tok::LBrace || k == Tok::Colon || k == Tok::Newline || k == Tok::Semicolon)) break;
+            if (k == Tok::LParen || k == Tok::LBracket) ++depth;
+            if ((k == Tok::RParen || k == Tok::RBracket) && depth > 0) --depth;
+            ++last;
+        }
+        if (last > first) {
+            size_t a = first, b = last - 1;
+            if (tok(a).kind == Tok::LParen && matching(a) == b) ++a, --b;
+            addName(names, "cond", snippet(a, b));
+            addName(names, "arg", snippet(a, b));
+        }
+        // $name: the dotted name after the word (`def greet`, `class Point`, `use web.fetch`).
+        if (tok(i + 1).kind == Tok::Ident) {
+            size_t end = i + 1;
+            while (tok(end + 1).kind == Tok::Dot && tok(end + 2).kind == Tok::Ident) end += 2;
+            addName(names, "name", snippet(i + 1, end));
+            // $params: the first name of each parameter (`def f(a, b=1)`, `func f(a int)`).
+            if (tok(end + 1).kind == Tok::LParen) {
+                size_t close = matching(end + 1);
+                std::string params;
+                bool expectName = true;
+                for (size_t k = end + 2; close != std::string::npos && k < close; ++k) {
+                    if (tok(k).kind == Tok::Comma)
+                        expectName = true;
+                    else if (expectName && tok(k).kind == Tok::Ident) {
+                        if (!params.empty()) params += ", ";
+                        params += fmt::format("{}: Str", tok(k).text);
+                        expectName = false;
+                    }
+                }
+                names.emplace_back("params", params);
+            }
+            // $form for `enum Color { Red, Green }`: the union of its names.
+            if (habit == Habit::Enum && tok(end + 1).kind == Tok::LBrace) {
+                size_t close = matching(end + 1);
+                std::string form;
+                for (size_t k = end + 2; close != std::string::npos && k < close; ++k)
+                    if (tok(k).kind == Tok::Ident && tok(k - 1).kind != Tok::Assign) {
+                        if (!form.empty()) form += " | ";
+                        form += fmt::format("\"{}\"", tok(k).text);
+                    }
+                if (!form.empty() && form.size() <= 60) names.emplace_back("form", form);
+            }
+        }
+        failHabit(habit, tok(i).text, names, tok(i).span);
+    }
+
+    // At a failure: the habit that explains it, if any — a statement that starts with a habit
+    // word, a habit operator where the parser stopped, or a habit word right after a `}`
+    // (`} elif x {`, `} catch (e) {`).
+    void failKnownHabit() {
+        if (stmtStart_ != std::string::npos) failWordHabit(stmtStart_, true);
+        // A `?` that expr() did not take for `c ? a : b` is an optional type (`Str?`) or the like.
+        if (at(Tok::Habit))
+            failHabit(peek().habit == Habit::Ternary ? Habit::Nullish : peek().habit, peek().text, {}, peek().span);
+        if (pos_ > 0 && tok(pos_ - 1).kind == Tok::RBrace) failWordHabit(pos_, false);
+    }
+
+    [[noreturn]] void failLambda(size_t first, std::string params, size_t bodyFirst, size_t bodyLast);
+    [[noreturn]] void failRange(size_t lowerFirst);
+    [[noreturn]] void failCFor(size_t forIndex);
+    [[noreturn]] void failDict(size_t open);
+    [[noreturn]] void failComprehension(size_t itemFirst, size_t itemLast);
+    [[noreturn]] void failMethodOnValue(size_t objectFirst, size_t dot);
 
     const Token& expect(Tok kind, std::string hint = {}) {
         if (!at(kind)) failAt(fmt::format("expected '{}', found {}", tokenSpelling(kind), describeToken(peek())), std::move(hint));
@@ -560,6 +745,7 @@ std::unique_ptr<Program> Parser::program() {
                         failAt(fmt::format("'{}' must appear in the program header, before any declaration", peek().text),
                                "move it up, right after the 'program' line");
                     default:
+                        failWordHabit(pos_, true);  // def, class, import, ...
                         failAt(fmt::format("expected a declaration (type, fn, agent, test), found {}", describeToken(peek())));
                 }
                 d->comments.leading = std::move(leading);
@@ -627,6 +813,13 @@ BlockPtr Parser::block() {
             throw ParseStop{};
         }
         auto leading = takeComments(peek().span.line);
+        size_t outerStart = stmtStart_;
+        stmtStart_ = pos_;
+        struct Restore {
+            size_t& slot;
+            size_t value;
+            ~Restore() { slot = value; }
+        } restore{stmtStart_, outerStart};
         try {
             StmtPtr s = statement();
             s->comments.leading = std::move(leading);
@@ -682,6 +875,42 @@ StmtPtr Parser::statement() {
         s->span = from(start);
         return s;
     }
+    // `total += n`, `i++`, `++i` (never valid Remit: `--i` is, a double negation).
+    auto adjacent = [](const Token& a, const Token& b) {
+        return a.span.line == b.span.line && a.span.endCol == b.span.col;
+    };
+    auto arithmetic = [](Tok k) {
+        return k == Tok::Plus || k == Tok::Minus || k == Tok::Star || k == Tok::Slash || k == Tok::Percent;
+    };
+    auto ends = [](Tok k) { return k == Tok::Newline || k == Tok::Semicolon || k == Tok::RBrace || k == Tok::Eof; };
+    if (at(Tok::Ident) && arithmetic(peek(1).kind) && peek(2).kind == Tok::Assign && adjacent(peek(1), peek(2))) {
+        size_t target = pos_;
+        advance();
+        advance();
+        advance();
+        size_t rhsFirst = pos_;
+        expr();
+        HabitNames names{{"name", std::string(tok(target).text)}, {"op", std::string(tok(target + 1).text)}};
+        if (auto rhs = snippet(rhsFirst, pos_ - 1)) {
+            // `total -= a + b` is total - (a + b)
+            bool group = tok(target + 1).kind != Tok::Plus && rhs->find(' ') != std::string::npos;
+            names.emplace_back("rhs", group ? "(" + *rhs + ")" : *rhs);
+        }
+        failHabit(Habit::CompoundAssign, fmt::format("{}=", tok(target + 1).text), names,
+                  Span{tok(target + 1).span.line, tok(target + 1).span.col, tok(target + 2).span.endLine,
+                       tok(target + 2).span.endCol});
+    }
+    bool postfixStep = at(Tok::Ident) && (peek(1).kind == Tok::Plus || peek(1).kind == Tok::Minus) &&
+                       peek(2).kind == peek(1).kind && adjacent(peek(1), peek(2)) && ends(peek(3).kind);
+    bool prefixStep =
+        at(Tok::Plus) && peek(1).kind == Tok::Plus && adjacent(peek(), peek(1)) && peek(2).kind == Tok::Ident;
+    if (postfixStep || prefixStep) {
+        const Token& target = postfixStep ? peek() : peek(2);
+        const Token& op = postfixStep ? peek(1) : peek();
+        HabitNames names{{"name", std::string(target.text)}, {"op", std::string(op.text)}};
+        failHabit(Habit::Increment, fmt::format("{}{}", op.text, op.text), names,
+                  Span{op.span.line, op.span.col, op.span.line, op.span.endCol + 1});
+    }
     if (at(Tok::Ident) && peek(1).kind == Tok::Assign) {
         auto s = std::make_unique<Stmt>(StmtKind::Assign);
         s->id = newId();
@@ -705,14 +934,288 @@ StmtPtr Parser::statement() {
     return s;
 }
 
+// ---------------------------------------------------------------- habits of other languages
+
+// A lambda from token `first`, its parameters and its body's tokens: inside `map`/`filter` (a
+// function or a method) the hint is the `for` that does the same, else a `for` or a named fn.
+void Parser::failLambda(size_t first, std::string params, size_t bodyFirst, size_t bodyLast) {
+    // A braced body `{ return x * 2 }` is quoted without its braces and its `return`.
+    if (bodyFirst <= bodyLast && tok(bodyFirst).kind == Tok::LBrace && tok(bodyLast).kind == Tok::RBrace) {
+        ++bodyFirst;
+        --bodyLast;
+        if (tok(bodyFirst).kind == Tok::KwReturn) ++bodyFirst;
+    }
+    std::string param = params.substr(0, params.find(','));
+    HabitNames names;
+    if (!param.empty()) names.emplace_back("arg", param);
+    addName(names, "body", snippet(bodyFirst, bodyLast));
+    Habit habit = Habit::Lambda;
+    std::string word = std::string(tok(first).text);
+    if (!openCalls_.empty()) {
+        const OpenCall& call = openCalls_.back();
+        const std::vector<std::string>& callee = *call.callee;
+        const std::string& last = callee.back();
+        Habit inCall = findHabit(HabitTrigger::Call, callee.size() >= 2 ? "." + last : last);
+        if (inCall == Habit::Map || inCall == Habit::Filter || inCall == Habit::Reduce) {
+            habit = inCall;
+            word = callee.size() >= 2 ? "." + last : last;
+            if (callee.size() >= 2) {  // xs.map(x => ...): the list is the object
+                std::string object;
+                for (size_t i = 0; i + 1 < callee.size(); ++i) object += (i ? "." : "") + callee[i];
+                names.emplace_back("list", object);
+            } else if (call.firstArgBegin != std::string::npos) {  // map(xs, x => ...)
+                addName(names, "list", snippet(call.firstArgBegin, call.firstArgEnd));
+            } else if (at(Tok::Comma)) {  // map(lambda x: ..., xs)
+                advance();
+                size_t listFirst = pos_;
+                expr();
+                addName(names, "list", snippet(listFirst, pos_ - 1));
+            }
+        }
+    }
+    failHabit(habit, word, names, tok(first).span);
+}
+
+// `a..b`, `a..<b`, `a..=b`, `a...b` from token `lowerFirst`; the parser stands at the first dot.
+void Parser::failRange(size_t lowerFirst) {
+    size_t dots = pos_;
+    advance();
+    advance();
+    std::string word = "..";
+    if (at(Tok::Dot))
+        word = "...";
+    else if (at(Tok::Less))
+        word = "..<";
+    else if (at(Tok::Assign))
+        word = "..=";
+    if (word != "..") advance();
+    size_t upperFirst = pos_;
+    unary();
+    size_t upperLast = pos_ - 1;
+    // `..=` and `...` include the upper end (Rust, Swift, Ruby); `..` and `..<` do not.
+    int64_t inclusive = word == "..=" || word == "..." ? 1 : 0;
+    std::string var = forVar_.empty() ? "i" : forVar_;
+    bool lowerLiteral = dots == lowerFirst + 1 && tok(lowerFirst).kind == Tok::Int;
+    bool upperLiteral = upperFirst == upperLast && tok(upperFirst).kind == Tok::Int;
+    std::string lower = snippet(lowerFirst, dots - 1).value_or("a");
+    std::string upper = snippet(upperFirst, upperLast).value_or("b");
+    std::string form;
+    if (lowerLiteral && upperLiteral) {
+        int64_t low = tok(lowerFirst).intValue,
+                count = std::max<int64_t>(0, tok(upperFirst).intValue - low + inclusive);
+        form = low == 0 ? fmt::format("range({})", count)
+                        : fmt::format("for step in range({}) {{ let {} = step + {} ... }}", count, var, low);
+    } else if (lowerLiteral && tok(lowerFirst).intValue == 0) {
+        form = fmt::format("for {0} in range(100) if {0} {1} {2} {{ ... }}, with 100 a bound on {2}", var,
+                           inclusive ? "<=" : "<", upper);
+    } else {
+        form = fmt::format(
+            "for step in range(100) if step {0} {1} - {2} {{ let {3} = step + {2} ... }}, with 100 a bound on {1} - "
+            "{2}",
+            inclusive ? "<=" : "<", upper, lower, var);
+    }
+    failHabit(Habit::RangeOperator, word, {{"form", form}}, tok(dots).span);
+}
+
+// `for (i = 0; i < n; i++)` and `for (const x of xs)`; the parser stands at the `(`.
+void Parser::failCFor(size_t forIndex) {
+    size_t open = pos_, close = matching(open);
+    if (close == std::string::npos) failAt("expected a loop variable, found '('");
+    std::string form = "for i in range(10) { ... }";
+    // for (const x of xs) / for (x in xs)
+    for (size_t k = open + 1; k < close; ++k) {
+        if ((tok(k).kind == Tok::KwIn || (tok(k).kind == Tok::Ident && tok(k).text == "of")) &&
+            tok(k - 1).kind == Tok::Ident) {
+            form = fmt::format("for {} in {} {{ ... }}", tok(k - 1).text, snippet(k + 1, close - 1).value_or("xs"));
+            failHabit(
+                Habit::CFor, "for (", {{"form", form}},
+                Span{tok(forIndex).span.line, tok(forIndex).span.col, tok(close).span.endLine, tok(close).span.endCol});
+        }
+    }
+    // for (init; cond; step): the variable is the name assigned in init, the bound what cond compares it with.
+    size_t semi1 = std::string::npos, semi2 = std::string::npos;
+    int depth = 0;
+    for (size_t k = open + 1; k < close; ++k) {
+        Tok kind = tok(k).kind;
+        if (kind == Tok::LParen || kind == Tok::LBracket) ++depth;
+        if (kind == Tok::RParen || kind == Tok::RBracket) --depth;
+        if (depth == 0 && kind == Tok::Semicolon) (semi1 == std::string::npos ? semi1 : semi2) = k;
+    }
+    if (semi2 != std::string::npos) {
+        std::string var;
+        int64_t low = 0;
+        bool lowKnown = false;
+        for (size_t k = open + 1; k + 1 < semi1; ++k)
+            if (tok(k).kind == Tok::Ident && tok(k + 1).kind == Tok::Assign) {
+                var = std::string(tok(k).text);
+                lowKnown = k + 3 == semi1 && tok(k + 2).kind == Tok::Int;
+                if (lowKnown) low = tok(k + 2).intValue;
+                break;
+            }
+        size_t c = semi1 + 1;
+        bool compares = !var.empty() && c + 2 < semi2 && tok(c).text == var &&
+                        (tok(c + 1).kind == Tok::Less || tok(c + 1).kind == Tok::LessEq);
+        if (compares) {
+            int64_t inclusive = tok(c + 1).kind == Tok::LessEq ? 1 : 0;
+            size_t b = c + 2, e = semi2 - 1;
+            std::string bound = snippet(b, e).value_or("n");
+            // len(xs), xs.length, xs.size(), xs.len(), xs.count: loop over the list itself.
+            std::optional<std::string> list;
+            if (tok(b).text == "len" && tok(b + 1).kind == Tok::LParen && matching(b + 1) == e)
+                list = snippet(b + 2, e - 1);
+            for (size_t k = b; k < e; ++k) {
+                std::string_view m = tok(k + 1).text;
+                if (tok(k).kind == Tok::Dot && k > b && (m == "length" || m == "size" || m == "len" || m == "count")) {
+                    list = snippet(b, k - 1);
+                    break;
+                }
+            }
+            if (list && lowKnown && low == 0)
+                form = fmt::format("for x in {} {{ ... }}", *list);
+            else if (b == e && tok(b).kind == Tok::Int && lowKnown)
+                form = low == 0 ? fmt::format("for {} in range({}) {{ ... }}", var, tok(b).intValue + inclusive)
+                                : fmt::format("for step in range({}) {{ let {} = step + {} ... }}",
+                                              std::max<int64_t>(0, tok(b).intValue + inclusive - low), var, low);
+            else if (lowKnown && low != 0)
+                form = fmt::format(
+                    "for step in range(100) if step + {0} {1} {2} {{ let {3} = step + {0} ... }}, with 100 a bound on "
+                    "{2}",
+                    low, inclusive ? "<=" : "<", bound, var);
+            else
+                form = fmt::format("for {0} in range(100) if {0} {1} {2} {{ ... }}, with 100 a bound on {2}", var,
+                                   inclusive ? "<=" : "<", bound);
+        } else if (!var.empty()) {
+            form = fmt::format("for {} in range(10) {{ ... }}", var);
+        }
+    }
+    failHabit(Habit::CFor, "for (", {{"form", form}},
+              Span{tok(forIndex).span.line, tok(forIndex).span.col, tok(close).span.endLine, tok(close).span.endCol});
+}
+
+// `{"a": 1, "b": x}` from its `{`: a record when the keys are names, else a list of records.
+void Parser::failDict(size_t open) {
+    std::vector<std::pair<std::string, std::string>> entries;
+    bool namesOnly = true;
+    while (at(Tok::Str) && peek(1).kind == Tok::Colon) {
+        const std::vector<StrPiece>& key = pieces(peek());
+        std::string text = key.size() == 1 && !key[0].isExpr ? key[0].text : "key";
+        bool isName = !text.empty() && (std::isalpha(static_cast<unsigned char>(text[0])) || text[0] == '_');
+        for (char c : text) isName = isName && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+        namesOnly = namesOnly && isName;
+        advance();
+        advance();
+        size_t valueFirst = pos_;
+        expr();
+        entries.emplace_back(text, snippet(valueFirst, pos_ - 1).value_or("..."));
+        skipNewlines();
+        if (!accept(Tok::Comma)) break;
+        skipNewlines();
+    }
+    // Past the closing brace, so recovery does not take it for the end of the enclosing block.
+    accept(Tok::RBrace);
+    std::string form;
+    if (namesOnly) {
+        for (size_t i = 0; i < entries.size() && i < 3; ++i)
+            form += fmt::format("{}{}: {}", i ? ", " : "", entries[i].first, entries[i].second);
+        form = fmt::format("{{ {}{} }}", form, entries.size() > 3 ? ", ..." : "");
+    } else {
+        const auto& [key, value] = entries.empty() ? std::pair<std::string, std::string>{"key", "..."} : entries[0];
+        form = fmt::format("a list of records, [{{ key: \"{}\", value: {} }}, ...]", key, value);
+    }
+    failHabit(Habit::DictLiteral, "{", {{"form", form}}, tok(open).span);
+}
+
+// `[x * 2 for x in xs if x > 0]`; the parser stands at the `for`.
+void Parser::failComprehension(size_t itemFirst, size_t itemLast) {
+    size_t forIndex = pos_;
+    advance();
+    std::string var = std::string(expectIdent("a loop variable").text);
+    expect(Tok::KwIn);
+    size_t listFirst = pos_;
+    expr();
+    std::string list = snippet(listFirst, pos_ - 1).value_or("xs");
+    std::string item = snippet(itemFirst, itemLast).value_or(var);
+    std::string form = fmt::format("for {} in {} {{ {} }}", var, list, item);
+    if (accept(Tok::KwIf)) {
+        size_t condFirst = pos_;
+        expr();
+        form = fmt::format("for {} in {} if {} {{ {} }}", var, list, snippet(condFirst, pos_ - 1).value_or("c"), item);
+    }
+    failHabit(Habit::Comprehension, "for", {{"form", form}}, tok(forIndex).span);
+}
+
+// `", ".join(xs)`, `"abc".upper()`: a method called on a value that is not a name; the parser
+// stands at the `(`. A builtin's name gets the call with the value first (join's separator goes
+// second); anything else the generic error.
+void Parser::failMethodOnValue(size_t objectFirst, size_t dot) {
+    std::string method = std::string(tok(dot + 1).text);
+    bool builtin = false;
+    for (const BuiltinInfo& b : kBuiltins)  // startsWith is startswith
+        if (b.name.size() == method.size() && std::equal(method.begin(), method.end(), b.name.begin(),
+                                                         [](char x, char y) { return std::tolower(x) == y; })) {
+            builtin = true;
+            method = std::string(b.name);
+        }
+    if (!builtin) failAt("only named functions and capabilities can be called", "call a function by name: f(x)");
+    size_t open = pos_, close = matching(open);
+    std::string object = snippet(objectFirst, dot - 1).value_or("x");
+    std::optional<std::string> args =
+        close == std::string::npos || close == open + 1 ? std::nullopt : snippet(open + 1, close - 1);
+    std::string form = method == "join" && args ? fmt::format("join({}, {})", *args, object)
+                       : args                   ? fmt::format("{}({}, {})", method, object, *args)
+                                                : fmt::format("{}({})", method, object);
+    failHabit(Habit::MethodBuiltin, method, {{"form", form}}, tok(dot + 1).span);
+}
+
 // ---------------------------------------------------------------- expressions
 
-ExprPtr Parser::expr() { return binaryExpr(1); }
+ExprPtr Parser::expr() {
+    size_t first = pos_;
+    ExprPtr e = binaryExpr(1);
+    if (at(Tok::Habit) && peek().habit == Habit::Ternary) {  // c ? a : b
+        size_t question = pos_;
+        advance();
+        size_t thenFirst = pos_;
+        expr();
+        size_t thenLast = pos_ - 1;
+        HabitNames names;
+        addName(names, "cond", snippet(first, question - 1));
+        addName(names, "lhs", snippet(thenFirst, thenLast));
+        if (accept(Tok::Colon)) {
+            size_t elseFirst = pos_;
+            binaryExpr(1);
+            // a ? b : c ? d : e — the else part is a conditional itself: a stand-in shows the shape
+            if (!(at(Tok::Habit) && peek().habit == Habit::Ternary))
+                addName(names, "rhs", snippet(elseFirst, pos_ - 1));
+        }
+        failHabit(Habit::Ternary, "?", names, tok(question).span);
+    }
+    return e;
+}
 
 // The binary operator at the current token and its precedence (spec §6: or 1, and 2, then `not`
 // at 3 as a prefix, comparisons and `in` 4, + - 5, * / % 6); 0 when the token is none.
-static int binaryOperator(Tok kind, BinaryOp& op) {
-    switch (kind) {
+static int binaryOperator(const Token& token, BinaryOp& op) {
+    // Other languages' spellings parse as the Remit operator, so the habit can quote both operands.
+    if (token.kind == Tok::Habit) {
+        switch (token.habit) {
+            case Habit::OrOr:
+                op = BinaryOp::Or;
+                return 1;
+            case Habit::AndAnd:
+                op = BinaryOp::And;
+                return 2;
+            case Habit::StrictEq:
+                op = BinaryOp::Eq;
+                return 4;
+            case Habit::StrictNe:
+                op = BinaryOp::Ne;
+                return 4;
+            default:
+                return 0;
+        }
+    }
+    switch (token.kind) {
         case Tok::KwOr: op = BinaryOp::Or; return 1;
         case Tok::KwAnd: op = BinaryOp::And; return 2;
         case Tok::EqEq: op = BinaryOp::Eq; return 4;
@@ -735,6 +1238,7 @@ static int binaryOperator(Tok kind, BinaryOp& op) {
 // precedence level. Operators are left-associative, and comparisons do not chain.
 ExprPtr Parser::binaryExpr(int minPrecedence) {
     constexpr int kNotPrecedence = 3, kComparison = 4;
+    size_t leftFirst = pos_;
     ExprPtr left;
     if (at(Tok::KwNot) && minPrecedence <= kNotPrecedence) {
         Nest nest(*this);
@@ -747,17 +1251,32 @@ ExprPtr Parser::binaryExpr(int minPrecedence) {
         left = unary();
     }
     BinaryOp op;
-    for (int precedence; (precedence = binaryOperator(peek().kind, op)) >= minPrecedence && precedence > 0;) {
+    for (int precedence; (precedence = binaryOperator(peek(), op)) >= minPrecedence && precedence > 0;) {
+        size_t opIndex = pos_;
         advance();
         left = binary(op, std::move(left), binaryExpr(precedence + 1));
+        if (tok(opIndex).kind == Tok::Habit) {
+            HabitNames names;
+            addName(names, "lhs", snippet(leftFirst, opIndex - 1));
+            addName(names, "rhs", snippet(opIndex + 1, pos_ - 1));
+            failHabit(tok(opIndex).habit, tok(opIndex).text, names, tok(opIndex).span);
+        }
         BinaryOp next;
-        if (precedence == kComparison && binaryOperator(peek().kind, next) == kComparison)
+        if (precedence == kComparison && binaryOperator(peek(), next) == kComparison)
             failAt("comparisons cannot be chained", "use 'and': a < b and b < c");
     }
     return left;
 }
 
 ExprPtr Parser::unary() {
+    if (at(Tok::Habit) && peek().habit == Habit::Bang) {  // `!x`: quote the operand it negates
+        size_t bang = pos_;
+        advance();
+        unary();
+        HabitNames names;
+        addName(names, "arg", snippet(bang + 1, pos_ - 1));
+        failHabit(Habit::Bang, "!", names, tok(bang).span);
+    }
     if (!at(Tok::Minus)) return postfix();
     Nest nest(*this);
     auto n = node<UnaryExpr>(advance().span);
@@ -784,9 +1303,13 @@ static bool calleePath(const Expr& e, std::vector<std::string>& path) {
 
 ExprPtr Parser::postfix() {
     Span start = peek().span;
+    size_t first = pos_;
     ExprPtr e = primary();
+    size_t lastDot = std::string::npos;
     while (true) {
+        if (at(Tok::Dot) && peek(1).kind == Tok::Dot) failRange(first);  // 0..10
         if (at(Tok::Dot)) {
+            lastDot = pos_;
             advance();
             const Token& name = expectNameOrKeyword("a field name");
             auto f = node<FieldExpr>(start);
@@ -806,8 +1329,10 @@ ExprPtr Parser::postfix() {
             e = std::move(ix);
         } else if (at(Tok::LParen)) {
             auto call = node<CallExpr>(start);
-            if (!calleePath(*e, call->callee))
+            if (!calleePath(*e, call->callee)) {
+                if (e->kind == ExprKind::Field && lastDot != std::string::npos) failMethodOnValue(first, lastDot);
                 failAt("only named functions and capabilities can be called", "call a function by name: f(x)");
+            }
             call->calleeSpan = e->span;
             callArgs(*call);
             callModifiers(*call, start);
@@ -838,10 +1363,16 @@ void Parser::callArgs(CallExpr& call) {
             failAt(fmt::format("expected ',' after the output type, found {}", describeToken(peek())),
                    "write X.ask(Type, \"prompt\", context: value)");
     }
+    openCalls_.push_back(OpenCall{&call.callee});
+    struct Pop {
+        std::vector<OpenCall>& calls;
+        ~Pop() { calls.pop_back(); }
+    } pop{openCalls_};
     bool named = false;
     while (!at(Tok::RParen)) {
         CallArg arg;
         Span start = peek().span;
+        size_t argFirst = pos_;
         if (at(Tok::Ident) && peek(1).kind == Tok::Colon) {
             arg.name = std::string(advance().text);
             advance();
@@ -851,6 +1382,10 @@ void Parser::callArgs(CallExpr& call) {
         }
         arg.value = expr();
         arg.span = from(start);
+        if (call.args.empty()) {
+            openCalls_.back().firstArgBegin = argFirst;
+            openCalls_.back().firstArgEnd = pos_ - 1;
+        }
         call.args.push_back(std::move(arg));
         if (accept(Tok::Comma)) continue;
         if (!at(Tok::RParen))
@@ -909,11 +1444,52 @@ ExprPtr Parser::primary() {
         case Tok::KwMatch: return matchExpr();
         case Tok::KwMax:  // the builtin max(a, b) shares its name with the `max` keyword
         case Tok::Ident: {
+            // Lambdas: `x => ...` and Python's `lambda x: ...` (a name is never followed by those).
+            if (peek(1).kind == Tok::FatArrow) {
+                size_t first = pos_;
+                advance();
+                advance();
+                size_t body = pos_;
+                if (at(Tok::LBrace))
+                    pos_ = std::min(matching(pos_), toks_.size() - 2) + 1;
+                else
+                    expr();
+                failLambda(first, std::string(t.text), body, pos_ - 1);
+            }
+            if (t.text == "lambda" && (peek(1).kind == Tok::Ident || peek(1).kind == Tok::Colon)) {
+                size_t first = pos_;
+                advance();
+                std::string params;
+                while (at(Tok::Ident) || at(Tok::Comma)) {
+                    if (at(Tok::Ident))
+                        params += params.empty() ? std::string(peek().text) : ", " + std::string(peek().text);
+                    advance();
+                }
+                expect(Tok::Colon);
+                size_t body = pos_;
+                expr();
+                failLambda(first, params, body, pos_ - 1);
+            }
             auto n = node<NameExpr>(t.span);
             n->name = std::string(advance().text);
             return n;
         }
         case Tok::LParen: {
+            // `(a, b) => ...`
+            if (size_t close = matching(pos_); close != std::string::npos && tok(close + 1).kind == Tok::FatArrow) {
+                size_t first = pos_;
+                std::string params;
+                for (size_t k = first + 1; k < close; ++k)
+                    if (tok(k).kind == Tok::Ident && (tok(k - 1).kind == Tok::LParen || tok(k - 1).kind == Tok::Comma))
+                        params += params.empty() ? std::string(tok(k).text) : ", " + std::string(tok(k).text);
+                pos_ = close + 2;
+                size_t body = pos_;
+                if (at(Tok::LBrace))
+                    pos_ = std::min(matching(pos_), toks_.size() - 2) + 1;
+                else
+                    expr();
+                failLambda(first, params, body, pos_ - 1);
+            }
             Nest nest(*this);
             advance();
             ExprPtr inner = expr();
@@ -924,7 +1500,9 @@ ExprPtr Parser::primary() {
             Nest nest(*this);
             auto n = node<ListExpr>(advance().span);
             while (!at(Tok::RBracket)) {
+                size_t itemFirst = pos_;
                 n->items.push_back(expr());
+                if (at(Tok::KwFor) && n->items.size() == 1) failComprehension(itemFirst, pos_ - 1);
                 if (accept(Tok::Comma)) continue;
                 if (!at(Tok::RBracket))
                     failAt(fmt::format("expected ',' or ']' in list, found {}", describeToken(peek())));
@@ -935,8 +1513,10 @@ ExprPtr Parser::primary() {
         }
         case Tok::LBrace: {
             Nest nest(*this);
+            size_t open = pos_;
             auto n = node<RecordExpr>(advance().span);
             skipNewlines();
+            if (at(Tok::Str) && peek(1).kind == Tok::Colon) failDict(open);  // {"a": 1}
             while (!at(Tok::RBrace)) {
                 const Token& name = expectNameOrKeyword("a field name");
                 for (const RecordField& f : n->fields)
@@ -957,6 +1537,21 @@ ExprPtr Parser::primary() {
             return n;
         }
         default:
+            if (t.kind == Tok::KwFn && peek(1).kind == Tok::LParen) {  // an anonymous fn(x) { ... }
+                size_t first = pos_;
+                size_t close = matching(pos_ + 1);
+                std::string params;
+                for (size_t k = first + 2; close != std::string::npos && k < close; ++k)
+                    if (tok(k).kind == Tok::Ident && (tok(k - 1).kind == Tok::LParen || tok(k - 1).kind == Tok::Comma))
+                        params += params.empty() ? std::string(tok(k).text) : ", " + std::string(tok(k).text);
+                size_t body = close == std::string::npos ? first : close + 1;
+                while (tok(body).kind != Tok::LBrace && tok(body).kind != Tok::Newline && tok(body).kind != Tok::Eof)
+                    ++body;
+                size_t bodyEnd = tok(body).kind == Tok::LBrace ? matching(body) : std::string::npos;
+                if (bodyEnd == std::string::npos) failLambda(first, params, body, body - 1);
+                pos_ = bodyEnd + 1;
+                failLambda(first, params, body, bodyEnd);
+            }
             if (isKeyword(t.kind))
                 failAt(fmt::format("unexpected keyword '{}' in expression", t.text));
             failAt(fmt::format("expected an expression, found {}", describeToken(t)));
@@ -1011,12 +1606,24 @@ ExprPtr Parser::ifExpr() {
 }
 
 ExprPtr Parser::forExpr() {
+    size_t forIndex = pos_;
     auto n = node<ForExpr>(advance().span);
+    if (at(Tok::LParen)) failCFor(forIndex);
     const Token& var = expectIdent("a loop variable");
     n->var = std::string(var.text);
     n->varSpan = var.span;
+    if (at(Tok::Ident) && peek().text == "of") {  // JavaScript's for (x of xs)
+        size_t of = pos_;
+        size_t last = of + 1;
+        while (tok(last).kind != Tok::LBrace && tok(last).kind != Tok::Newline && tok(last).kind != Tok::Eof) ++last;
+        HabitNames names{{"arg", n->var}};
+        addName(names, "list", snippet(of + 1, last - 1));
+        failHabit(Habit::ForOf, "of", names, tok(of).span);
+    }
     expect(Tok::KwIn, "loops are written: for x in xs { ... }");
+    std::string outerVar = std::exchange(forVar_, n->var);
     n->iter = expr();
+    forVar_ = std::move(outerVar);
     if (accept(Tok::KwLimit)) n->limit = intLiteral("the loop limit");
     if (accept(Tok::KwIf)) n->filter = expr();
     n->body = block();
@@ -1090,9 +1697,12 @@ void Parser::matchArm(MatchExpr& match) {
 
 template <class Tree, class Parse>
 std::unique_ptr<Tree> parseFile(const SourceFile& source, DiagnosticList& diags, const FrontendLimits& limits, Parse parse) {
-    ParseContext ctx{source.name(), diags, limits};
+    ParseContext ctx{source.name(), diags, limits, 1, 0, 0, {}};
     LexResult lexed = lex(source.text(), source.name(), limits, diags);
     if (lexed.fatal) return nullptr;
+    for (const Diagnostic& d : diags.items())
+        if (d.code == DiagCode::E0001 && d.file == source.name()) ctx.lexicalErrorLines.push_back(d.span.line);
+    std::sort(ctx.lexicalErrorLines.begin(), ctx.lexicalErrorLines.end());
     Parser parser(ctx, std::move(lexed));
     auto tree = parse(parser);
     diags.sortByPosition();

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/habits.h"
 #include "runtime/source.h"
 
 namespace remit {
@@ -39,6 +40,7 @@ enum class Tok : uint8_t {
     Float,
     Str,
     Duration,
+    Habit,  // an operator of another language (`&&`, `===`, `?`, ...); Token::habit says which
 #define REMIT_X(name, text) name,
     REMIT_PUNCTUATION(REMIT_X)
 #undef REMIT_X
@@ -63,6 +65,7 @@ struct Token {
     int64_t intValue = 0;
     double floatValue = 0;  // Float; Duration in seconds
     uint32_t strIndex = 0;  // Str: its pieces are LexResult::strings[strIndex] (keeps Token trivially copyable)
+    Habit habit = Habit::None;  // Habit tokens: which one (the parser reports it where it stands)
 };
 
 struct Comment {

@@ -13,11 +13,17 @@ namespace remit {
 // `emial` is one edit from `email` and `Max_Calls` zero from `max_calls`.
 size_t editDistance(std::string_view a, std::string_view b);
 
-// The candidate closest to `name` when it is a plausible typo (at most about two edits in five
-// characters); ties go to the earlier candidate, so callers list likelier names first.
+// The most edits a misspelling of a `length`-character name may have and still be suggested:
+// one per three characters, at least one, and never more than half the name — past that the
+// candidate is another word, not a typo (`print` is two edits from `int`, which no one meant;
+// `emial` is one from `email`). docs/diagnostics.md, "Did you mean".
+constexpr size_t suggestionLimit(size_t length) { return std::min(std::max<size_t>(1, length / 3), length / 2); }
+
+// The candidate closest to `name` within suggestionLimit(name's length) edits; ties go to the
+// earlier candidate, so callers list likelier names first.
 template <typename Range>
 std::optional<std::string> closestName(std::string_view name, const Range& candidates) {
-    size_t limit = std::max<size_t>(1, (name.size() * 2 + 4) / 5);
+    size_t limit = suggestionLimit(name.size());
     std::optional<std::string> best;
     size_t bestDistance = limit + 1;
     for (const auto& candidate : candidates) {

@@ -1,4 +1,5 @@
-// Every registered diagnostic code is documented and tested (docs/diagnostics.md, "Coverage").
+// Every registered diagnostic code is documented and tested (docs/diagnostics.md, "Coverage"),
+// and so is every habit of another language (compiler/habits.def).
 // For each code in runtime/diagnostics.def:
 //   - docs/diagnostics.md names it in a heading or a table row;
 //   - some test under tests/ mentions it: a golden .out file, an expectation comment in the checker
@@ -24,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/habits.h"
 #include "runtime/diagnostics.h"
 
 using namespace remit;
@@ -197,5 +199,33 @@ TEST_CASE("diagnostic coverage: every E and W code, and every R code not pending
         CHECK_MESSAGE(!where.empty(), name << " (" << diagInfo(code).name
                                            << ") is not mentioned by any golden .out file, tests/check expectation, "
                                               "tests/e2e script or unit test");
+    }
+}
+
+// Habits from other languages (compiler/habits.def, docs/diagnostics.md "Habits from other
+// languages"): every habit has a golden case tests/golden/check/habit_<id>.rmt (its id in
+// snake_case) whose rendering shows the habit's code, and a row in the docs' table naming it.
+TEST_CASE("diagnostic coverage: every habit of another language has a golden rendering and a docs row") {
+    auto snake = [](std::string_view id) {
+        std::string out;
+        for (char c : id) {
+            if (std::isupper(static_cast<unsigned char>(c)) && !out.empty()) out += '_';
+            out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        }
+        return out;
+    };
+    const std::string docs = readFile(sourceDir() / "docs" / "diagnostics.md");
+    const fs::path goldens = sourceDir() / "tests" / "golden" / "check";
+    for (const HabitInfo& h : allHabits()) {
+        std::string name = "habit_" + snake(h.name);
+        CAPTURE(name);
+        CHECK(fs::exists(goldens / (name + ".rmt")));
+        std::string out = readFile(goldens / (name + ".out"));
+        bool shown = mentions(out, fmt::format("error[{}]", diagInfo(habitCode(h.trigger)).code)) ||
+                     mentions(out, fmt::format("error[{}]", diagInfo(habitCode(h.trigger, true)).code)) ||
+                     // a call habit as a statement (`print x`) or with a lambda (`filter(x => ...)`)
+                     (h.trigger == HabitTrigger::Call && mentions(out, "error[E0100]"));
+        CHECK(shown);
+        CHECK(docs.find(fmt::format("| `{}` |", name)) != std::string::npos);
     }
 }

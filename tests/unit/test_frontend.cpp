@@ -1,11 +1,13 @@
 // Lexer and parser unit tests: tokens, literals, newline rules, the grammar's shapes and
-// precedence, error recovery and the front-end limits.
+// precedence, error recovery, habits from other languages, did-you-mean and the front-end limits.
 #include <doctest/doctest.h>
 
 #include <string>
 
+#include "compiler/habits.h"
 #include "compiler/lexer.h"
 #include "compiler/parser.h"
+#include "runtime/suggest.h"
 
 using namespace remit;
 
@@ -319,4 +321,137 @@ TEST_CASE("limits: nesting, identifiers, tokens and size are E0003") {
     small.maxSourceBytes = 16;
     CHECK(codeOf(wrap("let x = 1"), small) == "E0003");
     CHECK(codeOf(wrap("let x = \"" + std::string(20000, 'a') + "\"")) == "E0003");
+}
+
+// Each habit of another language the front end knows (compiler/habits.def), as one statement in
+// a function body or one declaration, with the code and the start of the message it must get.
+struct HabitCase {
+    const char* source;  // a statement, or a declaration when `declaration` is set
+    const char* code;
+    const char* message;
+    bool declaration = false;
+};
+
+const HabitCase kFrontEndHabits[] = {
+    {"return a && b", "E0001", "Remit has no '&&'"},
+    {"if x > 0 && y < 3 {\n    let z = 1 +\n  }", "E0001", "Remit has no '&&'"},
+    {"return !done", "E0001", "Remit has no '!'"},
+    {"return c ? 1 : 2", "E0001", "Remit has no '? :'"},
+    {"return name ?? \"x\"", "E0001",
+     "Remit has no null, so no '?"
+     "?'"},
+    {"let x: Str? = \"a\"", "E0001", "Remit has no null"},  // an optional type
+    {"return 'abc'", "E0001", "Remit strings use double quotes"},
+    {"let r = {'a': 1}", "E0001", "Remit strings use double quotes"},
+    {"return `hi ${name}`", "E0001", "Remit strings use double quotes"},
+    {"// a comment", "E0001", "Remit comments start with '#'"},
+    {"return a || b", "E0100", "Remit has no '||'"},
+    {"return a === b", "E0100", "Remit has no '==='"},
+    {"return a !== b", "E0100", "Remit has no '!=='"},
+    {"total += n", "E0100", "Remit has no '+='"},
+    {"total -= a + b", "E0100", "Remit has no '-='"},
+    {"i++", "E0100", "Remit has no '++'"},
+    {"i--", "E0100", "Remit has no '--'"},
+    {"++i", "E0100", "Remit has no '++'"},
+    {"for i in 0..10 { i }", "E0100", "Remit has no '..' ranges"},
+    {"for i in 1..=n { i }", "E0100", "Remit has no '..=' ranges"},
+    {"for (i = 0; i < n; i++) {\n    x = x + i\n  }", "E0100", "Remit has no C-style 'for'"},
+    {"for (const x of xs) { x }", "E0100", "Remit has no C-style 'for'"},
+    {"for x of xs { x }", "E0100", "Remit loops are written 'for x in xs'"},
+    {"let f = x => x * 2", "E0100", "Remit has no lambdas"},
+    {"let f = (a, b) => { return a + b }", "E0100", "Remit has no lambdas"},
+    {"let f = fn(x) { x }", "E0100", "Remit has no lambdas"},
+    {"let ys = xs.map(x => x + 1)", "E0100", "Remit has no '.map'"},
+    {"let ys = filter(lambda x: x > 1, xs)", "E0100", "Remit has no 'filter'"},
+    {"let ys = [x * 2 for x in xs if x > 0]", "E0100", "Remit's list comprehension"},
+    {"let d = {\"a\": 1, \"b\": 2}", "E0100", "Remit has no maps or dictionaries"},
+    {"let s = \", \".join(xs)", "E0100", "Remit has no methods"},
+    {"while n < 10 {\n    n = n + 1\n  }", "E0100", "Remit has no 'while' loop"},
+    {"while (n < 10) {\n    n += 1\n  }", "E0100", "Remit has no 'while' loop"},
+    {"do {\n  } while (x)", "E0100", "Remit has no 'do' loop"},
+    {"if a {\n    x\n  } elif b {\n    y\n  }", "E0100", "Remit has no 'elif'"},
+    {"if a {\n    x\n  }\n  else {\n    y\n  }", "E0100", "'else' must follow"},
+    {"try {\n    x\n  } catch (e) {\n    y\n  }", "E0100", "Remit has no exceptions ('try')"},
+    {"raise ValueError(\"no\")", "E0100", "Remit has no exceptions ('raise')"},
+    {"switch kind {\n  }", "E0100", "Remit has no 'switch'"},
+    {"const n = 1", "E0100", "Remit has no 'const'"},
+    {"print \"hello\"", "E0100", "Remit has no 'print'"},
+    {"fn helper(x: Int) -> Int {\n    return x\n  }", "E0100", "Remit has no nested functions"},
+    {"import json", "E0100", "Remit has no modules ('import')"},
+    {"def greet(name):\n  return name", "E0100", "Remit declares functions with 'fn', not 'def'", true},
+    {"function greet(name) {\n  return name\n}", "E0100", "Remit declares functions with 'fn', not 'function'", true},
+    {"class Point {\n  x: Int\n}", "E0100", "Remit has no classes ('class')", true},
+    {"struct Point { x: Int }", "E0100", "Remit has no classes ('struct')", true},
+    {"enum Color { Red, Green }", "E0100", "Remit has no 'enum'", true},
+    {"import requests", "E0100", "Remit has no modules ('import')", true},
+    {"from os import path", "E0100", "Remit has no modules ('from')", true},
+    {"use web.fetch", "E0100", "Remit lists capabilities with 'uses'", true},
+};
+
+TEST_CASE("habits: each habit of another language is one diagnostic, and nothing else on its statement") {
+    for (const HabitCase& c : kFrontEndHabits) {
+        std::string text = c.declaration ? "program p\n" + std::string(c.source) + "\nfn main() {}\n"
+                                         : "program p\nfn main() {\n  " + std::string(c.source) + "\n  let ok = 1\n}\n";
+        CAPTURE(text);
+        Parsed p(text);
+        REQUIRE(p.codes() == std::vector<std::string>{c.code});
+        CHECK(p.diags.items()[0].message.starts_with(c.message));
+        CHECK_FALSE(p.diags.items()[0].hint.empty());
+    }
+}
+
+TEST_CASE("habits: hints use the names of the source") {
+    auto hint = [](const std::string& statement) {
+        Parsed p(wrap(statement));
+        REQUIRE(p.diags.items().size() == 1);
+        return p.diags.items()[0].hint;
+    };
+    CHECK(hint("return ready && count > 0") == "write ready and count > 0");
+    CHECK(hint("return done ? total : 0") == "write if done { total } else { 0 }");
+    CHECK(hint("total += price * 2") == "write total = total + price * 2 (total must be declared with var)");
+    CHECK(hint("for i in 0..10 { i }") == "write range(10) (N is an integer literal, so the loop's bound is known)");
+    CHECK(hint("for (k = 0; k < 5; k++) { k }") == "write for k in range(5) { ... }");
+    CHECK(hint("for (k = 0; k < len(items); k++) { k }") == "write for x in items { ... }");
+    CHECK(hint("let ys = prices.filter(p => p > 10)") == "write for p in prices if p > 10 { p }");
+    CHECK(hint("let r = {\"name\": who, \"age\": 3}") == "write { name: who, age: 3 }");
+    CHECK(hint("while attempts < 3 {\n  }") ==
+          "loop over a list or a fixed range and stop early: for step in range(100) { if not (attempts < 3) { break } "
+          "... }");
+    CHECK(hint("if a {\n  } elsif b > 2 {\n  }") == "write } else if b > 2 {");
+    Parsed def("program p\ndef score(hit, words):\n  return 1\n");
+    REQUIRE(def.diags.items().size() == 1);
+    CHECK(def.diags.items()[0].hint.starts_with("write fn score(hit: Str, words: Str) -> Str { ... }"));
+}
+
+TEST_CASE("habits: recovery goes on after a habit, and words of other languages stay usable as names") {
+    // The habit and an independent error two statements later: both, each once.
+    Parsed p(wrap("while x {\n  }\n  let ok = 1\n  let bad = (1 +)"));
+    CHECK(p.codes() == std::vector<std::string>{"E0100", "E0100"});
+    CHECK(p.diags.items()[1].message == "expected an expression, found ')'");
+    // A valid program whose names are habit words parses exactly as before.
+    Parsed valid(
+        "program p\nfn print(x: Str) -> Str {\n  return x\n}\nfn main(count: Int) -> Str {\n  var loop = 0\n"
+        "  var time = 1\n  loop = loop + 1\n  let use = print(\"a\")\n  let x = --count\n  let y = count--1\n"
+        "  let m = match use { \"a\" => 1, _ => 2 }\n  return \"{x} {y} {m} {time}\"\n}\n");
+    CHECK(valid.codes().empty());
+    // An error that is not the habit keeps its own message, even in a statement starting with a
+    // habit word that is the user's name.
+    CHECK(Parsed(wrap("loop = 1 +")).diags.items().at(0).message == "expected an expression, found end of line");
+}
+
+TEST_CASE("did you mean: only within max(1, len/3) edits and at most half the name") {
+    CHECK(suggestionLimit(1) == 0);
+    CHECK(suggestionLimit(2) == 1);
+    CHECK(suggestionLimit(5) == 1);
+    CHECK(suggestionLimit(6) == 2);
+    CHECK(suggestionLimit(13) == 4);
+    std::vector<std::string> builtins = {"len", "int", "str", "take", "range"};
+    CHECK_FALSE(closestName("print", builtins));  // two edits from int: another word, not a typo
+    CHECK_FALSE(closestName("x", std::vector<std::string>{"xs"}));
+    CHECK(closestName("emial", std::vector<std::string>{"email", "name"}) == "email");
+    CHECK(closestName("cuont", std::vector<std::string>{"count"}) == "count");
+    CHECK(closestName("lne", builtins) == "len");
+    CHECK(closestName("Int", std::vector<std::string>{"int"}) == "int");
+    CHECK(closestName("max_wall_time", std::vector<std::string>{"max_steps", "max_wall_ms"}) == "max_wall_ms");
+    CHECK(closestName("trusted", std::vector<std::string>{"trust"}) == "trust");
 }
