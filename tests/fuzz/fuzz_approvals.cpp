@@ -17,12 +17,15 @@
 //     request pending; approving a pending digest lets the next decision take it.
 //
 // Build and run: `scripts/fuzz approvals SECONDS`. Replay: build/fuzz/tests/fuzz/fuzz_approvals_replay FILE...
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -43,22 +46,43 @@ using namespace remit;
     __builtin_trap();
 }
 
-// One directory per process, removed at exit.
+// One directory per process. libFuzzer ends with _Exit (after a crash, and at -max_total_time),
+// so atexit handlers do not run: each process removes the directories of earlier ones that are
+// gone instead, and its own at a normal exit (the replay binary).
+constexpr const char* kDirPrefix = "remit-fuzz-approvals-";
+
+void removeStale(const std::filesystem::path& base) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
+        std::string name = entry.path().filename().string();
+        if (name.rfind(kDirPrefix, 0) != 0) continue;
+        char* end = nullptr;
+        long pid = std::strtol(name.c_str() + std::strlen(kDirPrefix), &end, 10);
+        if (pid <= 0 || *end != '\0' || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)) {
+            std::error_code ignored;
+            if (pid > 0 && *end == '\0') std::filesystem::remove_all(entry.path(), ignored);
+        }
+    }
+}
+
 const std::filesystem::path& stateDir() {
-    static const std::filesystem::path dir = [] {
+    // Never destroyed, so the exit handler still has it (a static's destructor would run first).
+    static const std::filesystem::path* const dir = [] {
         std::error_code ec;
         std::filesystem::path base = std::filesystem::is_directory("/dev/shm", ec)
                                          ? std::filesystem::path("/dev/shm")
                                          : std::filesystem::temp_directory_path();
-        std::filesystem::path d = base / ("remit-fuzz-approvals-" + std::to_string(::getpid()));
-        std::filesystem::create_directories(d);
-        std::atexit([] {
-            std::error_code ignored;
-            std::filesystem::remove_all(stateDir(), ignored);
-        });
+        removeStale(base);
+        auto* d = new std::filesystem::path(base / (kDirPrefix + std::to_string(::getpid())));
+        std::filesystem::create_directories(*d);
         return d;
     }();
-    return dir;
+    static const bool cleanup = std::atexit([] {
+                                    std::error_code ignored;
+                                    std::filesystem::remove_all(*dir, ignored);
+                                }) == 0;
+    (void)cleanup;
+    return *dir;
 }
 
 // The shape approvals.h documents, read apart from the loader.
