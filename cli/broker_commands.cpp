@@ -134,8 +134,6 @@ std::string approverName(const Args& args) {
     return "cli";
 }
 
-std::string prettyJson(const nlohmann::json& v) { return dumpJson(v, JsonTextStyle{false, false, 2, ",", ": "}); }
-
 int approveResolved(std::string_view tool, const Args& args, ApprovalStore& store, const std::string& digest) {
     std::string error;
     if (!store.approve(digest, approverName(args), error)) {

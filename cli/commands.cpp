@@ -13,6 +13,7 @@
 #include "broker/trace.h"
 #include "compiler/driver.h"
 #include "compiler/manifest.h"
+#include "runtime/canonical_json.h"
 #include "session/pipeline.h"
 #include "session/run_lifecycle.h"
 
@@ -34,6 +35,8 @@ const std::string* Args::value(std::string_view name) const {
 std::filesystem::path stateDirOf(const Args& args) {
     return args.value("--state-dir") ? std::filesystem::path(*args.value("--state-dir")) : ".remit";
 }
+
+std::string prettyJson(const Json& value) { return dumpJson(value, JsonTextStyle{false, false, 2, ",", ": "}); }
 
 std::string stateFlags(const Args& args) {
     const std::string* dir = args.value("--state-dir");

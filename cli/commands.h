@@ -7,11 +7,13 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "runtime/diagnostics.h"
+#include "runtime/json_text.h"
 
 namespace remit {
 struct CheckOutcome;
@@ -34,6 +36,11 @@ struct Args {
 // flag or a missing value prints an error and returns false.
 bool parseArgs(std::string_view tool, const std::vector<std::string>& argv, const std::vector<std::string>& switches,
                const std::vector<std::string>& valued, Args& out);
+
+// JSON as the prototype prints results and envelopes: json.dumps(value, indent=2, ensure_ascii=False).
+// An ordered document keeps its members' order (results, envelopes); a sorted nlohmann::json
+// converts to one in its own (sorted) order.
+std::string prettyJson(const Json& value);
 
 // The state directory: --state-dir, else `.remit` in the current directory.
 std::filesystem::path stateDirOf(const Args& args);

@@ -46,8 +46,6 @@ namespace remit::cli {
 
 namespace {
 
-constexpr size_t kMaxRbcBytes = size_t(256) << 20;
-
 bool isBytecodePath(const std::string& path) { return path.size() > 4 && path.ends_with(".rbc"); }
 
 constexpr size_t kMaxInputsBytes = size_t(64) << 20;
@@ -156,9 +154,6 @@ std::string sourceTextFor(const ProgramSource& source) {
     if (!named.empty() && !readSource(named, size_t(1) << 20, text)) return text;
     return {};
 }
-
-// Results print as the prototype prints them: json.dumps(value, indent=2, ensure_ascii=False).
-std::string prettyJson(const Json& value) { return dumpJson(value, JsonTextStyle{false, false, 2, ",", ": "}); }
 
 }  // namespace
 
