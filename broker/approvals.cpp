@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "broker/state_file.h"
 #include "runtime/canonical_json.h"
 #include "runtime/hash.h"
 #include "runtime/files.h"
@@ -34,43 +35,6 @@ namespace {
 constexpr size_t kMaxStoreBytes = size_t(64) << 20;
 constexpr const char* kSections[] = {"approved", "consumed", "pending", "denied", "refused"};
 
-double unixNow() {
-    using namespace std::chrono;
-    return duration<double>(system_clock::now().time_since_epoch()).count();
-}
-
-// Holds `<store>.lock` exclusively while alive: a read-modify-write of the store by one process
-// (a run deciding, `approve`) cannot lose another's change. flock needs no write access, so the
-// file is opened read-only (a lock file made by another user still locks).
-class StoreLock {
-public:
-    StoreLock(const std::string& storePath, std::string& error) {
-        std::error_code ec;
-        std::filesystem::path p(storePath);
-        if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
-        std::string path = storePath + ".lock";
-        fd_ = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
-        int rc = -1;
-        if (fd_ >= 0)
-            do rc = ::flock(fd_, LOCK_EX);
-            while (rc != 0 && errno == EINTR);
-        if (rc != 0) {
-            error = fmt::format("cannot lock the approval store: {} ({}); nothing was changed", path,
-                                std::strerror(errno));
-            if (fd_ >= 0) ::close(fd_);
-            fd_ = -1;
-        }
-    }
-    ~StoreLock() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    StoreLock(const StoreLock&) = delete;
-    StoreLock& operator=(const StoreLock&) = delete;
-    bool held() const { return fd_ >= 0; }
-
-private:
-    int fd_ = -1;
-};
 
 // A string field of a store entry, or nullopt when it is missing or not a string (stores are
 // edited by hand).
@@ -78,16 +42,6 @@ std::optional<std::string> stringMember(const nlohmann::json& entry, const char*
     auto it = entry.find(key);
     if (it == entry.end() || !it->is_string()) return std::nullopt;
     return it->get<std::string>();
-}
-
-bool writeAll(int fd, const std::string& text) {
-    for (size_t done = 0; done < text.size();) {
-        ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-        done += static_cast<size_t>(n);
-    }
-    return true;
 }
 
 }  // namespace
@@ -139,81 +93,207 @@ bool ApprovalStore::load(std::string& error) {
 }
 
 bool ApprovalStore::save(std::string& error) const {
-    std::filesystem::path p(path_);
-    std::error_code ec;
-    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
     std::string text = dumpJson(data_, JsonTextStyle{true, true, 2, ",", ": "});
-    // One temporary name: writers are serialised by the lock, and one killed half-way leaves only
-    // this file, which the next save truncates and reuses.
-    std::string tmp = path_ + ".tmp";
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    bool ok = fd >= 0 && writeAll(fd, text) && ::fsync(fd) == 0;
-    int savedErrno = errno;
-    if (fd >= 0) ok = ::close(fd) == 0 && ok;
-    if (ok) std::filesystem::rename(tmp, p, ec);
-    if (!ok || ec) {
-        std::filesystem::remove(tmp, ec);
-        error = fmt::format("cannot write the approval store {} ({})", path_, std::strerror(savedErrno));
+    std::string why;
+    if (!replaceStateFile(path_, text, why)) {
+        error = fmt::format("cannot write the approval store {} ({})", path_, why);
         return false;
     }
-    // Earlier versions used `<store>.tmp<pid>`; a killed writer left those behind.
-    std::string stem = p.filename().string() + ".tmp";
-    for (const auto& entry : std::filesystem::directory_iterator(p.has_parent_path() ? p.parent_path() : ".", ec)) {
-        std::string name = entry.path().filename().string();
-        if (name.size() > stem.size() && name.starts_with(stem) &&
-            std::all_of(name.begin() + static_cast<std::ptrdiff_t>(stem.size()), name.end(),
-                        [](char c) { return c >= '0' && c <= '9'; }))
-            std::filesystem::remove(entry.path(), ec);
+    return true;
+}
+
+nlohmann::json ApprovalStore::emptyDocument() {
+    nlohmann::json doc = nlohmann::json::object();
+    for (const char* section : kSections) doc[section] = nlohmann::json::object();
+    return doc;
+}
+
+namespace {
+
+// How many approvers a request needs: its `quorum`, at least 1 (a hand-edited store may say 0).
+int quorumOf(const nlohmann::json& request) {
+    auto it = request.find("quorum");
+    return it != request.end() && it->is_number_integer() ? static_cast<int>(std::clamp<int64_t>(it->get<int64_t>(), 1, 1000)) : 1;
+}
+
+std::optional<double> numberMember(const nlohmann::json& entry, const char* key) {
+    auto it = entry.find(key);
+    if (it == entry.end() || !it->is_number()) return std::nullopt;
+    return it->get<double>();
+}
+
+// The distinct approvers of an entry: an approved entry's `approvers` (or its one `by`), a pending
+// entry's `approvals` so far.
+std::vector<std::string> approversOf(const nlohmann::json& entry) {
+    std::vector<std::string> names;
+    auto add = [&](const std::string& n) {
+        if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+    };
+    if (auto a = entry.find("approvers"); a != entry.end() && a->is_array()) {
+        for (const auto& n : *a)
+            if (n.is_string()) add(n.get<std::string>());
+    } else if (auto g = entry.find("approvals"); g != entry.end() && g->is_array()) {
+        for (const auto& given : *g)
+            if (auto by = given.is_object() ? stringMember(given, "by") : std::nullopt) add(*by);
+    } else if (entry.contains("by")) {
+        add(stringMember(entry, "by").value_or("unknown"));
     }
+    return names;
+}
+
+std::string joinNames(const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+
+}  // namespace
+
+ApprovalStore::Decided ApprovalStore::decideIn(nlohmann::json& doc, const std::string& digest,
+                                               const nlohmann::json& pendingRequest, const std::string& runId,
+                                               const std::string& idempotencyKey, double now) {
+    Decided out;
+    const int quorum = quorumOf(pendingRequest);
+    std::vector<std::string> downgraded;  // approvers of an approval the grant's quorum has since outgrown
+    nlohmann::json& approved = doc["approved"];
+    if (auto it = approved.find(digest); it != approved.end()) {
+        std::vector<std::string> approvers = approversOf(*it);
+        if (static_cast<int>(approvers.size()) >= quorum) {
+            std::string by = stringMember(*it, "by").value_or("unknown");
+            approved.erase(it);
+            doc["consumed"][digest] = {{"by", by}, {"run_id", runId}, {"at", now}, {"idempotency_key", idempotencyKey}};
+            doc["pending"].erase(digest);
+            out.by = by;
+            return out;
+        }
+        // Approved by fewer than the grant now asks for: those approvals count towards the quorum.
+        downgraded = std::move(approvers);
+        approved.erase(it);
+    }
+    // Consumed by this very attempt (same key: same run family, site and k) in a run that stopped
+    // before recording the call: still its one use. The entry's fields are read with their types
+    // checked, as the approver above is: load() only checks that each entry is an object, and a
+    // hand-edited `"by": ["x"]` must not throw here.
+    if (auto it = doc["consumed"].find(digest); it != doc["consumed"].end() && !idempotencyKey.empty() &&
+                                                stringMember(*it, "idempotency_key") == idempotencyKey) {
+        out.by = stringMember(*it, "by").value_or("unknown");
+        return out;
+    }
+    auto refuse = [&](Denial denial) {
+        doc["pending"].erase(digest);
+        doc["refused"][digest] = {{"by", denial.by},
+                                  {"reason", denial.reason},
+                                  {"run_id", runId},
+                                  {"at", now},
+                                  {"idempotency_key", idempotencyKey}};
+        if (denial.expired) doc["refused"][digest]["expired"] = true;
+        out.denial = std::move(denial);
+        return out;
+    };
+    nlohmann::json& denials = doc["denied"];
+    if (auto it = denials.find(digest); it != denials.end()) {
+        Denial denial{stringMember(*it, "by").value_or("unknown"), stringMember(*it, "reason").value_or(""), false};
+        denials.erase(it);
+        return refuse(std::move(denial));
+    }
+    // Pending: when it was first asked for stays, the run that asked last is named, and the
+    // approvals given so far are kept. It expires `expires_s` after it was first asked for.
+    nlohmann::json request = pendingRequest;
+    std::optional<double> expiresIn = numberMember(request, "expires_s");
+    request.erase("expires_s");
+    auto earlier = doc["pending"].find(digest);
+    std::optional<double> askedAt =
+        earlier != doc["pending"].end() ? numberMember(*earlier, "requested_at") : std::nullopt;
+    nlohmann::json carried = nlohmann::json::array();  // the approvals given so far
+    if (earlier != doc["pending"].end())
+        if (auto given = earlier->find("approvals"); given != earlier->end() && given->is_array()) carried = *given;
+    std::vector<std::string> named = approversOf(nlohmann::json{{"approvals", carried}});
+    for (const std::string& n : downgraded)
+        if (std::find(named.begin(), named.end(), n) == named.end()) carried.push_back({{"by", n}, {"at", now}});
+    // Enough approvers already (the grant's quorum was lowered since): granted.
+    if (std::vector<std::string> names = approversOf(nlohmann::json{{"approvals", carried}});
+        !names.empty() && static_cast<int>(names.size()) >= quorum) {
+        std::string by = joinNames(names);
+        doc["consumed"][digest] = {{"by", by}, {"run_id", runId}, {"at", now}, {"idempotency_key", idempotencyKey}};
+        doc["pending"].erase(digest);
+        out.by = by;
+        return out;
+    }
+    if (askedAt && expiresIn && now > *askedAt + *expiresIn) {
+        size_t had = approversOf(nlohmann::json{{"approvals", carried}}).size();
+        return refuse(Denial{"", fmt::format("the request expired {:.0f} s after it was made, with {} of the {} "
+                                             "approval(s) it needs",
+                                             *expiresIn, had, quorum),
+                             true});
+    }
+    double requestedAt = askedAt.value_or(now);
+    request["requested_at"] = requestedAt;
+    request["run_id"] = runId;
+    if (expiresIn) request["expires_at"] = requestedAt + *expiresIn;
+    if (!carried.empty()) request["approvals"] = std::move(carried);
+    doc["pending"][digest] = std::move(request);
+    return out;
+}
+
+bool ApprovalStore::approveIn(nlohmann::json& doc, const std::string& digest, const std::string& by, double now,
+                              ApprovalProgress& progress) {
+    auto it = doc["pending"].find(digest);
+    if (it == doc["pending"].end()) return false;
+    nlohmann::json& entry = *it;
+    progress.quorum = quorumOf(entry);
+    progress.expiresAt = numberMember(entry, "expires_at").value_or(0);
+    if (progress.expiresAt > 0 && now > progress.expiresAt) {
+        progress.expired = true;
+        return false;
+    }
+    if (progress.quorum <= 1 && !entry.contains("approvals")) {  // the prototype's one approver
+        doc["approved"][digest] = {{"by", by}, {"at", now}, {"request", entry}};
+        progress.approvers = 1;
+        progress.granted = true;
+        return true;
+    }
+    std::vector<std::string> names = approversOf(entry);
+    progress.approvers = static_cast<int>(names.size());
+    if (std::find(names.begin(), names.end(), by) != names.end()) {
+        progress.repeated = true;
+        return false;
+    }
+    nlohmann::json given = entry.contains("approvals") && entry["approvals"].is_array() ? entry["approvals"]
+                                                                                         : nlohmann::json::array();
+    given.push_back({{"by", by}, {"at", now}});
+    entry["approvals"] = std::move(given);
+    names.push_back(by);
+    progress.approvers = static_cast<int>(names.size());
+    if (progress.approvers >= progress.quorum) {
+        doc["approved"][digest] = {{"by", joinNames(names)}, {"at", now}, {"request", entry}, {"approvers", names}};
+        progress.granted = true;
+    }
+    return true;
+}
+
+bool ApprovalStore::denyIn(nlohmann::json& doc, const std::string& digest, const std::string& by,
+                           const std::string& reason, double now) {
+    auto it = doc["pending"].find(digest);
+    if (it == doc["pending"].end()) return false;
+    doc["denied"][digest] = {{"by", by}, {"at", now}, {"reason", reason}, {"request", *it}};
+    doc["pending"].erase(it);
+    doc["approved"].erase(digest);  // a denial overrides an approval not yet used
     return true;
 }
 
 std::optional<std::string> ApprovalStore::decide(const std::string& digest, const nlohmann::json& pendingRequest,
                                                  const std::string& runId, const std::string& idempotencyKey,
                                                  std::string& error, Denial* denied) {
-    StoreLock lock(path_, error);
+    StateFileLock lock(path_, "the approval store", error);
     if (!lock.held()) return std::nullopt;
     if (!load(error)) return std::nullopt;  // what others wrote since this run started counts
-    nlohmann::json& approved = data_["approved"];
-    if (auto it = approved.find(digest); it != approved.end()) {
-        std::string by = stringMember(*it, "by").value_or("unknown");
-        approved.erase(it);
-        data_["consumed"][digest] = {
-            {"by", by}, {"run_id", runId}, {"at", unixNow()}, {"idempotency_key", idempotencyKey}};
-        data_["pending"].erase(digest);
-        if (!save(error)) return std::nullopt;
-        return by;
-    }
-    // Consumed by this very attempt (same key: same run family, site and k) in a run that stopped
-    // before recording the call: still its one use. The entry's fields are read with their types
-    // checked, as the approver above is: load() only checks that each entry is an object, and a
-    // hand-edited `"by": ["x"]` must not throw here.
-    if (auto it = data_["consumed"].find(digest); it != data_["consumed"].end() && !idempotencyKey.empty() &&
-                                                  stringMember(*it, "idempotency_key") == idempotencyKey)
-        return stringMember(*it, "by").value_or("unknown");
-    nlohmann::json& denials = data_["denied"];
-    if (auto it = denials.find(digest); it != denials.end()) {
-        Denial denial{stringMember(*it, "by").value_or("unknown"), stringMember(*it, "reason").value_or("")};
-        denials.erase(it);
-        data_["pending"].erase(digest);
-        data_["refused"][digest] = {{"by", denial.by},
-                                    {"reason", denial.reason},
-                                    {"run_id", runId},
-                                    {"at", unixNow()},
-                                    {"idempotency_key", idempotencyKey}};
-        if (!save(error)) return std::nullopt;
-        if (denied) *denied = std::move(denial);
-        return std::nullopt;
-    }
-    // Pending: when it was first asked for stays, the run that asked last is named.
-    nlohmann::json request = pendingRequest;
-    auto earlier = data_["pending"].find(digest);
-    bool askedBefore = earlier != data_["pending"].end() && earlier->contains("requested_at");
-    request["requested_at"] = askedBefore ? (*earlier)["requested_at"] : nlohmann::json(unixNow());
-    request["run_id"] = runId;
-    data_["pending"][digest] = std::move(request);
-    if (!save(error)) return std::nullopt;
-    return std::nullopt;
+    nlohmann::json before = data_["consumed"].contains(digest) ? data_["consumed"][digest] : nlohmann::json();
+    Decided decided = decideIn(data_, digest, pendingRequest, runId, idempotencyKey, unixNow());
+    // The one decision that changes nothing: this attempt's own consumed approval.
+    bool unchanged = decided.by && data_["consumed"].contains(digest) && data_["consumed"][digest] == before;
+    if (!unchanged && !save(error)) return std::nullopt;
+    if (decided.denial && denied) *denied = std::move(*decided.denial);
+    return decided.by;
 }
 
 std::vector<std::string> ApprovalStore::pendingMatching(const std::string& prefix, bool exact) const {
@@ -229,27 +309,22 @@ std::optional<std::pair<std::string, nlohmann::json>> ApprovalStore::consumedMat
     return std::nullopt;
 }
 
-bool ApprovalStore::approve(const std::string& digest, const std::string& by, std::string& error) {
-    StoreLock lock(path_, error);
+bool ApprovalStore::approve(const std::string& digest, const std::string& by, std::string& error,
+                            ApprovalProgress* progress) {
+    StateFileLock lock(path_, "the approval store", error);
     if (!lock.held()) return false;
     if (!load(error)) return false;
-    auto it = data_["pending"].find(digest);
-    if (it == data_["pending"].end()) return false;
-    data_["approved"][digest] = {{"by", by}, {"at", unixNow()}, {"request", *it}};
-    return save(error);
+    ApprovalProgress local;
+    ApprovalProgress& p = progress ? *progress : local;
+    return approveIn(data_, digest, by, unixNow(), p) && save(error);
 }
 
 bool ApprovalStore::deny(const std::string& digest, const std::string& by, const std::string& reason,
                          std::string& error) {
-    StoreLock lock(path_, error);
+    StateFileLock lock(path_, "the approval store", error);
     if (!lock.held()) return false;
     if (!load(error)) return false;
-    auto it = data_["pending"].find(digest);
-    if (it == data_["pending"].end()) return false;
-    data_["denied"][digest] = {{"by", by}, {"at", unixNow()}, {"reason", reason}, {"request", *it}};
-    data_["pending"].erase(it);
-    data_["approved"].erase(digest);  // a denial overrides an approval not yet used
-    return save(error);
+    return denyIn(data_, digest, by, reason, unixNow()) && save(error);
 }
 
 }  // namespace remit

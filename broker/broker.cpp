@@ -10,6 +10,7 @@
 #include <cmath>
 #include <ctime>
 
+#include "broker/state_file.h"      // unixNow
 #include "broker/fixture_adapter.h"  // pyJsonEqual: arg_one_of compares as fixtures do (Python ==)
 #include "runtime/canonical_json.h"
 #include "runtime/hash.h"
@@ -58,11 +59,6 @@ DiagCode codeForAdapterError(const std::string& name) {
     return DiagCode::R0501;
 }
 
-double unixNow() {
-    using namespace std::chrono;
-    return duration<double>(system_clock::now().time_since_epoch()).count();
-}
-
 }  // namespace
 
 std::optional<DenyViolation> deniedArgument(const Heap& heap, const Capability& cap,
@@ -103,6 +99,14 @@ Broker::Broker(BrokerOptions options, Run& run) : options_(std::move(options)), 
     if (options_.programBudget && policyMax) budget_ = std::min(*options_.programBudget, *policyMax);
     else if (options_.programBudget) budget_ = options_.programBudget;
     else budget_ = policyMax;
+    if (options_.policy && options_.policy->budgetScope && policyMax)
+        scope_ = BudgetScope{*options_.policy->budgetScope, options_.policy->budgetPeriod, *policyMax};
+}
+
+void Broker::releaseReservation(Attempt& a) {
+    if (!a.ledgerHeld) return;
+    a.ledgerHeld = false;
+    if (std::string error; !options_.ledger->release(a.key, error) && stopped_.empty()) stopped_ = error;
 }
 
 void Broker::emit(const Json& event) { record(event); }
@@ -347,7 +351,7 @@ Decision Broker::decide(const HostCall& call) {
         who = options_.approvals->decide(a.digest, approvalRequest(a), options_.runId, a.key, storeError, &denial);
         // A store that cannot be read, locked or written decides nothing: the run stops.
         if (!storeError.empty()) return stop(storeError);
-        if (!who && !denial.by.empty()) {
+        if (!who && (!denial.by.empty() || denial.expired)) {
             current_ = std::move(a);
             return refuseDenied(denial);
         }
@@ -391,8 +395,13 @@ std::pair<Json, Json> Broker::provenanceOf(const Attempt& a) const {
 }
 
 nlohmann::json Broker::approvalRequest(const Attempt& a) const {
-    return {{"resource", a.call->site->resource}, {"site", a.call->site->id}, {"args", a.rawArgs},
-            {"program_hash", options_.programHash}, {"reasons", a.reasons}};
+    nlohmann::json request = {{"resource", a.call->site->resource}, {"site", a.call->site->id}, {"args", a.rawArgs},
+                              {"program_hash", options_.programHash}, {"reasons", a.reasons}};
+    // The grant's quorum and expiry travel with the request (only when set, so a store without
+    // them stays in the prototype's format).
+    if (a.grant && a.grant->approvalQuorum > 1) request["quorum"] = a.grant->approvalQuorum;
+    if (a.grant && a.grant->approvalExpiresS) request["expires_s"] = *a.grant->approvalExpiresS;
+    return request;
 }
 
 Decision Broker::approved(const std::string& by) {
@@ -403,10 +412,14 @@ Decision Broker::approved(const std::string& by) {
     if (ApprovalStore* store = options_.approvals) {
         std::string storeError;
         std::optional<std::string> who;
-        if (store->approve(current_->digest, by, storeError))
+        ApprovalProgress progress;
+        if (store->approve(current_->digest, by, storeError, &progress))
             who = store->decide(current_->digest, approvalRequest(*current_), options_.runId, current_->key, storeError);
         if (!storeError.empty()) return stop(storeError);
+        // One approver of several: the request waits for the others, as any pending request does.
+        if (!who && (progress.approvers < progress.quorum || progress.expired)) return decline();
         if (!who) return stop(fmt::format("the approval of digest {} was not recorded in the store", current_->digest));
+        return grantApproval(*who);
     }
     return grantApproval(by);
 }
@@ -422,7 +435,7 @@ Decision Broker::recheckApproval() {
             store->decide(a.digest, approvalRequest(a), options_.runId, a.key, storeError, &denial);
         if (!storeError.empty()) return stop(storeError);
         if (who) return grantApproval(*who);
-        if (!denial.by.empty()) return refuseDenied(denial);
+        if (!denial.by.empty() || denial.expired) return refuseDenied(denial);
     }
     Decision d;
     d.kind = Decision::Kind::NeedsApproval;
@@ -446,6 +459,21 @@ Decision Broker::decline() {
 Decision Broker::refuseDenied(const Denial& denial) {
     const Attempt& a = *current_;
     const Site& site = *a.call->site;
+    if (denial.expired) {
+        // Nobody said no; the request's time ran out before enough approvers said yes.
+        if (!record({{"event", "approval_expired"},
+                     {"run_id", options_.runId},
+                     {"resource", site.resource},
+                     {"site", site.id},
+                     {"digest", a.digest},
+                     {"reason", denial.reason},
+                     {"at", unixNow()}}))
+            return stopForTrace(fmt::format("the expiry of '{}' at {} is not recorded", site.resource, site.id));
+        return refuse(err(DiagCode::R0302,
+                          fmt::format("'{}' was not approved in time: {}; the call was not made", site.resource,
+                                      denial.reason),
+                          Json{{"digest", a.digest}, {"resource", site.resource}, {"expired", true}}));
+    }
     if (!record({{"event", "approval_denied"},
                  {"run_id", options_.runId},
                  {"resource", site.resource},
@@ -492,6 +520,33 @@ Decision Broker::reserveAndDispatch() {
                              {"spent", spent_},
                              {"reserved", reserved_},
                              {"cost", a.reserve}}));
+    // The shared scope's ledger, under its lock: runs racing for its last dollars dispatch exactly
+    // as many calls as it covers. An attempt sent again after a crash keeps its first reservation.
+    if (scope_ && !options_.ledger)  // a front end without a ledger cannot keep a shared budget
+        return refuse(err(DiagCode::R0401,
+                          fmt::format("calling '{}' would spend from the shared budget '{}', which this host keeps no "
+                                      "ledger of; run it with `remitvm run` or a worker",
+                                      resource, scope_->name),
+                          Json{{"resource", resource}, {"limit", "budget_usd"}, {"scope", scope_->name}}));
+    if (scope_) {
+        Reservation r = options_.ledger->reserve(*scope_, a.key, a.reserve, options_.runId);
+        if (r.kind == Reservation::Kind::Failed) return stop(r.error);
+        if (r.kind == Reservation::Kind::Exceeded)
+            return refuse(err(DiagCode::R0401,
+                              fmt::format("calling '{}' could exceed the shared budget '{}' for {}: the scope has "
+                                          "spent ${:.4f} and reserved ${:.4f}, this call reserves ${:.4f}, budget ${:.4f}",
+                                          resource, scope_->name, r.period, r.spent, r.reserved, a.reserve,
+                                          scope_->maxUsd),
+                              Json{{"resource", resource},
+                                   {"limit", "budget_usd"},
+                                   {"scope", scope_->name},
+                                   {"period", r.period},
+                                   {"value", scope_->maxUsd},
+                                   {"spent", r.spent},
+                                   {"reserved", r.reserved},
+                                   {"cost", a.reserve}}));
+        a.ledgerHeld = true;
+    }
     reserved_ += a.reserve;
     ++calls_[resource];
 
@@ -505,6 +560,7 @@ Decision Broker::reserveAndDispatch() {
                                   : Json(nullptr)}},
                 true)) {
         reserved_ -= a.reserve;
+        releaseReservation(a);
         return stopForTrace(fmt::format("the call to '{}' at {} was not sent", resource, site.id));
     }
     Decision d;
@@ -526,7 +582,10 @@ Decision Broker::reserveAndDispatch() {
 }
 
 Decision Broker::cancel(RuntimeError error) {
-    if (current_ && current_->state == Attempt::State::Dispatched) reserved_ -= current_->reserve;
+    if (current_ && current_->state == Attempt::State::Dispatched) {
+        reserved_ -= current_->reserve;
+        releaseReservation(*current_);
+    }
     return refuse(std::move(error));
 }
 
@@ -601,6 +660,10 @@ Decision Broker::complete(const AdapterReply& reply) {
         return stopForTrace(fmt::format("the outcome of '{}' at {} is not recorded (the call was sent; a resume "
                                         "sends it again with the same idempotency key)",
                                         resource, site.id));
+    // The reservation becomes what the call cost. A ledger that cannot take it stops the run; the
+    // resume answers this call from the record and settles it then.
+    if (a.ledgerHeld)
+        if (std::string error; !options_.ledger->settle(a.key, actual, error)) return stop(error);
 
     if (decoded.invalidOutput) {
         if (!record({{"event", "invalid_output"}, {"run_id", options_.runId}, {"site", site.id},
@@ -778,6 +841,11 @@ Decision Broker::replayRecorded(const Attempt& a) {
     replayedRequest_ = requestFor(call, rawArgs, key);
     double cost = rec.contains("cost_usd") && rec["cost_usd"].is_number() ? rec["cost_usd"].get<double>() : 0.0;
     if (std::isfinite(cost) && cost > 0) spent_ += cost;
+    // A run stopped between recording this call and settling its reservation left it held: the
+    // recorded cost settles it now (settling is idempotent, so a settled call changes nothing).
+    if (scope_ && options_.ledger)
+        if (std::string error; !options_.ledger->settle(key, std::isfinite(cost) && cost > 0 ? cost : 0.0, error))
+            return stop(error);
     uint64_t seq = ++seq_;
     Json copy = rec;
     copy["seq"] = seq;

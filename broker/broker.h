@@ -33,6 +33,7 @@
 
 #include "broker/adapter.h"
 #include "broker/approvals.h"
+#include "broker/budget.h"
 #include "broker/replay.h"
 #include "broker/trace.h"
 #include "runtime/host_model.h"
@@ -57,6 +58,9 @@ struct BrokerOptions {
     const Policy* policy = nullptr;
     TraceWriter* trace = nullptr;         // null: no trace (tests)
     ApprovalStore* approvals = nullptr;   // null: every approval is denied (pending)
+    // The ledger of the policy's shared budget scope ([budget] scope; broker/budget.h). Null: a
+    // policy that names a scope refuses every dispatch (R0401), since nothing could keep it.
+    BudgetLedger* ledger = nullptr;
     bool approveAll = false;              // --approve-all: approved_by "auto-approve(test)"
     std::optional<double> programBudget;  // the program's `budget usd`
     uint64_t defaultTimeoutMs = 30'000;   // for calls without a `timeout`
@@ -172,6 +176,7 @@ private:
         std::vector<std::string> reasons;
         Json approval = nullptr;
         double reserve = 0;
+        bool ledgerHeld = false;  // the shared scope's ledger holds a reservation for this attempt
         std::chrono::steady_clock::time_point sent;
         enum class State : uint8_t { Checking, AwaitingApproval, Dispatched } state = State::Checking;
     };
@@ -179,6 +184,7 @@ private:
     BrokerOptions options_;
     Run& run_;
     std::optional<double> budget_;
+    std::optional<BudgetScope> scope_;  // the policy's shared scope
     double spent_ = 0, reserved_ = 0;
     uint64_t seq_ = 0;
     std::map<std::string, int64_t> calls_;       // per resource (agents under their model)
@@ -209,6 +215,9 @@ private:
     // Stops the run: R0702, non-operational (no retry, no else), `why` kept for ioError().
     Decision stop(std::string why);
     Decision stopForTrace(const std::string& what);
+    // Drops the attempt's reservation in the shared scope's ledger (it was not sent); false with
+    // the run stopped when the ledger cannot be changed.
+    void releaseReservation(Attempt& a);
     // Turns a result (live or recorded) into a value: tags, provenance, the declared or asked type.
     struct Decoded {
         std::optional<Value> value;

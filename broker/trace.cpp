@@ -71,14 +71,14 @@ bool TraceWriter::open(const std::string& path, std::string& error) {
     return true;
 }
 
-bool TraceWriter::fail(int errorNumber) {
-    if (ok_) failure_ = std::strerror(errorNumber);
+bool TraceWriter::fail(std::string why) {
+    if (ok_) failure_ = std::move(why);
     ok_ = false;
     return false;
 }
 
 bool TraceWriter::emit(const Json& event) {
-    if (fd_ < 0) return true;  // not opened: tests without a trace
+    if (!attached()) return true;  // not opened: tests without a trace
     if (!ok_) return false;
     ++emitted_;
     Json record = event;
@@ -87,22 +87,36 @@ bool TraceWriter::emit(const Json& event) {
     record["chain"] = chain;
     std::string line = canonicalJson(record);
     line += '\n';
-    if (failAt_ && emitted_ >= failAt_) return fail(failErrno_);
-    for (size_t done = 0; done < line.size();) {
-        ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return fail(n < 0 ? errno : ENOSPC);
-        done += static_cast<size_t>(n);
-    }
+    if (failAt_ && emitted_ >= failAt_) return fail(std::strerror(failErrno_));
+    if (std::string why; !writeLine(line, why)) return fail(std::move(why));
     chain_ = std::move(chain);
     return true;
 }
 
-bool TraceWriter::sync() {
-    if (fd_ < 0) return true;
-    if (!ok_) return false;
-    if (::fsync(fd_) != 0) return fail(errno);
+bool TraceWriter::writeLine(const std::string& line, std::string& why) {
+    for (size_t done = 0; done < line.size();) {
+        ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            why = std::strerror(n < 0 ? errno : ENOSPC);
+            return false;
+        }
+        done += static_cast<size_t>(n);
+    }
     return true;
+}
+
+bool TraceWriter::sync() {
+    if (!attached()) return true;
+    if (!ok_) return false;
+    if (std::string why; !syncLines(why)) return fail(std::move(why));
+    return true;
+}
+
+bool TraceWriter::syncLines(std::string& why) {
+    if (::fsync(fd_) == 0) return true;
+    why = std::strerror(errno);
+    return false;
 }
 
 bool isRunId(const std::string& s) {

@@ -32,7 +32,7 @@ namespace remit {
 class TraceWriter {
 public:
     TraceWriter() = default;
-    ~TraceWriter();
+    virtual ~TraceWriter();
     TraceWriter(const TraceWriter&) = delete;
     TraceWriter& operator=(const TraceWriter&) = delete;
 
@@ -47,6 +47,7 @@ public:
     bool ok() const { return ok_; }
     // Why the first write or fsync failed (strerror), empty while ok().
     const std::string& failure() const { return failure_; }
+    // Where the records go, for messages: the file, or what another store names the trace by.
     const std::string& path() const { return path_; }
     // For tests: every write from the `n`-th emit() on fails with `errorNumber`, as a full disk would.
     void failFromEmit(size_t n, int errorNumber) {
@@ -54,16 +55,24 @@ public:
         failErrno_ = errorNumber;
     }
 
+protected:
+    // Where the lines go. This class writes them to its file (write(2), fsync); a store that keeps
+    // traces elsewhere (session/pg_store.cpp) overrides the three. Each returns false with `why`
+    // (for failure()) when the line could not be kept.
+    virtual bool attached() const { return fd_ >= 0; }  // false: emit and sync do nothing (tests)
+    virtual bool writeLine(const std::string& line, std::string& why);
+    virtual bool syncLines(std::string& why);
+    std::string path_;
+
 private:
     int fd_ = -1;
-    std::string path_;
     std::string chain_;  // the last record's chain ("" before the first)
     bool ok_ = true;
     std::string failure_;
     size_t emitted_ = 0;
     size_t failAt_ = 0;
     int failErrno_ = 0;
-    bool fail(int errorNumber);
+    bool fail(std::string why);
 };
 
 // The `chain` of a record: the first 32 hex digits of SHA-256 of the previous record's chain ("" for

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "broker/approvals.h"
+#include "broker/state_file.h"
 #include "broker/replay.h"
 #include "broker/trace.h"
 #include "bytecode/rbc.h"
@@ -21,22 +22,25 @@
 #include "runtime/canonical_json.h"
 #include "runtime/files.h"
 #include "session/run_lifecycle.h"
+#include "session/store.h"
 
 namespace remit::cli {
 
 
 int traceCommand(std::string_view tool, const std::vector<std::string>& argv) {
     Args args;
-    if (!parseArgs(tool, argv, {"--full"}, {"--why", "--state-dir"}, args)) return kUsage;
+    if (!parseArgs(tool, argv, {"--full"}, {"--why", "--state-dir", "--store"}, args)) return kUsage;
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: trace needs exactly one RUN_ID (or trace path)\n", tool);
         return kUsage;
     }
-    std::string path = tracePathFor(tool, args, args.positional[0]);
-    if (path.empty()) return kUsage;
+    std::unique_ptr<Store> store = openStoreFor(tool, args);
+    if (!store) return kUsage;
     // Showing a trace acts on nothing, so one written before record checksums is shown (with a
     // warning); a damaged record is still refused, as resume and replay refuse it.
-    TraceFile trace = readTrace(path, TraceCheck::AllowUnchained);
+    TraceFile trace;
+    std::string path;
+    if (!readRunTrace(tool, *store, args.positional[0], TraceCheck::AllowUnchained, trace, path)) return kUsage;
     if (!trace.error.empty()) {
         fmt::print(stderr, "{}: error: {}\n", tool, trace.error);
         return kUsage;
@@ -66,7 +70,26 @@ int traceCommand(std::string_view tool, const std::vector<std::string>& argv) {
 
 namespace {
 
-// The store of the state directory, loaded; prints why not (exit 2).
+// "3 min ago", for a Unix time; empty when unknown (a store written by the prototype).
+std::string ageText(const nlohmann::json& at) {
+    if (!at.is_number()) return "";
+    double seconds = std::max(0.0, unixNow() - at.get<double>());
+    if (seconds < 120) return fmt::format("{:.0f} s ago", seconds);
+    if (seconds < 7200) return fmt::format("{:.0f} min ago", seconds / 60);
+    if (seconds < 172800) return fmt::format("{:.0f} h ago", seconds / 3600);
+    return fmt::format("{:.0f} days ago", seconds / 86400);
+}
+
+// "in 3 h", for a Unix time to come.
+std::string untilText(double at) {
+    double seconds = std::max(0.0, at - unixNow());
+    if (seconds < 120) return fmt::format("in {:.0f} s", seconds);
+    if (seconds < 7200) return fmt::format("in {:.0f} min", seconds / 60);
+    if (seconds < 172800) return fmt::format("in {:.0f} h", seconds / 3600);
+    return fmt::format("in {:.0f} days", seconds / 86400);
+}
+
+// The approval store, loaded; prints why not (exit 2).
 bool loadStore(std::string_view tool, ApprovalStore& store) {
     std::string error;
     if (store.load(error)) return true;
@@ -77,14 +100,14 @@ bool loadStore(std::string_view tool, ApprovalStore& store) {
 // The pending request KEY names: a digest, a unique prefix of one, or a run id (that run's last
 // pending_approval, whose digest must then be pending exactly: a digest read from a file is never
 // a prefix that could match another run's request). Prints why not and returns empty.
-std::string resolvePending(std::string_view tool, const Args& args, const ApprovalStore& store, std::string key) {
-    std::error_code ec;
+std::string resolvePending(std::string_view tool, const Args& args, Store& records, std::string key) {
+    const ApprovalStore& store = records.approvals();
     bool byRun = false;
-    std::string storePath = approvalStorePath(stateDirOf(args)).string();
+    std::string storePath = store.where();
     if (isRunId(key)) {
-        std::string runTrace = runTracePath(stateDirOf(args), key).string();
-        if (std::filesystem::is_regular_file(runTrace, ec)) {
-            TraceFile trace = readTrace(runTrace);
+        std::string runTrace = records.traceName(key);
+        if (records.hasTrace(key)) {
+            TraceFile trace = records.readTrace(key);
             if (!trace.error.empty()) {
                 fmt::print(stderr, "{}: error: {}\n", tool, trace.error);
                 return {};
@@ -118,7 +141,7 @@ std::string resolvePending(std::string_view tool, const Args& args, const Approv
         // Say where it looked: a follow-up pasted without its --state-dir looks in .remit.
         fmt::print(stderr, "error: {} pending approval matching '{}' in {}\n", matches.empty() ? "no" : "ambiguous",
                    key, storePath);
-        if (matches.empty() && !args.value("--state-dir"))
+        if (matches.empty() && !args.value("--state-dir") && !args.value("--store") && records.kind() == Store::Kind::Files)
             fmt::print(stderr,
                        "  hint: a run made with --state-dir D keeps its approvals there; pass the same "
                        "--state-dir\n");
@@ -136,10 +159,26 @@ std::string approverName(const Args& args) {
 
 int approveResolved(std::string_view tool, const Args& args, ApprovalStore& store, const std::string& digest) {
     std::string error;
-    if (!store.approve(digest, approverName(args), error)) {
-        fmt::print(stderr, "{}: error: {}\n", tool,
-                   error.empty() ? "the request is no longer pending (another process approved or used it)" : error);
+    std::string by = approverName(args);
+    ApprovalProgress progress;
+    if (!store.approve(digest, by, error, &progress)) {
+        if (progress.expired) {
+            fmt::print(stderr, "{}: error: the request {} expired {}; it can no longer be approved\n", tool,
+                       digest.substr(0, 16), ageText(progress.expiresAt));
+            fmt::print(stderr, "  hint: the run fails at this call when it resumes; run the program again to ask anew\n");
+        } else if (progress.repeated) {
+            fmt::print(stderr, "{}: error: {} has already approved {}; it needs {} different approvers ({} so far)\n",
+                       tool, by, digest.substr(0, 16), progress.quorum, progress.approvers);
+        } else {
+            fmt::print(stderr, "{}: error: {}\n", tool,
+                       error.empty() ? "the request is no longer pending (another process approved or used it)" : error);
+        }
         return kUsage;
+    }
+    if (!progress.granted) {
+        fmt::print("approved {} by {}: {} of the {} approvers it needs; the run waits for {} more\n", digest, by,
+                   progress.approvers, progress.quorum, progress.quorum - progress.approvers);
+        return kOk;
     }
     fmt::print("approved {} (single use, bound to this program version, call site and arguments)\n", digest);
     return kOk;
@@ -149,35 +188,22 @@ int approveResolved(std::string_view tool, const Args& args, ApprovalStore& stor
 
 int approveCommand(std::string_view tool, const std::vector<std::string>& argv) {
     Args args;
-    if (!parseArgs(tool, argv, {}, {"--by", "--state-dir"}, args)) return kUsage;
+    if (!parseArgs(tool, argv, {}, {"--by", "--state-dir", "--store"}, args)) return kUsage;
     if (args.positional.size() != 1 || args.positional[0].empty()) {
         fmt::print(stderr, "{}: error: approve needs a DIGEST (or a unique prefix of one) or a RUN_ID\n", tool);
         return kUsage;
     }
-    ApprovalStore store(approvalStorePath(stateDirOf(args)).string());
+    std::unique_ptr<Store> records = openStoreFor(tool, args);
+    if (!records) return kUsage;
+    ApprovalStore& store = records->approvals();
     if (!loadStore(tool, store)) return kUsage;
-    std::string digest = resolvePending(tool, args, store, args.positional[0]);
+    std::string digest = resolvePending(tool, args, *records, args.positional[0]);
     if (digest.empty()) return kUsage;
     fmt::print("{}\n", prettyJson(store.pending(digest)));
     return approveResolved(tool, args, store, digest);
 }
 
 namespace {
-
-double nowSeconds() {
-    using namespace std::chrono;
-    return duration<double>(system_clock::now().time_since_epoch()).count();
-}
-
-// "3 min ago", for a Unix time; empty when unknown (a store written by the prototype).
-std::string ageText(const nlohmann::json& at) {
-    if (!at.is_number()) return "";
-    double seconds = std::max(0.0, nowSeconds() - at.get<double>());
-    if (seconds < 120) return fmt::format("{:.0f} s ago", seconds);
-    if (seconds < 7200) return fmt::format("{:.0f} min ago", seconds / 60);
-    if (seconds < 172800) return fmt::format("{:.0f} h ago", seconds / 3600);
-    return fmt::format("{:.0f} days ago", seconds / 86400);
-}
 
 // One pending request as `approvals list --json` and `show --json` give it.
 nlohmann::json requestJson(const ApprovalStore& store, const std::string& digest) {
@@ -204,13 +230,22 @@ nlohmann::json requestJson(const ApprovalStore& store, const std::string& digest
                           {"status", "pending"},
                           {"approved_by", nullptr}};
     out["age_s"] = out["requested_at"].is_number()
-                       ? nlohmann::json(std::max(0.0, nowSeconds() - out["requested_at"].get<double>()))
+                       ? nlohmann::json(std::max(0.0, unixNow() - out["requested_at"].get<double>()))
                        : nlohmann::json(nullptr);
     // Approved but not yet used: the run has not been resumed since.
     if (auto a = data["approved"].find(digest); a != data["approved"].end()) {
         out["status"] = "approved";
         out["approved_by"] = stringField(*a, "by");
     }
+    // A grant with a quorum or an expiry (docs/operators.md "Quorum and expiry").
+    out["quorum"] = pending.contains("quorum") && pending["quorum"].is_number_integer() ? pending["quorum"].get<int64_t>() : 1;
+    out["approvers"] = nlohmann::json::array();
+    if (auto given = pending.find("approvals"); given != pending.end() && given->is_array())
+        for (const auto& g : *given)
+            if (g.is_object() && !stringField(g, "by").empty()) out["approvers"].push_back(stringField(g, "by"));
+    out["expires_at"] = member("expires_at", &nlohmann::json::is_number);
+    if (out["status"] == "pending" && out["expires_at"].is_number() && unixNow() > out["expires_at"].get<double>())
+        out["status"] = "expired";
     return out;
 }
 
@@ -251,6 +286,7 @@ nlohmann::json manifestEntry(const nlohmann::json& manifest, const std::string& 
 }
 
 int approvalsList(std::string_view tool, const Args& args, const ApprovalStore& store) {
+    std::string storePath = store.where();
     std::vector<std::string> digests = store.pendingMatching("");
     // Oldest first: the request that has waited longest is the first to decide.
     auto askedAt = [&](const std::string& d) {
@@ -265,7 +301,6 @@ int approvalsList(std::string_view tool, const Args& args, const ApprovalStore& 
         fmt::print("{}\n", prettyJson(out));
         return kOk;
     }
-    std::string storePath = approvalStorePath(stateDirOf(args)).string();
     if (digests.empty()) {
         fmt::print("no pending approvals in {}\n", storePath);
         return kOk;
@@ -284,19 +319,25 @@ int approvalsList(std::string_view tool, const Args& args, const ApprovalStore& 
         fmt::print("    args: {}\n", argsText);
         if (r["status"] == "approved")
             fmt::print("    approved by {}; the run uses it when it resumes\n", r["approved_by"].get<std::string>());
+        else if (r["status"] == "expired")
+            fmt::print("    expired {}: it can no longer be approved\n", ageText(r["expires_at"]));
+        else if (r["quorum"].get<int64_t>() > 1 || r["expires_at"].is_number())
+            fmt::print("    needs {} approver(s){}{}\n", r["quorum"].get<int64_t>(),
+                       r["approvers"].empty() ? "" : ", approved so far by " + dumpJson(r["approvers"], JsonTextStyle{false, false, -1, ", ", ": "}),
+                       r["expires_at"].is_number() ? ", expires " + untilText(r["expires_at"].get<double>()) : "");
     }
-    fmt::print("\nto decide: {} approvals show|approve|deny DIGEST-PREFIX{}\n", tool,
-               args.value("--state-dir") ? " --state-dir " + *args.value("--state-dir") : "");
+    fmt::print("\nto decide: {} approvals show|approve|deny DIGEST-PREFIX{}\n", tool, stateFlags(args));
     return kOk;
 }
 
-int approvalsShow(std::string_view tool, const Args& args, const ApprovalStore& store, const std::string& digest) {
+int approvalsShow(std::string_view tool, const Args& args, Store& records, const std::string& digest) {
+    const ApprovalStore& store = records.approvals();
     nlohmann::json request = requestJson(store, digest);
     // The run that asked: its program and the provenance of the arguments, from its trace.
     nlohmann::json start, pendingEvent;
     std::vector<nlohmann::json> events;
     if (request["run_id"].is_string() && isRunId(request["run_id"].get<std::string>())) {
-        TraceFile trace = readTrace(runTracePath(stateDirOf(args), request["run_id"].get<std::string>()).string());
+        TraceFile trace = records.readTrace(request["run_id"].get<std::string>());
         if (trace.error.empty()) {
             events = std::move(trace.events);
             for (const auto& e : events) {
@@ -332,7 +373,14 @@ int approvalsShow(std::string_view tool, const Args& args, const ApprovalStore& 
     fmt::print("  status     {}\n", request["status"] == "approved"
                                         ? "approved by " + request["approved_by"].get<std::string>() +
                                               ", not yet used (the run uses it when it resumes)"
-                                        : std::string("pending"));
+                                        : request["status"] == "expired" ? "expired " + ageText(request["expires_at"])
+                                                                         : std::string("pending"));
+    if (request["quorum"].get<int64_t>() > 1)
+        fmt::print("  quorum     {} different approvers; so far {}\n", request["quorum"].get<int64_t>(),
+                   request["approvers"].empty() ? std::string("none")
+                                                : dumpJson(request["approvers"], JsonTextStyle{false, false, -1, ", ", ": "}));
+    if (request["expires_at"].is_number() && request["status"] != "expired")
+        fmt::print("  expires    {}\n", untilText(request["expires_at"].get<double>()));
     for (const auto& reason : request["reasons"]) fmt::print("  needs approval: {}\n", reason.get<std::string>());
     fmt::print("  arguments, in full:\n");
     std::istringstream lines(prettyJson(request["args"]));
@@ -372,7 +420,7 @@ int approvalsShow(std::string_view tool, const Args& args, const ApprovalStore& 
         fmt::print("  (the program {} cannot be read or checked any more, so its manifest is not shown)\n",
                    programPath);
     }
-    std::string stateFlag = args.value("--state-dir") ? " --state-dir " + *args.value("--state-dir") : "";
+    std::string stateFlag = stateFlags(args);
     fmt::print("\nto decide: {} approvals approve {}{}   or   {} approvals deny {} --reason \"...\"{}\n", tool,
                digest.substr(0, 16), stateFlag, tool, digest.substr(0, 16), stateFlag);
     return kOk;
@@ -390,22 +438,24 @@ int approvalsCommand(std::string_view tool, const std::vector<std::string>& argv
     std::vector<std::string> rest(argv.begin() + 1, argv.end());
     Args args;
     if (sub == "list") {
-        if (!parseArgs(tool, rest, {"--json"}, {"--state-dir"}, args)) return kUsage;
+        if (!parseArgs(tool, rest, {"--json"}, {"--state-dir", "--store"}, args)) return kUsage;
         if (!args.positional.empty()) {
             fmt::print(stderr, "{}: error: approvals list takes no arguments\n", tool);
             return kUsage;
         }
     } else if (sub == "show") {
-        if (!parseArgs(tool, rest, {"--json"}, {"--state-dir"}, args)) return kUsage;
+        if (!parseArgs(tool, rest, {"--json"}, {"--state-dir", "--store"}, args)) return kUsage;
     } else if (sub == "approve") {
-        if (!parseArgs(tool, rest, {}, {"--by", "--state-dir"}, args)) return kUsage;
+        if (!parseArgs(tool, rest, {}, {"--by", "--state-dir", "--store"}, args)) return kUsage;
     } else if (sub == "deny") {
-        if (!parseArgs(tool, rest, {}, {"--by", "--reason", "--state-dir"}, args)) return kUsage;
+        if (!parseArgs(tool, rest, {}, {"--by", "--reason", "--state-dir", "--store"}, args)) return kUsage;
     } else {
         fmt::print(stderr, "{}: error: unknown approvals subcommand '{}'; {}\n", tool, sub, kUsage_);
         return kUsage;
     }
-    ApprovalStore store(approvalStorePath(stateDirOf(args)).string());
+    std::unique_ptr<Store> records = openStoreFor(tool, args);
+    if (!records) return kUsage;
+    ApprovalStore& store = records->approvals();
     if (!loadStore(tool, store)) return kUsage;
     if (sub == "list") return approvalsList(tool, args, store);
     if (args.positional.size() != 1 || args.positional[0].empty()) {
@@ -413,9 +463,9 @@ int approvalsCommand(std::string_view tool, const std::vector<std::string>& argv
                    tool, sub);
         return kUsage;
     }
-    std::string digest = resolvePending(tool, args, store, args.positional[0]);
+    std::string digest = resolvePending(tool, args, *records, args.positional[0]);
     if (digest.empty()) return kUsage;
-    if (sub == "show") return approvalsShow(tool, args, store, digest);
+    if (sub == "show") return approvalsShow(tool, args, *records, digest);
     if (sub == "approve") return approveResolved(tool, args, store, digest);
     std::string error;
     std::string by = approverName(args);

@@ -15,6 +15,7 @@
 #include "compiler/manifest.h"
 #include "runtime/canonical_json.h"
 #include "session/pipeline.h"
+#include "session/pg_store.h"
 #include "session/run_lifecycle.h"
 
 namespace remit::cli {
@@ -38,33 +39,69 @@ std::filesystem::path stateDirOf(const Args& args) {
 
 std::string prettyJson(const Json& value) { return dumpJson(value, JsonTextStyle{false, false, 2, ",", ": "}); }
 
-std::string stateFlags(const Args& args) {
-    const std::string* dir = args.value("--state-dir");
-    if (!dir) return "";
-    bool plain = !dir->empty() && std::all_of(dir->begin(), dir->end(), [](char c) {
+namespace {
+
+// A word as a shell reads it back: unquoted when plain, else in single quotes.
+std::string shellWord(const std::string& word) {
+    bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
         return std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '.' || c == '_' || c == '-';
     });
-    if (plain) return " --state-dir " + *dir;
+    if (plain) return word;
     std::string quoted = "'";
-    for (char c : *dir) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return " --state-dir " + quoted + "'";
+    for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return quoted + "'";
 }
 
-std::string tracePathFor(std::string_view tool, const Args& args, const std::string& run) {
+}  // namespace
+
+std::string stateFlags(const Args& args) {
+    if (const std::string* url = args.value("--store")) {
+        std::string error, shown = pg::displayUrl(*url, error);
+        return shown.empty() ? "" : " --store " + shellWord(shown);
+    }
+    const std::string* dir = args.value("--state-dir");
+    if (!dir) return "";
+    return " --state-dir " + shellWord(*dir);
+}
+
+std::unique_ptr<Store> openStoreFor(std::string_view tool, const Args& args) {
+    std::string error;
+    std::unique_ptr<Store> store = openStore(args.value("--store"), args.value("--state-dir"), error);
+    if (store) return store;
+    fmt::print(stderr, "{}: error: {}\n", tool, error);
+    if (error.starts_with("malformed store URL"))
+        fmt::print(stderr, "  hint: e.g. --store postgresql://USER@HOST/DB (the password from $PGPASSWORD or ~/.pgpass)\n");
+    else if (error.find("newer than this remitvm") == std::string::npos)
+        fmt::print(stderr, "  hint: check that the database is running and reachable from here, and the URL\n");
+    return nullptr;
+}
+
+bool readRunTrace(std::string_view tool, Store& store, const std::string& run, TraceCheck check, TraceFile& trace,
+                  std::string& name) {
     std::error_code ec;
-    if (run.ends_with(".jsonl") && std::filesystem::is_regular_file(run, ec)) return run;
-    // A run id names a file under the state directory: only the exact format may.
+    if (run.ends_with(".jsonl") && std::filesystem::is_regular_file(run, ec)) {
+        name = run;
+        trace = readTrace(run, check);
+        return true;
+    }
+    // A run id names a record in the store (a file under a state directory): only the exact format may.
     if (!isRunId(run)) {
-        fmt::print(stderr, "{}: error: no trace for run '{}': not a run id (YYYYMMDD-HHMMSS-xxxxxx) nor a trace file\n",
+        fmt::print(commandOutput().err, "{}: error: no trace for run '{}': not a run id (YYYYMMDD-HHMMSS-xxxxxx) nor a trace file\n",
                    tool, run);
-        return "";
+        return false;
     }
-    std::string path = runTracePath(stateDirOf(args), run).string();
-    if (!std::filesystem::is_regular_file(path, ec)) {
-        fmt::print(stderr, "{}: error: no trace for run '{}' (looked for {})\n", tool, run, path);
-        return "";
+    name = store.traceName(run);
+    if (!store.hasTrace(run)) {
+        fmt::print(commandOutput().err, "{}: error: no trace for run '{}' (looked for {})\n", tool, run, name);
+        return false;
     }
-    return path;
+    trace = store.readTrace(run, check);
+    return true;
+}
+
+CommandOutput& commandOutput() {
+    thread_local CommandOutput output;
+    return output;
 }
 
 void readLines(size_t maxBytes, const std::function<void(std::string_view)>& onLine,

@@ -4,6 +4,7 @@
 // the libraries (compiler/, vm/, broker/).
 #pragma once
 
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -12,12 +13,14 @@
 #include <string_view>
 #include <vector>
 
+#include "broker/trace.h"
 #include "runtime/diagnostics.h"
 #include "runtime/json_text.h"
 
 namespace remit {
 struct CheckOutcome;
 class LoadedProgram;
+class Store;
 }  // namespace remit
 
 namespace remit::cli {
@@ -44,12 +47,27 @@ std::string prettyJson(const Json& value);
 
 // The state directory: --state-dir, else `.remit` in the current directory.
 std::filesystem::path stateDirOf(const Args& args);
+// The store a command reads and writes (docs/fleet.md "Choosing a store"): --store URL, else
+// --state-dir D, else $REMIT_STORE, else `.remit`. Null after printing why (exit 2).
+std::unique_ptr<Store> openStoreFor(std::string_view tool, const Args& args);
 // The state flags in effect, as a follow-up command printed for the user must repeat them
-// (" --state-dir D", quoted for the shell when needed; empty for the default).
+// (" --state-dir D" or " --store URL" without its password, quoted for the shell when needed;
+// empty for the default).
 std::string stateFlags(const Args& args);
-// RUN is a run id (its trace under the state directory) or a trace path. Empty, with a message
-// printed, when there is no such trace.
-std::string tracePathFor(std::string_view tool, const Args& args, const std::string& run);
+// RUN is a run id (its trace in the store) or a trace file: reads it into `trace` (its `error` set
+// when it is damaged) and names it in `name`. False, with a message printed, when there is no
+// such trace.
+bool readRunTrace(std::string_view tool, Store& store, const std::string& run, TraceCheck check, TraceFile& trace,
+                  std::string& name);
+
+// Where a command's output goes: stdout and stderr, or — for a worker that runs many runs at once
+// on its threads (cli/fleet_commands.cpp) — buffers of the run in hand. Per thread.
+struct CommandOutput {
+    std::FILE* out = stdout;
+    std::FILE* err = stderr;
+    bool storeFailed = false;  // the run stopped because the store could not keep its records
+};
+CommandOutput& commandOutput();
 
 // Prints diagnostics on stderr with renderDiagnostics, each with its source excerpt when
 // `outcome` holds the file; `options` may cap how many are printed in full.
@@ -89,6 +107,17 @@ int approveCommand(std::string_view tool, const std::vector<std::string>& argv);
 // cli/run_commands.cpp: re-executions of a recorded run
 int resumeCommand(std::string_view tool, const std::vector<std::string>& argv);
 int replayCommand(std::string_view tool, const std::vector<std::string>& argv);
+// cli/run_commands.cpp: queueing a run for a fleet, and running one a worker claimed
+int submitCommand(std::string_view tool, const std::vector<std::string>& argv);
+// Runs the submitted run `runId` as `run` or `resume --json` would, in `store`, whose lock on the
+// run the caller holds: afresh under that id when the store has no trace of it yet (with the
+// submission's inputs and adapters), else continuing its newest trace. The submission's flags are
+// `args` (cli/fleet_commands.cpp).
+int runSubmitted(std::string_view tool, Args& args, Store& store, const std::string& runId, const Json& submission);
+// cli/fleet_commands.cpp: the fleet (docs/fleet.md)
+int workerCommand(std::string_view tool, const std::vector<std::string>& argv);
+int runsCommand(std::string_view tool, const std::vector<std::string>& argv);
+int storeCommand(std::string_view tool, const std::vector<std::string>& argv);
 // cli/test_command.cpp
 int testCommand(std::string_view tool, const std::vector<std::string>& argv);
 // cli/serve_command.cpp

@@ -1,7 +1,8 @@
 // remitvm: the VM's command line (docs/compatibility.md "Command lines"). `run` executes a .rmt (compiled in
 // memory) or a verified .rbc through the broker; `resume` and `replay` re-execute a recorded run;
 // `trace` reads a trace and `approve` records an approval; `test` runs test blocks; `serve` speaks
-// the checked-run protocol; `mcp` is the Model Context Protocol server for agents. The commands
+// the checked-run protocol; `mcp` is the Model Context Protocol server for agents; `submit`,
+// `worker`, `runs` and `store` are a fleet's (docs/fleet.md). The commands
 // themselves live in cli/*_command(s).cpp.
 #include "cli/commands.h"
 
@@ -16,7 +17,7 @@ constexpr const char* kUsageText =
     "      [--json] [--max-steps N] [--max-memory BYTES] [--max-wall-ms N] [--strict-flows] [--trust KEYS_DIR]\n"
     "      run main through the broker and print its result as JSON; --trust: a .rbc must be signed\n"
     "      by a key in KEYS_DIR\n"
-    "  approve DIGEST-PREFIX|RUN_ID [--by NAME] [--state-dir D]\n"
+    "  approve DIGEST-PREFIX|RUN_ID [--by NAME] [--state-dir D | --store URL]\n"
     "      approve one pending call (single use)\n"
     "  approvals list [--json] | show ID [--json] | approve ID [--by NAME] | deny ID [--reason R] [--by NAME]\n"
     "      [--state-dir D]: the pending requests, one in full (arguments, provenance, manifest), decide one\n"
@@ -33,7 +34,18 @@ constexpr const char* kUsageText =
     "  mcp [--http [--host H] [--port N] [--keys keys.json] [--usage usage.sqlite] [--free-monthly N]]\n"
     "      [--approvals client|operator] [--state-dir D]\n"
     "      Model Context Protocol server on stdin/stdout, or over streamable HTTP with API keys and\n"
-    "      metering: check, format, diff and run programs (docs/mcp.md)\n";
+    "      metering: check, format, diff and run programs (docs/mcp.md)\n"
+    "  submit PROG.rmt|PROG.rbc [run flags] --store URL\n"
+    "      queue a run for the workers of a PostgreSQL store and print its run id (docs/fleet.md)\n"
+    "  worker --store URL [--concurrency N] [--lease SECONDS] [--name NAME] [--drain]\n"
+    "      take queued runs from the store and run them, N at a time\n"
+    "  runs list [--json] | show RUN_ID [--json]  [--store URL]\n"
+    "      the runs of a fleet: queued, running, waiting, completed, failed; one with its calls\n"
+    "  store migrate [--store URL]\n"
+    "      bring a PostgreSQL store's schema up to date\n"
+    "\n"
+    "Every command that reads or writes state takes --store URL (a postgresql:// URL; default\n"
+    "$REMIT_STORE) or --state-dir D (default .remit).\n";
 
 }  // namespace
 
@@ -48,6 +60,10 @@ int main(int argc, char** argv) {
                     {"replay", replayCommand},
                     {"test", testCommand},
                     {"serve", serveCommand},
-                    {"mcp", mcpCommand}},
+                    {"mcp", mcpCommand},
+                    {"submit", submitCommand},
+                    {"worker", workerCommand},
+                    {"runs", runsCommand},
+                    {"store", storeCommand}},
                    argc, argv);
 }

@@ -41,6 +41,8 @@
 #include "runtime/value_json.h"
 #include "session/pipeline.h"
 #include "session/run_lifecycle.h"
+#include "session/pg_store.h"
+#include "session/store.h"
 #include "vm/run.h"
 
 namespace remit::cli {
@@ -48,6 +50,10 @@ namespace remit::cli {
 namespace {
 
 bool isBytecodePath(const std::string& path) { return path.size() > 4 && path.ends_with(".rbc"); }
+
+// What the commands print goes where this thread's output goes (a worker's run: its buffers).
+std::FILE* stdOut() { return commandOutput().out; }
+std::FILE* errOut() { return commandOutput().err; }
 
 constexpr size_t kMaxInputsBytes = size_t(64) << 20;
 
@@ -81,12 +87,12 @@ bool loadBytecodeFile(std::string_view tool, const std::string& path, const Trus
                       int& exit) {
     std::string bytes;
     if (auto err = readSource(path, kMaxRbcBytes, bytes)) {
-        fmt::print(stderr, "{}: error: {}\n", tool, err->message);
+        fmt::print(errOut(), "{}: error: {}\n", tool, err->message);
         exit = kUsage;
         return false;
     }
     if (bytes.size() > kMaxRbcBytes) {
-        fmt::print(stderr, "{}: error: {} is larger than {} MiB, the limit for a .rbc file\n", tool, path,
+        fmt::print(errOut(), "{}: error: {} is larger than {} MiB, the limit for a .rbc file\n", tool, path,
                    kMaxRbcBytes >> 20);
         exit = kUsage;
         return false;
@@ -94,7 +100,7 @@ bool loadBytecodeFile(std::string_view tool, const std::string& path, const Trus
     if (trust) {
         TrustVerdict verdict = checkTrusted(bytes, *trust);
         if (!verdict.trustedBy) {
-            fmt::print(stderr, "{}: error: refusing to run {}: {}\n  hint: {}\n", tool, path, verdict.error,
+            fmt::print(errOut(), "{}: error: refusing to run {}: {}\n  hint: {}\n", tool, path, verdict.error,
                        verdict.hint);
             exit = kFailure;
             return false;
@@ -103,8 +109,8 @@ bool loadBytecodeFile(std::string_view tool, const std::string& path, const Trus
     }
     LoadOutcome loaded = loadProgram(bytes);
     if (!loaded.program) {
-        fmt::print(stderr, "{}: error: {} is not a valid .rbc file: {}\n", tool, path, loaded.error);
-        fmt::print(stderr, "  hint: rebuild it from its source with `remitc build PROG.rmt`\n");
+        fmt::print(errOut(), "{}: error: {} is not a valid .rbc file: {}\n", tool, path, loaded.error);
+        fmt::print(errOut(), "  hint: rebuild it from its source with `remitc build PROG.rmt`\n");
         exit = kUsage;
         return false;
     }
@@ -118,8 +124,8 @@ bool loadBytecodeFile(std::string_view tool, const std::string& path, const Trus
 bool loadTrustStore(std::string_view tool, const std::string& dir, std::string_view from, TrustStore& trust) {
     std::string error;
     if (trust.load(dir, error)) return true;
-    fmt::print(stderr, "{}: error: {} (named by {})\n", tool, error, from);
-    fmt::print(stderr,
+    fmt::print(errOut(), "{}: error: {} (named by {})\n", tool, error, from);
+    fmt::print(errOut(),
                "  hint: a trust directory holds the builders' Ed25519 public keys as NAME.pub.pem "
                "(`remitc keygen` writes one beside each private key)\n");
     return false;
@@ -130,8 +136,8 @@ bool loadTrustStore(std::string_view tool, const std::string& dir, std::string_v
 bool loadSigningKey(std::string_view tool, const std::string& path, SigningKey& key) {
     std::string error;
     if (!key.load(path, error)) {
-        fmt::print(stderr, "{}: error: {}\n", tool, error);
-        fmt::print(stderr,
+        fmt::print(errOut(), "{}: error: {}\n", tool, error);
+        fmt::print(errOut(),
                    "  hint: make a key with `remitc keygen KEY.pem` (or `openssl genpkey -algorithm ed25519 "
                    "-out KEY.pem`)\n");
         return false;
@@ -140,7 +146,7 @@ bool loadSigningKey(std::string_view tool, const std::string& path, SigningKey& 
     using std::filesystem::perms;
     perms mode = std::filesystem::status(path, ec).permissions();
     if (!ec && (mode & (perms::group_read | perms::others_read)) != perms::none)
-        fmt::print(stderr, "warning: the private key {} can be read by other users; `chmod 600 {}`\n", path, path);
+        fmt::print(errOut(), "warning: the private key {} can be read by other users; `chmod 600 {}`\n", path, path);
     return true;
 }
 
@@ -163,7 +169,7 @@ int buildCommand(std::string_view tool, const std::vector<std::string>& argv) {
     // `-o OUT.rbc` (remitc) or `--out DIR` (the prototype's `remit build`, default `build`).
     if (!parseArgs(tool, argv, {"--strict-flows"}, {"--host", "-o", "--out", "--sign"}, args)) return kUsage;
     if (args.positional.size() != 1) {
-        fmt::print(stderr, "{}: error: build needs exactly one PROGRAM.rmt\n", tool);
+        fmt::print(errOut(), "{}: error: build needs exactly one PROGRAM.rmt\n", tool);
         return kUsage;
     }
     const std::string& file = args.positional[0];
@@ -177,12 +183,12 @@ int buildCommand(std::string_view tool, const std::vector<std::string>& argv) {
     if (const std::string* host = args.value("--host")) options.hostPath = *host;
     CheckOutcome outcome = checkProgramFile(file, options);
     if (outcome.ioError) {
-        fmt::print(stderr, "{}: error: {}\n", tool, outcome.ioError->message);
+        fmt::print(errOut(), "{}: error: {}\n", tool, outcome.ioError->message);
         return kUsage;
     }
     printDiagnostics(outcome.diags, &outcome);
     if (!outcome.ok() || !outcome.checked) {
-        fmt::print(stderr, "{} error(s) in {}\n", outcome.diags.errorCount(), file);
+        fmt::print(errOut(), "{} error(s) in {}\n", outcome.diags.errorCount(), file);
         return kFailure;
     }
     int exit = kOk;
@@ -198,7 +204,7 @@ int buildCommand(std::string_view tool, const std::vector<std::string>& argv) {
         std::error_code ec;
         std::filesystem::create_directories(dir, ec);
         if (ec) {
-            fmt::print(stderr, "{}: error: cannot create directory {}\n", tool, dir.string());
+            fmt::print(errOut(), "{}: error: cannot create directory {}\n", tool, dir.string());
             return kUsage;
         }
         out = (dir / (outcome.program->name + ".rbc")).string();
@@ -208,24 +214,24 @@ int buildCommand(std::string_view tool, const std::vector<std::string>& argv) {
     }
     std::string bytes = writeRbc(program->module());
     if (keyPath && (bytes = key.sign(bytes)).empty()) {
-        fmt::print(stderr, "{}: error: OpenSSL could not sign {} with {}\n", tool, out, *keyPath);
+        fmt::print(errOut(), "{}: error: OpenSSL could not sign {} with {}\n", tool, out, *keyPath);
         return kUsage;
     }
     if (auto err = writeFileAtomically(out, bytes)) {
-        fmt::print(stderr, "{}: error: {}\n", tool, err->message);
+        fmt::print(errOut(), "{}: error: {}\n", tool, err->message);
         return kUsage;
     }
-    fmt::print("wrote {}\n", out);
-    if (keyPath) fmt::print("signed by {}\n", signerName(key.publicKey()));
+    fmt::print(stdOut(), "wrote {}\n", out);
+    if (keyPath) fmt::print(stdOut(), "signed by {}\n", signerName(key.publicKey()));
     if (manifestOut) {
         std::string manifest = manifestToJson(outcome.checked->manifest).dump(2) + "\n";
         if (auto err = writeFileAtomically(*manifestOut, manifest)) {
-            fmt::print(stderr, "{}: error: {}\n", tool, err->message);
+            fmt::print(errOut(), "{}: error: {}\n", tool, err->message);
             return kUsage;
         }
-        fmt::print("wrote {}\n", *manifestOut);
+        fmt::print(stdOut(), "wrote {}\n", *manifestOut);
     }
-    fmt::print("program hash {}\n", program->module().programHash);
+    fmt::print(stdOut(), "program hash {}\n", program->module().programHash);
     return kOk;
 }
 
@@ -252,7 +258,7 @@ int keygenCommand(std::string_view tool, const std::vector<std::string>& argv) {
     if (!parseArgs(tool, argv, {}, {}, args)) return kUsage;
     if (args.positional.size() != 1 || !args.positional[0].ends_with(".pem") ||
         args.positional[0].ends_with(".pub.pem")) {
-        fmt::print(stderr, "{}: error: keygen needs exactly one KEY.pem (the private key to write)\n", tool);
+        fmt::print(errOut(), "{}: error: keygen needs exactly one KEY.pem (the private key to write)\n", tool);
         return kUsage;
     }
     const std::string& privatePath = args.positional[0];
@@ -260,30 +266,30 @@ int keygenCommand(std::string_view tool, const std::vector<std::string>& argv) {
     SigningKey key;
     std::string error;
     if (!key.generate(error)) {
-        fmt::print(stderr, "{}: error: {}\n", tool, error);
+        fmt::print(errOut(), "{}: error: {}\n", tool, error);
         return kUsage;
     }
     std::string privateText = key.privatePem();
     std::string publicText = key.publicPem();
     if (privateText.empty() || publicText.empty()) {
-        fmt::print(stderr, "{}: error: OpenSSL could not write the key as PEM\n", tool);
+        fmt::print(errOut(), "{}: error: OpenSSL could not write the key as PEM\n", tool);
         return kUsage;
     }
     // The public key first: if the private one cannot be written, nothing secret is left behind.
     if (auto problem = writeNewFile(publicPath, publicText, 0644)) {
-        fmt::print(stderr, "{}: error: {}\n", tool, *problem);
+        fmt::print(errOut(), "{}: error: {}\n", tool, *problem);
         return kUsage;
     }
     auto problem = writeNewFile(privatePath, privateText, 0600);
     OPENSSL_cleanse(privateText.data(), privateText.size());
     if (problem) {
         ::unlink(publicPath.c_str());
-        fmt::print(stderr, "{}: error: {}\n", tool, *problem);
+        fmt::print(errOut(), "{}: error: {}\n", tool, *problem);
         return kUsage;
     }
-    fmt::print("wrote {} (private: keep it where programs are built)\n", privatePath);
-    fmt::print("wrote {} (public: copy it into the trust directory of each host)\n", publicPath);
-    fmt::print("key {}\n", signerName(key.publicKey()));
+    fmt::print(stdOut(), "wrote {} (private: keep it where programs are built)\n", privatePath);
+    fmt::print(stdOut(), "wrote {} (public: copy it into the trust directory of each host)\n", publicPath);
+    fmt::print(stdOut(), "key {}\n", signerName(key.publicKey()));
     return kOk;
 }
 
@@ -291,7 +297,7 @@ int disCommand(std::string_view tool, const std::vector<std::string>& argv) {
     Args args;
     if (!parseArgs(tool, argv, {"--strict-flows"}, {"--host"}, args)) return kUsage;
     if (args.positional.size() != 1) {
-        fmt::print(stderr, "{}: error: dis needs exactly one PROGRAM (.rbc, or .rmt to compile first)\n", tool);
+        fmt::print(errOut(), "{}: error: dis needs exactly one PROGRAM (.rbc, or .rmt to compile first)\n", tool);
         return kUsage;
     }
     ProgramSource source;
@@ -306,7 +312,7 @@ int disCommand(std::string_view tool, const std::vector<std::string>& argv) {
         if (const std::string* host = args.value("--host")) options.hostPath = *host;
         source.checked = checkProgramFile(source.file, options);
         if (source.checked->ioError) {
-            fmt::print(stderr, "{}: error: {}\n", tool, source.checked->ioError->message);
+            fmt::print(errOut(), "{}: error: {}\n", tool, source.checked->ioError->message);
             return kUsage;
         }
         if (!source.checked->ok() || !source.checked->checked) {
@@ -318,7 +324,7 @@ int disCommand(std::string_view tool, const std::vector<std::string>& argv) {
     if (!source.program) return exit;
     // Only a signed file has a signer line, so an unsigned .rbc lists exactly as its source does.
     std::string signer = source.signature ? signerName(source.signature->publicKey) : std::string();
-    fmt::print("{}", disassemble(source.program->module(), sourceTextFor(source), signer));
+    fmt::print(stdOut(), "{}", disassemble(source.program->module(), sourceTextFor(source), signer));
     return kOk;
 }
 
@@ -330,7 +336,7 @@ int bytecodeManifest(std::string_view tool, const std::string& path) {
     // The signer is the file's, not the program's: only a signed file has the member, so an
     // unsigned .rbc prints exactly its source's manifest.
     if (source.signature) manifest["signer"] = signerName(source.signature->publicKey);
-    fmt::print("{}\n", manifest.dump(2));
+    fmt::print(stdOut(), "{}\n", manifest.dump(2));
     return kOk;
 }
 
@@ -356,11 +362,11 @@ bool collectInputs(std::string_view tool, const Args& args, const LoadedProgram&
         std::string error;
         std::optional<nlohmann::json> parsed = readJsonFile(*inputsFile, kMaxInputsBytes, "an inputs file", error);
         if (!parsed) {
-            fmt::print(stderr, "{}: error: {}\n", tool, error);
+            fmt::print(errOut(), "{}: error: {}\n", tool, error);
             return false;
         }
         if (!parsed->is_object()) {
-            fmt::print(stderr, "{}: error: {} must hold a JSON object of inputs (name: value), not {}\n", tool,
+            fmt::print(errOut(), "{}: error: {} must hold a JSON object of inputs (name: value), not {}\n", tool,
                        *inputsFile, jsonTypeArticle(*parsed));
             return false;
         }
@@ -370,13 +376,13 @@ bool collectInputs(std::string_view tool, const Args& args, const LoadedProgram&
         if (flag != "-i" && flag != "--input") continue;
         size_t eq = value.find('=');
         if (eq == std::string::npos || eq == 0) {
-            fmt::print(stderr, "{}: error: input '{}' must be written NAME=VALUE\n", tool, value);
+            fmt::print(errOut(), "{}: error: input '{}' must be written NAME=VALUE\n", tool, value);
             return false;
         }
         std::string name = value.substr(0, eq), text = value.substr(eq + 1);
         auto param = std::find(main.paramNames.begin(), main.paramNames.end(), name);
         if (param == main.paramNames.end()) {
-            fmt::print(stderr, "{}: error: unknown input '{}': main takes {}\n", tool, name,
+            fmt::print(errOut(), "{}: error: unknown input '{}': main takes {}\n", tool, name,
                        main.paramNames.empty() ? std::string("no inputs") : fmt::format("{}", fmt::join(main.paramNames, ", ")));
             return false;
         }
@@ -388,7 +394,7 @@ bool collectInputs(std::string_view tool, const Args& args, const LoadedProgram&
         std::string error;
         std::optional<nlohmann::json> parsed = parseJsonText("input '" + name + "'", text, error);
         if (!parsed) {
-            fmt::print(stderr, "{}: error: {} (type {} is given as JSON)\n", tool, error, type ? showType(type) : "?");
+            fmt::print(errOut(), "{}: error: {} (type {} is given as JSON)\n", tool, error, type ? showType(type) : "?");
             return false;
         }
         given[name] = std::move(*parsed);
@@ -403,9 +409,9 @@ bool inputValues(std::string_view tool, const LoadedProgram& program, const Host
     std::string problem;
     out = mainArguments(program, host, heap, given, problem);
     if (problem.empty()) return true;
-    fmt::print(stderr, "{}: error: {}\n", tool, problem);
+    fmt::print(errOut(), "{}: error: {}\n", tool, problem);
     if (problem.starts_with("missing input"))
-        fmt::print(stderr, "  hint: pass -i NAME=VALUE or --inputs FILE.json\n");
+        fmt::print(errOut(), "  hint: pass -i NAME=VALUE or --inputs FILE.json\n");
     return false;
 }
 
@@ -415,7 +421,7 @@ std::optional<uint64_t> parseLimitFlag(std::string_view tool, const Args& args, 
     uint64_t n = 0;
     auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
     if (ec != std::errc() || end != v->data() + v->size() || n == 0) {
-        fmt::print(stderr, "{}: error: {} needs a positive integer, not '{}'\n", tool, flag, *v);
+        fmt::print(errOut(), "{}: error: {} needs a positive integer, not '{}'\n", tool, flag, *v);
         throw std::invalid_argument("bad limit");
     }
     return n;
@@ -427,7 +433,7 @@ void printRuntimeFailure(const ProgramSource& source, const RunFailure& f) {
     d.details = f.error.details;
     std::string text = sourceTextFor(source);
     SourceFile excerpt(source.file, text);
-    fmt::print(stderr, "{}\n", renderText(d, text.empty() ? nullptr : &excerpt));
+    fmt::print(errOut(), "{}\n", renderText(d, text.empty() ? nullptr : &excerpt));
 }
 
 // Where the live adapter shim lives: $REMIT_PY_ADAPTER, else the source tree's scripts/.
@@ -455,7 +461,7 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
     const std::string* adapterFlag = args.value("--adapter");
     int chosen = (adapterFlag ? 1 : 0) + (args.has("--live") ? 1 : 0) + (args.value("--fixtures") ? 1 : 0);
     if (chosen > 1) {
-        fmt::print(stderr, "{}: error: choose one of --fixtures, --live and --adapter\n", tool);
+        fmt::print(errOut(), "{}: error: choose one of --fixtures, --live and --adapter\n", tool);
         return false;
     }
     std::filesystem::path programDir = std::filesystem::absolute(source.file).lexically_normal().parent_path();
@@ -477,7 +483,7 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
         } else if (!args.value("--fixtures") && source.program->module().sites.empty()) {
             spec.kind = AdapterSpec::Kind::None;  // nothing to perform: no fixtures needed
         } else {
-            fmt::print(stderr, "error: no fixtures at {}; pass --fixtures or --live\n", path);
+            fmt::print(errOut(), "error: no fixtures at {}; pass --fixtures or --live\n", path);
             return false;
         }
     }
@@ -491,11 +497,11 @@ std::unique_ptr<Adapter> openRunAdapters(std::string_view tool, const std::vecto
     std::unique_ptr<Adapter> adapter = openAdapters(specs, AdapterOpenOptions{liveShimPath()}, error);
     if (adapter) return adapter;
     switch (specs[error.index].kind) {
-        case AdapterSpec::Kind::Process: fmt::print(stderr, "{}: error: --adapter: {}\n", tool, error.message); break;
-        case AdapterSpec::Kind::Live: fmt::print(stderr, "{}: error: --live: {}\n", tool, error.message); break;
-        default: fmt::print(stderr, "{}: error: {}\n", tool, error.message); break;
+        case AdapterSpec::Kind::Process: fmt::print(errOut(), "{}: error: --adapter: {}\n", tool, error.message); break;
+        case AdapterSpec::Kind::Live: fmt::print(errOut(), "{}: error: --live: {}\n", tool, error.message); break;
+        default: fmt::print(errOut(), "{}: error: {}\n", tool, error.message); break;
     }
-    if (!error.hint.empty()) fmt::print(stderr, "  hint: {}\n", error.hint);
+    if (!error.hint.empty()) fmt::print(errOut(), "  hint: {}\n", error.hint);
     return nullptr;
 }
 
@@ -513,10 +519,10 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
         if (json) {
             Json d = Json::array();
             for (const Diagnostic& x : diags.items()) d.push_back(toJson(x));
-            fmt::print("{}\n", Json{{"status", "rejected"}, {"diagnostics", d}}.dump(2));
+            fmt::print(stdOut(), "{}\n", Json{{"status", "rejected"}, {"diagnostics", d}}.dump(2));
         } else {
             printDiagnostics(diags, source.checked ? &*source.checked : nullptr);
-            fmt::print(stderr, "refusing to run a program with errors\n");
+            fmt::print(errOut(), "refusing to run a program with errors\n");
         }
         return kFailure;
     };
@@ -526,9 +532,9 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
     const std::string* trustFlag = args.value("--trust");
     if (!isBytecodePath(source.file)) {
         if (trustFlag) {
-            fmt::print(stderr, "{}: error: --trust checks the signatures of .rbc artifacts, and {} is source\n", tool,
+            fmt::print(errOut(), "{}: error: --trust checks the signatures of .rbc artifacts, and {} is source\n", tool,
                        source.file);
-            fmt::print(stderr, "  hint: build and sign it (`remitc build {} --sign KEY.pem`), or drop --trust\n",
+            fmt::print(errOut(), "  hint: build and sign it (`remitc build {} --sign KEY.pem`), or drop --trust\n",
                        source.file);
             return kUsage;
         }
@@ -540,13 +546,13 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
         source.checked = checkProgramFile(source.file, options);
         CheckOutcome& outcome = *source.checked;
         if (outcome.ioError) {
-            fmt::print(stderr, "{}: error: {}\n", tool, outcome.ioError->message);
+            fmt::print(errOut(), "{}: error: {}\n", tool, outcome.ioError->message);
             return kUsage;
         }
         if (!outcome.ok() || !outcome.checked) return rejected(outcome.diags);
         if (!json) printDiagnostics(outcome.diags, &outcome);  // warnings
         if (!allowAll && !outcome.policy) {
-            fmt::print(stderr, "error: no policy.toml next to the program; pass --policy or --allow-all\n");
+            fmt::print(errOut(), "error: no policy.toml next to the program; pass --policy or --allow-all\n");
             return kUsage;
         }
         setup.policy = allowAll ? Policy::allowAllPolicy() : *outcome.policy;
@@ -561,12 +567,12 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
         if (!allowAll) {
             if (!policyPath) policyPath = findPolicy(source.file);
             if (!policyPath) {
-                fmt::print(stderr, "error: no policy.toml next to the program; pass --policy or --allow-all\n");
+                fmt::print(errOut(), "error: no policy.toml next to the program; pass --policy or --allow-all\n");
                 return kUsage;
             }
             std::string policyText;
             if (auto err = readSource(*policyPath, size_t(1) << 20, policyText)) {
-                fmt::print(stderr, "{}: error: {}\n", tool, err->message);
+                fmt::print(errOut(), "{}: error: {}\n", tool, err->message);
                 return kUsage;
             }
             setup.policy = parsePolicy(*policyPath, policyText, policyDiags);
@@ -589,14 +595,14 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
         std::optional<std::string> hostPath =
             args.value("--host") ? std::optional(*args.value("--host")) : findHostInterface(source.file);
         if (!hostPath) {
-            fmt::print(stderr, "{}: error: no host.rmti found next to {} or in a parent directory\n", tool,
+            fmt::print(errOut(), "{}: error: no host.rmti found next to {} or in a parent directory\n", tool,
                        source.file);
-            fmt::print(stderr, "  hint: pass --host PATH to name the host interface\n");
+            fmt::print(errOut(), "  hint: pass --host PATH to name the host interface\n");
             return kUsage;
         }
         std::string hostText;
         if (auto err = readSource(*hostPath, size_t(1) << 20, hostText)) {
-            fmt::print(stderr, "{}: error: {}\n", tool, err->message);
+            fmt::print(errOut(), "{}: error: {}\n", tool, err->message);
             return kUsage;
         }
         DiagnosticList diags;
@@ -606,7 +612,7 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
         if (diags.hasErrors()) return rejected(diags);
         if (setup.host.hash != module.hostHash) {
             auto [built, here] = distinctPrefixes(module.hostHash, setup.host.hash);
-            fmt::print(stderr,
+            fmt::print(errOut(),
                        "{}: error: {} was built for another host interface than {} (host hash {} in the "
                        "artifact, {} here)\n"
                        "  hint: rebuild it with `remitc build` against this host, or pass --host\n",
@@ -628,7 +634,7 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
         setup.strictFlows = manifest && manifest->strictFlows;
         bool wanted = args.has("--strict-flows") || (setup.policy && setup.policy->strictFlows);
         if (wanted && !setup.strictFlows) {
-            fmt::print(stderr,
+            fmt::print(errOut(),
                        "{}: error: {} was built without strict flows, but {} asks for them\n"
                        "  hint: rebuild it from its source with `remitc build --strict-flows`\n",
                        tool, source.file, args.has("--strict-flows") ? "--strict-flows" : "the policy's [flows] strict");
@@ -636,7 +642,7 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
         }
     }
     if (source.program->entry() == kNoType) {
-        fmt::print(stderr, "{}: error: {} has no main function to run\n", tool, source.file);
+        fmt::print(errOut(), "{}: error: {} has no main function to run\n", tool, source.file);
         return kUsage;
     }
 
@@ -646,7 +652,7 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
         if (auto n = parseLimitFlag(tool, args, "--max-steps")) flags.maxSteps = static_cast<int64_t>(*n);
         if (auto n = parseLimitFlag(tool, args, "--max-memory")) {
             if (*n > kMaxMemoryBudget) {
-                fmt::print(stderr, "{}: error: --max-memory {} is more than the {} bytes (32 GiB) a run can have\n", tool,
+                fmt::print(errOut(), "{}: error: --max-memory {} is more than the {} bytes (32 GiB) a run can have\n", tool,
                            *n, kMaxMemoryBudget);
                 return kUsage;
             }
@@ -660,6 +666,14 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
     return kOk;
 }
 
+// Where a run goes: a worker runs a submitted run under the id `submit` gave it, holding its lock,
+// with the adapters the submission recorded.
+struct RunPlacement {
+    std::string runId;  // empty: a new id
+    bool held = false;  // the caller holds the run family's lock
+    std::optional<std::vector<AdapterSpec>> adapters;
+};
+
 // What makes `resume` differ from `run`: the plan from the old trace and the run it continues.
 struct Continuation {
     const ReplayPlan* plan = nullptr;
@@ -672,9 +686,9 @@ struct Continuation {
 // --interactive: shows the request on stderr and reads y/N from the terminal (docs/broker.md "Approvals").
 bool askAtTerminal(const PendingApproval& pending) {
     Json request = {{"resource", pending.resource}, {"args", pending.args}, {"reasons", pending.reasons}};
-    fmt::print(stderr, "\n=== approval required ===\n{}\ndigest {}\napprove this exact call? [y/N] ",
+    fmt::print(errOut(), "\n=== approval required ===\n{}\ndigest {}\napprove this exact call? [y/N] ",
                prettyJson(request), pending.digest);
-    std::fflush(stderr);
+    std::fflush(errOut());
     std::string answer;
     for (int c = std::getchar(); c != EOF && c != '\n'; c = std::getchar())
         if (answer.size() < 16) answer += static_cast<char>(std::tolower(c));
@@ -684,10 +698,11 @@ bool askAtTerminal(const PendingApproval& pending) {
 }
 
 // Runs main through the broker and prints the outcome as `run` does (docs/compatibility.md): the adapter the
-// flags choose, approvals, the trace, the run lock, the envelopes and exit codes. `resume` passes
-// the recorded inputs and its continuation.
+// flags choose, approvals, the trace, the run lock, the envelopes and exit codes, with the records
+// in `store`. `resume` passes the recorded inputs and its continuation; a worker, where the run
+// goes (`placement`).
 int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const nlohmann::json& givenInputs,
-               const Continuation* continuation) {
+               const Continuation* continuation, Store& store, const RunPlacement& placement = {}) {
     const ProgramSource& source = setup.source;
     const LoadedProgram& program = *source.program;
     const Module& module = program.module();
@@ -696,20 +711,21 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     // The adapter, before anything runs: a bad flag or fixture file refuses the run (exit 2) and,
     // like every refusal before the start, writes no trace.
     std::vector<AdapterSpec> adapterSpecs;
-    if (!runAdapterSpecs(tool, args, source, continuation && continuation->adapters ? &*continuation->adapters : nullptr,
-                         adapterSpecs))
+    const std::vector<AdapterSpec>* recordedSpecs = continuation && continuation->adapters ? &*continuation->adapters
+                                                    : placement.adapters                       ? &*placement.adapters
+                                                                                               : nullptr;
+    if (!runAdapterSpecs(tool, args, source, recordedSpecs, adapterSpecs))
         return kUsage;
     std::unique_ptr<Adapter> adapter = openRunAdapters(tool, adapterSpecs);
     if (!adapter) return kUsage;
     std::string mode = adapterMode(adapterSpecs);
 
-    std::filesystem::path stateDir = stateDirOf(args);
     bool approveAll = args.has("--approve-all");
-    ApprovalStore approvals(approvalStorePath(stateDir).string());
+    ApprovalStore& approvals = store.approvals();
     if (!approveAll) {
         std::string error;
         if (!approvals.load(error)) {
-            fmt::print(stderr, "{}: error: {}\n", tool, error);
+            fmt::print(errOut(), "{}: error: {}\n", tool, error);
             return kUsage;
         }
     }
@@ -717,32 +733,32 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     Run run(source.program, setup.limits);
     std::vector<Value> inputs;  // after `run`: values go before the heap that holds them
     if (!inputValues(tool, program, setup.host, run.heap(), givenInputs, inputs)) return kUsage;
-    std::string runId = newRunId();
+    std::string runId = placement.runId.empty() ? newRunId() : placement.runId;
     std::string root = continuation ? continuation->idempotencyRoot : runId;
-    std::string tracePath = runTracePath(stateDir, runId).string();
-    TraceWriter trace;
-    RunLock lock;
+    std::string tracePath = store.traceName(runId);
+    auto trace = std::make_unique<TraceWriter>();  // replaced by the store's when the run is traced
+    std::unique_ptr<RunHold> hold;
     // A program with no capability or model call site cannot act on the world: it runs without a
     // trace (nothing to audit, approve or resume), and its output is the pure program's output.
     bool traced = !module.sites.empty();
-    if (std::string error; traced && !continuation && !lock.acquire(runLockPath(stateDir, root).string(), error)) {
-        fmt::print(stderr, "{}: error: {}\n", tool, error);
+    if (std::string error; traced && !continuation && !placement.held && !(hold = store.holdRun(root, error))) {
+        fmt::print(errOut(), "{}: error: {}\n", tool, error);
         return kUsage;
     }
-    // The state directory could not keep this run's records: exit 2, saying what happened to the
-    // run and how to go on. Only the state directory is named (it is the one thing to fix).
+    // The store could not keep this run's records: exit 2, saying what happened to the run and how
+    // to go on. Only the store is named (it is the one thing to fix).
     auto stateFailure = [&](const std::string& what, bool started) {
-        fmt::print(stderr, "{}: error: cannot keep this run's records in the state directory {}: {}\n", tool,
-                   stateDir.string(), what);
+        commandOutput().storeFailed = true;
+        fmt::print(errOut(), "{}: error: cannot keep this run's records in {}: {}\n", tool, store.describe(), what);
+        std::string fix = store.kind() == Store::Kind::Files
+                              ? fmt::format("make room in (or fix the permissions of) {}",
+                                            static_cast<FileStore&>(store).stateDir().string())
+                              : "once the database is reachable (and has room) again";
         if (started)
-            fmt::print(stderr,
-                       "  hint: make room in (or fix the permissions of) {}, then continue the run without "
-                       "repeating its effects: {} resume {}{}\n",
-                       stateDir.string(), tool, runId, stateFlags(args));
+            fmt::print(errOut(), "  hint: {}, then continue the run without repeating its effects: {} resume {}{}\n", fix,
+                       tool, runId, stateFlags(args));
         else
-            fmt::print(stderr, "  hint: make room in (or fix the permissions of) {}, then run it again; nothing was "
-                               "performed\n",
-                       stateDir.string());
+            fmt::print(errOut(), "  hint: {}, then run it again; nothing was performed\n", fix);
         return kUsage;
     };
     RunStart recorded;
@@ -765,18 +781,19 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
         recorded.resumedFrom = continuation->resumedFrom;
         if (!continuation->plan->inFlight.empty()) recorded.inFlight = inFlightJson(continuation->plan->inFlight);
     }
-    if (std::optional<std::string> problem; traced && (problem = beginRunRecord(stateDir, recorded, trace)))
+    if (std::optional<std::string> problem; traced && (problem = beginRunRecord(store, recorded, trace)))
         return stateFailure(*problem + "; the run did not start", false);
     if (approveAll)
-        fmt::print(stderr, "warning: --approve-all grants every approval (development and fixtures only)\n");
+        fmt::print(errOut(), "warning: --approve-all grants every approval (development and fixtures only)\n");
     // Only where there is something to grant: a pure program's output stays its own.
     if (args.has("--allow-all") && traced)
-        fmt::print(stderr, "warning: --allow-all grants every host resource with no limits (development only)\n");
+        fmt::print(errOut(), "warning: --allow-all grants every host resource with no limits (development only)\n");
 
     BrokerOptions options = brokerOptionsFor(module, setup.host, *setup.policy, runId, setup.strictFlows, root);
     options.adapterKind = adapter->kind();
-    options.trace = &trace;
+    options.trace = trace.get();
     options.approvals = approveAll ? nullptr : &approvals;
+    options.ledger = &store.ledger();
     options.approveAll = approveAll;
     options.replay = continuation ? continuation->plan : nullptr;
     // --interactive: a person at the terminal may approve a call the store has no approval for.
@@ -792,19 +809,19 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     // Stopped by the broker (nothing was dispatched after the failure), or the trace failed on the
     // way: no run_end, so a resume continues the run exactly where it stopped.
     if (!broker.ioError().empty()) return stateFailure(broker.ioError(), true);
-    if (!trace.ok())
-        return stateFailure(fmt::format("the trace could not be written ({})", trace.failure()), true);
+    if (!trace->ok())
+        return stateFailure(fmt::format("the trace could not be written ({})", trace->failure()), true);
     auto endFailure = [&] {
-        return stateFailure(fmt::format("the end of the run could not be recorded ({})", trace.failure()), true);
+        return stateFailure(fmt::format("the end of the run could not be recorded ({})", trace->failure()), true);
     };
     auto traceLine = [&] {
         if (!traced) return;
-        fmt::print(stderr, "trace: {}  (spent ${:.4f}, {} call(s), mode {})\n", tracePath, broker.spent(),
+        fmt::print(errOut(), "trace: {}  (spent ${:.4f}, {} call(s), mode {})\n", tracePath, broker.spent(),
                    broker.calls(), mode);
     };
     if (status == RunStatus::Failed && run.failure().error.code == DiagCode::R0302 && broker.pending()) {
         const PendingApproval& pending = *broker.pending();
-        if (!trace.emit(runEndPaused(runId, pending.digest)))
+        if (!trace->emit(runEndPaused(runId, pending.digest)))
             return endFailure();
         if (json) {
             Json reasons(pending.reasons);
@@ -816,12 +833,12 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
                                {"resource", pending.resource},
                                {"args", pending.args},
                                {"reasons", reasons}}}};
-            fmt::print("{}\n", prettyJson(envelope));
+            fmt::print(stdOut(), "{}\n", prettyJson(envelope));
         } else {
             printRuntimeFailure(source, run.failure());
             std::string argsText = dumpJson(pending.args, JsonTextStyle{false, false, -1, ", ", ": "});
-            fmt::print(stderr, "  args: {}\n", firstCodePoints(argsText, 400));
-            fmt::print(stderr,
+            fmt::print(errOut(), "  args: {}\n", firstCodePoints(argsText, 400));
+            fmt::print(errOut(),
                        "  to approve this exact call: {} approve {}{}\n"
                        "  then continue without repeating completed effects: {} resume {}{}\n",
                        tool, pending.digest, stateFlags(args), tool, runId, stateFlags(args));
@@ -831,25 +848,25 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     }
     if (status == RunStatus::Failed) {
         const RunFailure& f = run.failure();
-        if (!trace.emit(runEndFailed(runId, f)))
+        if (!trace->emit(runEndFailed(runId, f)))
             return endFailure();
         if (json)
-            fmt::print("{}\n", Json{{"status", "failed"}, {"run_id", runId}, {"error", failureJson(f)}}.dump(2));
+            fmt::print(stdOut(), "{}\n", Json{{"status", "failed"}, {"run_id", runId}, {"error", failureJson(f)}}.dump(2));
         else
             printRuntimeFailure(source, f);
         traceLine();
         return kFailure;
     }
     RunResult result = resultOf(run);
-    if (!trace.emit(runEndCompleted(runId, result, broker.spent())))
+    if (!trace->emit(runEndCompleted(runId, result, broker.spent())))
         return endFailure();
     if (json) {
         Json envelope = {{"status", "completed"},       {"run_id", runId},
                          {"result", result.value},      {"result_tags", result.tags},
                          {"spent_usd", broker.spent()}, {"calls", broker.calls()}};
-        fmt::print("{}\n", prettyJson(envelope));
+        fmt::print(stdOut(), "{}\n", prettyJson(envelope));
     } else {
-        fmt::print("{}\n", prettyJson(result.value));
+        fmt::print(stdOut(), "{}\n", prettyJson(result.value));
     }
     traceLine();
     return kOk;
@@ -859,27 +876,28 @@ const std::vector<std::string> kRunSwitches = {"--json",        "--allow-all",  
                                                "--live",        "--interactive", "--strict-flows"};
 const std::vector<std::string> kRunOptions = {"--host",       "--policy",      "--fixtures",
                                               "--adapter",    "--state-dir",   "--max-steps",
-                                              "--max-memory", "--max-wall-ms", "--trust"};
+                                              "--max-memory", "--max-wall-ms", "--trust",
+                                              "--store"};
 
 // A recorded run read for `resume` or `replay`. Prints the problem and returns false (exit 2).
-bool readRecordedRun(std::string_view tool, const Args& args, const std::string& run, ReplayPurpose purpose,
+bool readRecordedRun(std::string_view tool, Store& store, const std::string& run, ReplayPurpose purpose,
                      ReplayPlan& plan) {
-    std::string path = tracePathFor(tool, args, run);
-    if (path.empty()) return false;
-    TraceFile trace = readTrace(path);
+    std::string path;
+    TraceFile trace;
+    if (!readRunTrace(tool, store, run, TraceCheck::Verify, trace, path)) return false;
     if (!trace.error.empty()) {
-        fmt::print(stderr, "{}: error: {}\n", tool, trace.error);
+        fmt::print(errOut(), "{}: error: {}\n", tool, trace.error);
         if (trace.unchained)
-            fmt::print(stderr, "  hint: run the program again; `{} trace {}` still shows the old run\n", tool, run);
+            fmt::print(errOut(), "  hint: run the program again; `{} trace {}` still shows the old run\n", tool, run);
         else
-            fmt::print(stderr, "  hint: a trace is written only by remitvm; restore the original file\n");
+            fmt::print(errOut(), "  hint: a trace is written only by remitvm; restore the original file\n");
         return false;
     }
-    if (!trace.warning.empty()) fmt::print(stderr, "{}: warning: {}\n", tool, trace.warning);
+    if (!trace.warning.empty()) fmt::print(errOut(), "{}: warning: {}\n", tool, trace.warning);
     std::string error;
     plan = planFromTrace(trace, path, purpose, error);
     if (!error.empty()) {
-        fmt::print(stderr, "{}: error: {}\n", tool, error);
+        fmt::print(errOut(), "{}: error: {}\n", tool, error);
         return false;
     }
     return true;
@@ -888,19 +906,19 @@ bool readRecordedRun(std::string_view tool, const Args& args, const std::string&
 // The plan a resume of `run` continues from: its own, or — when `run` is a resume that stopped
 // before it had replayed everything it set out to — that of the run it resumed (whose record then
 // holds everything `run`'s does), and so on up the chain. Prints the problem and returns false.
-bool readResumePlan(std::string_view tool, const Args& args, const std::string& run, const std::string& root,
+bool readResumePlan(std::string_view tool, Store& store, const std::string& run, const std::string& root,
                     ReplayPlan& plan) {
-    if (!readRecordedRun(tool, args, run, ReplayPurpose::Resume, plan)) return false;
+    if (!readRecordedRun(tool, store, run, ReplayPurpose::Resume, plan)) return false;
     for (size_t hops = 0; plan.replayUnfinished; ++hops) {
         std::string parent = stringField(plan.start, "resumed_from");
         if (hops > 10000) {
-            fmt::print(stderr, "{}: error: the chain of resumes of run {} does not end\n", tool, run);
+            fmt::print(errOut(), "{}: error: the chain of resumes of run {} does not end\n", tool, run);
             return false;
         }
-        if (!readRecordedRun(tool, args, parent, ReplayPurpose::Resume, plan)) return false;
+        if (!readRecordedRun(tool, store, parent, ReplayPurpose::Resume, plan)) return false;
     }
     if (std::string r = stringField(plan.start, "idempotency_root"); !root.empty() && r != root) {
-        fmt::print(stderr, "{}: error: {} belongs to another run (idempotency root {}, not {})\n", tool,
+        fmt::print(errOut(), "{}: error: {} belongs to another run (idempotency root {}, not {})\n", tool,
                    plan.tracePath, r, root);
         return false;
     }
@@ -915,56 +933,54 @@ int runCommand(std::string_view tool, const std::vector<std::string>& argv) {
     options.insert(options.end(), {"-i", "--input", "--inputs"});
     if (!parseArgs(tool, argv, kRunSwitches, options, args)) return kUsage;
     if (args.positional.size() != 1) {
-        fmt::print(stderr, "{}: error: run needs exactly one PROGRAM (.rmt or .rbc)\n", tool);
+        fmt::print(errOut(), "{}: error: run needs exactly one PROGRAM (.rmt or .rbc)\n", tool);
         return kUsage;
     }
+    std::unique_ptr<Store> store = openStoreFor(tool, args);
+    if (!store) return kUsage;
     RunSetup setup;
     if (int exit = loadRunSetup(tool, args, args.positional[0], false, setup); exit != kOk) return exit;
     nlohmann::json given;
     if (!collectInputs(tool, args, *setup.source.program, given)) return kUsage;
-    return executeRun(tool, args, setup, given, nullptr);
+    return executeRun(tool, args, setup, given, nullptr, *store);
 }
 
-int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    std::vector<std::string> options = kRunOptions;
-    options.push_back("--file");
-    if (!parseArgs(tool, argv, kRunSwitches, options, args)) return kUsage;
-    if (args.positional.size() != 1) {
-        fmt::print(stderr, "{}: error: resume needs exactly one RUN_ID (or trace path)\n", tool);
-        return kUsage;
-    }
+namespace {
+
+// Continues the recorded run `run` (a run id in `store`, or a trace file) as `resume` does; with
+// `held`, the caller already holds the run family's lock (a worker's claim).
+int continueRun(std::string_view tool, Args& args, Store& store, const std::string& run, bool held) {
     ReplayPlan plan;
-    if (!readRecordedRun(tool, args, args.positional[0], ReplayPurpose::Resume, plan)) return kUsage;
+    if (!readRecordedRun(tool, store, run, ReplayPurpose::Resume, plan)) return kUsage;
     std::string root = stringField(plan.start, "idempotency_root");
     if (root.empty()) root = stringField(plan.start, "run_id");
 
     // One process at a time continues a run: the lock is taken before the newest trace is chosen.
-    RunLock lock;
-    if (std::string error; !lock.acquire(runLockPath(stateDirOf(args), root).string(), error)) {
-        fmt::print(stderr, "{}: error: cannot resume: {}\n", tool, error);
-        fmt::print(stderr, "  hint: wait for it to finish, then resume again\n");
+    std::unique_ptr<RunHold> hold;
+    if (std::string error; !held && !(hold = store.holdRun(root, error))) {
+        fmt::print(errOut(), "{}: error: cannot resume: {}\n", tool, error);
+        fmt::print(errOut(), "  hint: wait for it to finish, then resume again\n");
         return kFailure;
     }
     std::string recordedRun = plan.start["run_id"].get<std::string>();
     StateProblem problem;
-    std::optional<std::string> found = newestResumeOf(stateDirOf(args), recordedRun, problem);
+    std::optional<std::string> found = newestResumeOf(store, recordedRun, root, problem);
     if (!found) {
-        fmt::print(stderr, "{}: error: {}\n  hint: {}\n", tool, problem.message, problem.hint);
+        fmt::print(errOut(), "{}: error: {}\n  hint: {}\n", tool, problem.message, problem.hint);
         return kUsage;
     }
     std::string newest = *found;
     if (newest != recordedRun)
-        fmt::print(stderr, "note: run {} was resumed as {}; continuing from {}\n", recordedRun, newest, newest);
+        fmt::print(errOut(), "note: run {} was resumed as {}; continuing from {}\n", recordedRun, newest, newest);
     if (newest != recordedRun || plan.replayUnfinished) {
-        if (!readResumePlan(tool, args, newest, root, plan)) return kUsage;
+        if (!readResumePlan(tool, store, newest, root, plan)) return kUsage;
         recordedRun = newest;
     }
 
     // The program: --file, else the path the run recorded.
     std::string file = args.value("--file") ? *args.value("--file") : stringField(plan.start, "path");
     if (file.empty()) {
-        fmt::print(stderr, "{}: error: the trace does not name its program; pass --file PROG\n", tool);
+        fmt::print(errOut(), "{}: error: the trace does not name its program; pass --file PROG\n", tool);
         return kUsage;
     }
     // Without adapter flags, the recorded adapters: the `adapters` a run records, or for a trace
@@ -976,9 +992,9 @@ int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
             std::string error;
             recordedAdapters = adapterSpecsFromJson(plan.start["adapters"], error);
             if (!recordedAdapters) {
-                fmt::print(stderr, "{}: error: {}: run_start's adapters cannot be read: {}\n", tool, plan.tracePath,
+                fmt::print(errOut(), "{}: error: {}: run_start's adapters cannot be read: {}\n", tool, plan.tracePath,
                            error);
-                fmt::print(stderr, "  hint: pass the adapter flags (--fixtures, --adapter or --live) to resume with\n");
+                fmt::print(errOut(), "  hint: pass the adapter flags (--fixtures, --adapter or --live) to resume with\n");
                 return kUsage;
             }
         } else if (mode.starts_with("fixtures:")) {
@@ -997,40 +1013,163 @@ int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
     if (int exit = loadRunSetup(tool, args, file, false, setup); exit != kOk) return exit;
     const Module& module = setup.source.program->module();
     if (module.programHash != plan.start["program_hash"].get<std::string>()) {
-        fmt::print(stderr, "error: the program changed since this run; recorded results and approvals no longer apply\n");
-        fmt::print(stderr, "  hint: start it afresh with `{} run {}`, or restore the program the run was made with\n",
+        fmt::print(errOut(), "error: the program changed since this run; recorded results and approvals no longer apply\n");
+        fmt::print(errOut(), "  hint: start it afresh with `{} run {}`, or restore the program the run was made with\n",
                    tool, file);
         return kFailure;
     }
     if (!stringField(plan.start, "host_hash").empty() && stringField(plan.start, "host_hash") != module.hostHash) {
-        fmt::print(stderr, "error: the host interface changed since this run; recorded results may no longer fit it\n");
-        fmt::print(stderr, "  hint: start the run afresh, or restore the host.rmti the run was made with\n");
+        fmt::print(errOut(), "error: the host interface changed since this run; recorded results may no longer fit it\n");
+        fmt::print(errOut(), "  hint: start the run afresh, or restore the host.rmti the run was made with\n");
         return kFailure;
     }
     if (!plan.inFlight.empty())
-        fmt::print(stderr,
+        fmt::print(errOut(),
                    "note: {} call(s) were dispatched but not recorded when run {} stopped; they go out again with "
                    "the same idempotency key, so an adapter that de-duplicates performs them once\n",
                    plan.inFlight.size(), recordedRun);
     Continuation continuation{&plan, recordedRun, root, std::move(recordedAdapters)};
-    return executeRun(tool, args, setup, plan.start["inputs"], &continuation);
+    return executeRun(tool, args, setup, plan.start["inputs"], &continuation, store, RunPlacement{"", true, std::nullopt});
+}
+
+}  // namespace
+
+int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
+    Args args;
+    std::vector<std::string> options = kRunOptions;
+    options.push_back("--file");
+    if (!parseArgs(tool, argv, kRunSwitches, options, args)) return kUsage;
+    if (args.positional.size() != 1) {
+        fmt::print(errOut(), "{}: error: resume needs exactly one RUN_ID (or trace path)\n", tool);
+        return kUsage;
+    }
+    std::unique_ptr<Store> store = openStoreFor(tool, args);
+    if (!store) return kUsage;
+    return continueRun(tool, args, *store, args.positional[0], false);
+}
+
+int runSubmitted(std::string_view tool, Args& args, Store& store, const std::string& runId, const Json& submission) {
+    if (store.hasTrace(runId)) return continueRun(tool, args, store, runId, true);
+    RunSetup setup;
+    if (int exit = loadRunSetup(tool, args, args.positional[0], false, setup); exit != kOk) return exit;
+    if (setup.source.program->module().programHash != stringField(submission, "program_hash")) {
+        fmt::print(errOut(), "{}: error: {} changed since the run was submitted (its program hash is not the one "
+                          "recorded)\n  hint: submit it again; every worker must see the program the run was "
+                          "submitted with\n",
+                   tool, args.positional[0]);
+        return kFailure;
+    }
+    std::string error;
+    std::optional<std::vector<AdapterSpec>> adapters =
+        submission.contains("adapters") ? adapterSpecsFromJson(submission["adapters"], error) : std::nullopt;
+    if (!adapters) {
+        fmt::print(errOut(), "{}: error: the submission's adapters cannot be read: {}\n", tool, error);
+        return kUsage;
+    }
+    RunPlacement placement{runId, true, std::move(adapters)};
+    Json inputs = submission.is_object() && submission.contains("inputs") ? submission["inputs"] : Json::object();
+    return executeRun(tool, args, setup, inputs, nullptr, store, placement);
+}
+
+namespace {
+
+// The flags of `run` a submission records, so a worker loads the program as `run` would: each
+// with a path value made absolute (a worker starts elsewhere). Adapter flags are recorded as
+// specs, inputs as JSON, and the store is the worker's.
+constexpr std::pair<const char*, bool> kSubmittedFlags[] = {
+    {"--host", true},       {"--policy", true},       {"--trust", true},        {"--max-steps", false},
+    {"--max-memory", false}, {"--max-wall-ms", false}, {"--allow-all", false},   {"--approve-all", false},
+    {"--strict-flows", false}};
+
+}  // namespace
+
+int submitCommand(std::string_view tool, const std::vector<std::string>& argv) {
+    Args args;
+    std::vector<std::string> options = kRunOptions;
+    options.insert(options.end(), {"-i", "--input", "--inputs"});
+    if (!parseArgs(tool, argv, kRunSwitches, options, args)) return kUsage;
+    if (args.positional.size() != 1) {
+        fmt::print(errOut(), "{}: error: submit needs exactly one PROGRAM (.rmt or .rbc)\n", tool);
+        return kUsage;
+    }
+    if (args.has("--interactive")) {
+        fmt::print(errOut(), "{}: error: a submitted run has no terminal to ask at; approvals of queued runs go through "
+                          "`{} approvals approve ID --store URL`\n",
+                   tool, tool);
+        return kUsage;
+    }
+    std::unique_ptr<Store> opened = openStoreFor(tool, args);
+    if (!opened) return kUsage;
+    auto* store = dynamic_cast<PgStore*>(opened.get());
+    if (!store) {
+        fmt::print(errOut(), "{}: error: submit queues runs for workers that share a PostgreSQL store, and {} is a state "
+                          "directory\n  hint: pass --store postgresql://… (or set REMIT_STORE); `{} run` runs a "
+                          "program here\n",
+                   tool, opened->describe(), tool);
+        return kUsage;
+    }
+    // Everything a worker would refuse is refused now, with run's messages and exit codes: the
+    // program against its host and policy, the inputs against main, the adapters.
+    RunSetup setup;
+    if (int exit = loadRunSetup(tool, args, args.positional[0], false, setup); exit != kOk) return exit;
+    const LoadedProgram& program = *setup.source.program;
+    nlohmann::json given;
+    if (!collectInputs(tool, args, program, given)) return kUsage;
+    {
+        Run probe(setup.source.program, setup.limits);
+        std::vector<Value> inputs;
+        if (!inputValues(tool, program, setup.host, probe.heap(), given, inputs)) return kUsage;
+    }
+    std::vector<AdapterSpec> specs;
+    if (!runAdapterSpecs(tool, args, setup.source, nullptr, specs)) return kUsage;
+    for (AdapterSpec& spec : specs)
+        if (!spec.path.empty()) spec.path = std::filesystem::absolute(spec.path).lexically_normal().string();
+    if (!openRunAdapters(tool, specs)) return kUsage;
+
+    Json flags = Json::array();
+    for (const auto& [flag, value] : args.options)
+        for (const auto& [name, isPath] : kSubmittedFlags)
+            if (flag == name)
+                flags.push_back({flag, isPath ? std::filesystem::absolute(value).lexically_normal().string() : value});
+    SubmittedRun run;
+    run.runId = newRunId();
+    run.program = program.module().programName;
+    run.path = std::filesystem::absolute(setup.source.file).lexically_normal().string();
+    run.submission = {{"flags", flags},
+                      {"inputs", given},
+                      {"adapters", adapterSpecsJson(specs)},
+                      {"program_hash", program.module().programHash}};
+    std::string error;
+    if (!store->submit(run, error)) {
+        fmt::print(errOut(), "{}: error: {}\n", tool, error);
+        return kUsage;
+    }
+    if (args.has("--json"))
+        fmt::print(stdOut(), "{}\n", prettyJson(Json{{"status", "queued"}, {"run_id", run.runId}}));
+    else
+        fmt::print(stdOut(), "{}\n", run.runId);
+    fmt::print(errOut(), "queued run {} in {}; a worker runs it (`{} runs show {}{}`)\n", run.runId, store->describe(),
+               tool, run.runId, stateFlags(args));
+    return kOk;
 }
 
 int replayCommand(std::string_view tool, const std::vector<std::string>& argv) {
     Args args;
     if (!parseArgs(tool, argv, {"--json", "--strict-flows"},
-                   {"--file", "--host", "--state-dir", "--max-steps", "--max-memory", "--max-wall-ms"}, args))
+                   {"--file", "--host", "--state-dir", "--store", "--max-steps", "--max-memory", "--max-wall-ms"}, args))
         return kUsage;
     if (args.positional.size() != 1) {
-        fmt::print(stderr, "{}: error: replay needs exactly one RUN_ID (or trace path)\n", tool);
+        fmt::print(errOut(), "{}: error: replay needs exactly one RUN_ID (or trace path)\n", tool);
         return kUsage;
     }
     bool json = args.has("--json");
+    std::unique_ptr<Store> store = openStoreFor(tool, args);
+    if (!store) return kUsage;
     ReplayPlan plan;
-    if (!readRecordedRun(tool, args, args.positional[0], ReplayPurpose::Replay, plan)) return kUsage;
+    if (!readRecordedRun(tool, *store, args.positional[0], ReplayPurpose::Replay, plan)) return kUsage;
     std::string file = args.value("--file") ? *args.value("--file") : stringField(plan.start, "path");
     if (file.empty()) {
-        fmt::print(stderr, "{}: error: the trace does not name its program; pass --file PROG\n", tool);
+        fmt::print(errOut(), "{}: error: the trace does not name its program; pass --file PROG\n", tool);
         return kUsage;
     }
     if (plan.start.contains("strict_flows") && plan.start["strict_flows"] == true && !args.has("--strict-flows"))
@@ -1040,7 +1179,7 @@ int replayCommand(std::string_view tool, const std::vector<std::string>& argv) {
     const ProgramSource& source = setup.source;
     const Module& module = source.program->module();
     if (module.programHash != plan.start["program_hash"].get<std::string>())
-        fmt::print(stderr, "note: program hash differs from the recorded run; replay checks whether behaviour still matches\n");
+        fmt::print(errOut(), "note: program hash differs from the recorded run; replay checks whether behaviour still matches\n");
     std::string recordedRun = plan.start["run_id"].get<std::string>();
 
     // A divergence: R0601 naming the first differing event, after the replay's own failure when
@@ -1048,11 +1187,11 @@ int replayCommand(std::string_view tool, const std::vector<std::string>& argv) {
     auto diverged = [&](const std::string& message, const RunFailure* replayFailure) {
         if (json) {
             Json error = {{"code", "R0601"}, {"name", diagInfo(DiagCode::R0601).name}, {"message", message}};
-            fmt::print("{}\n", prettyJson({{"status", "failed"}, {"run_id", recordedRun}, {"error", error}}));
+            fmt::print(stdOut(), "{}\n", prettyJson({{"status", "failed"}, {"run_id", recordedRun}, {"error", error}}));
         } else {
             if (replayFailure) printRuntimeFailure(source, *replayFailure);
             if (!replayFailure || replayFailure->error.code != DiagCode::R0601)
-                fmt::print(stderr, "{}\n", renderText(makeDiagnostic(DiagCode::R0601, message, plan.tracePath), nullptr));
+                fmt::print(errOut(), "{}\n", renderText(makeDiagnostic(DiagCode::R0601, message, plan.tracePath), nullptr));
         }
         return kFailure;
     };
@@ -1075,19 +1214,19 @@ int replayCommand(std::string_view tool, const std::vector<std::string>& argv) {
     if (status != RunStatus::Failed) {
         RunResult result = resultOf(run);
         if (json) {
-            fmt::print("{}\n", prettyJson({{"status", "completed"}, {"run_id", recordedRun}, {"result", result.value},
+            fmt::print(stdOut(), "{}\n", prettyJson({{"status", "completed"}, {"run_id", recordedRun}, {"result", result.value},
                                            {"result_tags", result.tags}, {"spent_usd", broker.spent()},
                                            {"calls", broker.calls()}, {"replay", {{"ok", true}, {"reproduced", recorded}}}}));
         } else {
-            fmt::print("{}\n", prettyJson(result.value));
+            fmt::print(stdOut(), "{}\n", prettyJson(result.value));
         }
     } else if (json) {
-        fmt::print("{}\n",
+        fmt::print(stdOut(), "{}\n",
                    prettyJson({{"status", "replayed"},
                                {"run_id", recordedRun},
                                {"replay", {{"ok", true}, {"reproduced", recorded}, {"outcome", verdict.outcome}}}}));
     }
-    fmt::print(stderr, "replay ok: {} recorded call(s) reproduced, no live effects{}\n", recorded,
+    fmt::print(errOut(), "replay ok: {} recorded call(s) reproduced, no live effects{}\n", recorded,
                verdict.outcome.empty() ? "" : " (" + verdict.outcome + ")");
     return kOk;
 }

@@ -6,7 +6,8 @@
 #
 # compiler and vm share a layer and may not link each other: the compiler never runs code, and the
 # VM never sees source. remit_mcp (session/mcp_tools.h) sits in the session folder above the session
-# library it uses and below the transports of cli/; it is kept out of the embedding library.
+# library it uses and below the transports of cli/; it is kept out of the embedding library, as is
+# remit_store (session/pg_store.h, the PostgreSQL store), beside it.
 # remit_check_layers() runs after every library is defined.
 set(REMIT_LAYERS
   "remit_runtime:0"
@@ -16,6 +17,7 @@ set(REMIT_LAYERS
   "remit_broker:3"
   "remit_session:4"
   "remit_mcp:5"
+  "remit_store:5"
   "remit_cli:6")
 
 # -DREMIT_FORBIDDEN_LINK=FROM:TO adds one forbidden link before the check, so a test can prove

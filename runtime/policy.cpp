@@ -21,7 +21,8 @@ namespace remit {
 namespace {
 
 constexpr std::string_view kTopLevelTables[] = {"budget", "grant", "limits", "flows", "artifacts"};
-constexpr std::string_view kBudgetKeys[] = {"max_usd"};
+constexpr std::string_view kBudgetKeys[] = {"max_usd", "scope", "period"};
+constexpr std::string_view kApprovalKeys[] = {"always", "quorum", "expires"};
 constexpr std::string_view kGrantKeys[] = {"max_calls", "arg_prefix", "arg_one_of", "arg_max", "approve", "approval"};
 constexpr std::string_view kLimitsKeys[] = {"max_steps", "max_memory", "max_wall_ms"};
 constexpr std::string_view kFlowsKeys[] = {"strict"};
@@ -186,6 +187,28 @@ Span spanOf(const toml::source_region& region) {
 }
 
 // "a string", "an integer", or the value itself when that is short and says more ("-1", "\"sometimes\"").
+// "90s", "30m", "24h", "7d": a positive whole number of seconds, minutes, hours or days, at most
+// a year; nullopt for anything else.
+std::optional<int64_t> parseDuration(std::string_view text) {
+    if (text.size() < 2 || text.size() > 12) return std::nullopt;
+    int64_t unit = 0;
+    switch (text.back()) {
+        case 's': unit = 1; break;
+        case 'm': unit = 60; break;
+        case 'h': unit = 3600; break;
+        case 'd': unit = 86400; break;
+        default: return std::nullopt;
+    }
+    int64_t n = 0;
+    for (char c : text.substr(0, text.size() - 1)) {
+        if (c < '0' || c > '9') return std::nullopt;
+        n = n * 10 + (c - '0');
+        if (n > 366 * 86400) return std::nullopt;
+    }
+    if (n == 0 || n * unit > 366 * 86400) return std::nullopt;
+    return n * unit;
+}
+
 std::string describe(const toml::node& node) {
     switch (node.type()) {
         case toml::node_type::string: {
@@ -304,6 +327,22 @@ private:
         const toml::table* table = requireTable(key, node, "write a [budget] table with max_usd = 0.75 under it");
         if (!table) return;
         for (auto&& [k, v] : *table) {
+            if (k.str() == "scope" || k.str() == "period") {
+                const auto* text = v.as_string();
+                bool isScope = k.str() == "scope";
+                bool ok = text && (isScope ? !text->get().empty() && text->get().size() <= 200
+                                           : text->get() == "day" || text->get() == "month");
+                if (!ok) {
+                    error(spanOf(v.source()),
+                          isScope ? fmt::format("scope in [budget] must be a non-empty name, got {}", describe(v))
+                                  : fmt::format("period in [budget] must be \"day\" or \"month\", got {}", describe(v)),
+                          isScope ? "e.g. scope = \"team-a\": every run under a policy naming it shares one budget"
+                                  : "period = \"day\" or period = \"month\" (UTC): how long max_usd lasts for the scope");
+                    continue;
+                }
+                (isScope ? policy.budgetScope.emplace() : policy.budgetPeriod) = text->get();
+                continue;
+            }
             if (k.str() != "max_usd") {
                 unknownKey(k, "[budget]", kBudgetKeys);
                 continue;
@@ -319,6 +358,16 @@ private:
             }
             policy.maxUsd = *value;
         }
+        // A shared scope is spent per period: it needs both what it may spend and for how long.
+        if (policy.budgetScope && (!policy.maxUsd || policy.budgetPeriod.empty()))
+            error(spanOf(key.source()),
+                  fmt::format("[budget] scope = \"{}\" needs {}", *policy.budgetScope,
+                              !policy.maxUsd ? (policy.budgetPeriod.empty() ? "max_usd and period" : "max_usd")
+                                             : "period"),
+                  "e.g. scope = \"team-a\", max_usd = 50, period = \"day\": the scope's runs spend at most $50 a day");
+        if (!policy.budgetScope && !policy.budgetPeriod.empty())
+            error(spanOf(key.source()), "[budget] period applies to a shared scope, and there is none",
+                  "add scope = \"NAME\" to share this budget between runs, or remove period");
     }
 
     void parseFlows(const toml::key& key, const toml::node& node, Policy& policy) {
@@ -482,16 +531,59 @@ private:
                             if (ok) grant.approve[param] = std::move(tags);
                         });
         } else if (name == "approval") {
+            parseApproval(value, header, grant);
+        } else {
+            unknownKey(key, header, kGrantKeys);
+        }
+    }
+
+    // `approval = "always"`, or a table: `{ quorum = 2, expires = "24h", always = true }` — how many
+    // distinct approvers a request needs and how long it may wait for them; `always` (default
+    // true) makes every call need approval, false leaves that to the approve tags and the host.
+    void parseApproval(const toml::node& value, const std::string& header, Grant& grant) {
+        const toml::table* table = value.as_table();
+        if (!table) {
             const auto* text = value.as_string();
             if (!text || text->get() != "always") {
                 error(spanOf(value.source()),
                       fmt::format("approval in {} must be \"always\", got {}", header, describe(value)),
-                      "approval = \"always\" is the only setting; leave it out to follow the host's declaration");
+                      "approval = \"always\", or a table such as approval = { quorum = 2, expires = \"24h\" }; "
+                      "leave it out to follow the host's declaration");
                 return;
             }
             grant.approvalAlways = true;
-        } else {
-            unknownKey(key, header, kGrantKeys);
+            return;
+        }
+        grant.approvalAlways = true;
+        for (auto&& [k, v] : *table) {
+            std::string_view name = k.str();
+            if (name == "always") {
+                if (const auto* b = v.as_boolean()) grant.approvalAlways = b->get();
+                else error(spanOf(v.source()), fmt::format("approval.always in {} must be true or false, got {}", header, describe(v)),
+                           "always = false applies quorum and expires only to the calls the approve tags send for approval");
+            } else if (name == "quorum") {
+                const auto* i = v.as_integer();
+                if (!i || i->get() < 1 || i->get() > 100) {
+                    error(spanOf(v.source()),
+                          fmt::format("approval.quorum in {} must be an integer from 1 to 100, got {}", header, describe(v)),
+                          "quorum = 2: two different approvers must approve each call");
+                    continue;
+                }
+                grant.approvalQuorum = static_cast<int>(i->get());
+            } else if (name == "expires") {
+                std::optional<int64_t> seconds;
+                if (const auto* text = v.as_string()) seconds = parseDuration(text->get());
+                if (!seconds) {
+                    error(spanOf(v.source()),
+                          fmt::format("approval.expires in {} must be a duration such as \"30m\", \"24h\" or \"7d\", got {}",
+                                      header, describe(v)),
+                          "a whole number followed by s, m, h or d: a request not approved in that time cannot be approved");
+                    continue;
+                }
+                grant.approvalExpiresS = *seconds;
+            } else {
+                unknownKey(k, header + " approval", kApprovalKeys);
+            }
         }
     }
 

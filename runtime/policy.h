@@ -30,7 +30,9 @@ struct Grant {
     std::map<std::string, std::vector<nlohmann::json>> argOneOf;    // param -> allowed values (exact equality)
     std::map<std::string, double> argMax;                            // param -> largest allowed number (extension)
     std::map<std::string, std::vector<std::string>> approve;         // param -> tags that need approval (extension)
-    bool approvalAlways = false;                                     // approval = "always"
+    bool approvalAlways = false;                                     // approval = "always" (or a table)
+    int approvalQuorum = 1;                    // approval = { quorum = N }: distinct approvers per request
+    std::optional<int64_t> approvalExpiresS;   // approval = { expires = "24h" }: how long a request may wait
 };
 
 // [limits]: run-time limits (R0701). Unset means the VM's default (docs/policy.md "[limits]");
@@ -44,6 +46,10 @@ struct RunLimits {
 struct Policy {
     std::string file;                     // the path as given (reported in diagnostics and check --json)
     std::optional<double> maxUsd;         // [budget] max_usd; none: only the program's budget applies
+    // [budget] scope and period: max_usd is also what every run under a policy naming the scope may
+    // spend together in one period ("day" or "month", UTC) — broker/budget.h.
+    std::optional<std::string> budgetScope;
+    std::string budgetPeriod;
     std::map<std::string, Grant> grants;  // by resource name
     RunLimits limits;
     // [flows] strict = true: check and run in strict-flows mode (docs/language.md "Strict flows").

@@ -12,6 +12,7 @@
 #include "broker/approvals.h"
 #include "broker/broker.h"
 #include "broker/trace.h"
+#include "session/store.h"
 #include "compiler/checker.h"
 #include "compiler/driver.h"
 #include "compiler/manifest.h"
@@ -119,6 +120,7 @@ struct Run::Impl {
     TraceWriter trace;
     RunLock lock;
     std::unique_ptr<ApprovalStore> approvals;
+    std::unique_ptr<FileBudgetLedger> ledger;  // a policy's shared budget scope, in the state directory
     std::unique_ptr<remit::Run> vm;
     std::unique_ptr<Broker> broker;
 
@@ -277,7 +279,9 @@ CreateResult Run::create(const Program& program, const RunOptions& options) {
     if (!options.stateDir.empty()) {
         impl->stateDir = options.stateDir;
         impl->approvals = std::make_unique<ApprovalStore>(approvalStorePath(impl->stateDir).string());
+        impl->ledger = std::make_unique<FileBudgetLedger>(budgetLedgerPath(impl->stateDir).string());
         b.approvals = impl->approvals.get();
+        b.ledger = impl->ledger.get();
         b.trace = &impl->trace;
     }
     impl->broker = std::make_unique<Broker>(b, *impl->vm);

@@ -14,6 +14,7 @@
 #include "runtime/canonical_json.h"
 #include "runtime/source.h"
 #include "runtime/value_json.h"
+#include "session/store.h"
 
 namespace remit {
 
@@ -50,26 +51,25 @@ std::filesystem::path runLockPath(const std::filesystem::path& stateDir, std::st
 
 std::filesystem::path approvalStorePath(const std::filesystem::path& stateDir) { return stateDir / "approvals.json"; }
 
-std::optional<std::string> newestResumeOf(const std::filesystem::path& stateDir, const std::string& runId,
+std::optional<std::string> newestResumeOf(Store& store, const std::string& runId, const std::string& root,
                                           StateProblem& problem) {
-    std::filesystem::path runsDir = stateDir / "runs";
     std::map<std::string, std::string> newestChild;  // resumed_from -> newest run id (ids sort by time)
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(runsDir, ec)) {
-        // Only regular files: opening a FIFO named like a trace would wait forever.
-        if (entry.path().extension() != ".jsonl" || !entry.is_regular_file(ec)) continue;
-        TraceFile first = readTrace(entry.path().string(), TraceCheck::AllowUnchained, 1);
+    for (const std::string& id : store.traceIds(root)) {
+        TraceFile first = store.readTrace(id, TraceCheck::AllowUnchained, 1);
         if (!first.error.empty()) {
-            problem.message = fmt::format("cannot tell which run {} continues: {}", entry.path().string(), first.error);
-            problem.hint = fmt::format("restore the file, or move it out of {} to resume other runs", runsDir.string());
+            problem.message = fmt::format("cannot tell which run {} continues: {}", store.traceName(id), first.error);
+            problem.hint = store.kind() == Store::Kind::Files
+                               ? fmt::format("restore the file, or move it out of {} to resume other runs",
+                                             std::filesystem::path(store.traceName(id)).parent_path().string())
+                               : "the record was changed in the database; restore it from a backup";
             return std::nullopt;
         }
         if (first.events.empty()) continue;
         const nlohmann::json& start = first.events[0];
-        std::string parent = stringField(start, "resumed_from"), id = stringField(start, "run_id");
-        if (!isRunId(parent) || id != entry.path().stem().string() || !isRunId(id)) continue;
+        std::string parent = stringField(start, "resumed_from"), started = stringField(start, "run_id");
+        if (!isRunId(parent) || started != id || !isRunId(started)) continue;
         std::string& child = newestChild[parent];
-        child = std::max(child, id);
+        child = std::max(child, started);
     }
     std::string current = runId;
     for (size_t hops = 0; hops < newestChild.size() && newestChild.count(current); ++hops)
@@ -195,16 +195,35 @@ Json runEndCompleted(const std::string& runId, const RunResult& result, double s
             {"result_tags", result.tags}, {"spent_usd", spentUsd}};
 }
 
+namespace {
+
+// Writes run_start durably to a trace just created; why not, when it could not be.
+std::optional<std::string> writeRunStart(const RunStart& start, TraceWriter& trace) {
+    if (trace.emit(runStartEvent(start)) && trace.sync()) return std::nullopt;
+    return fmt::format("the trace cannot be written ({})", trace.failure());
+}
+
+}  // namespace
+
 std::optional<std::string> beginRunRecord(const std::filesystem::path& stateDir, const RunStart& start,
                                           TraceWriter& trace) {
     std::string path = runTracePath(stateDir, start.runId).string();
     if (std::string error; !trace.open(path, error)) return "the trace cannot be created";
-    if (!trace.emit(runStartEvent(start)) || !trace.sync()) {
+    std::optional<std::string> problem = writeRunStart(start, trace);
+    if (problem) {
         std::error_code ec;
         std::filesystem::remove(path, ec);
-        return fmt::format("the trace cannot be written ({})", trace.failure());
     }
-    return std::nullopt;
+    return problem;
+}
+
+std::optional<std::string> beginRunRecord(Store& store, const RunStart& start, std::unique_ptr<TraceWriter>& trace) {
+    std::string error;
+    trace = store.createTrace(start.runId, error);
+    if (!trace) return error.empty() ? "the trace cannot be created" : "the trace cannot be created (" + error + ")";
+    std::optional<std::string> problem = writeRunStart(start, *trace);
+    if (problem) store.discardTrace(start.runId);
+    return problem;
 }
 
 ReplayVerdict replayVerdict(const ReplayPlan& plan, Run& run, RunStatus status, const Broker& broker) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -23,6 +24,7 @@
 namespace remit {
 
 struct ReplayPlan;
+class Store;
 
 // `YYYYMMDD-HHMMSS-xxxxxx`: the local time (as the prototype's time.strftime) and 24 random bits.
 std::string newRunId();
@@ -75,14 +77,14 @@ struct StateProblem {
     std::string hint;
 };
 
-// The newest run that continues `runId` (resumes of resumes) in `stateDir`, so that resuming an
+// The newest run that continues `runId` (resumes of resumes) in `store`, so that resuming an
 // old run id again answers every call any of its resumes made from a trace: `runId` itself when
-// none does. Only the first record of each trace is read (verified); only traces named by their
-// own well-formed run id count. A trace whose first line is missing or cut short is a run that
-// never started and is skipped; one whose first line is damaged could be a resume of this run, so
-// it is a problem (nullopt): continuing from an older record could send again what that run
-// recorded as done. Call it holding the run's lock, so no resume starts meanwhile.
-std::optional<std::string> newestResumeOf(const std::filesystem::path& stateDir, const std::string& runId,
+// none does. Only the first record of each trace of the family `root` is read (verified); only
+// traces named by their own well-formed run id count. A trace whose first line is missing or cut
+// short is a run that never started and is skipped; one whose first line is damaged could be a
+// resume of this run, so it is a problem (nullopt): continuing from an older record could send
+// again what that run recorded as done. Call it holding the run's lock, so no resume starts meanwhile.
+std::optional<std::string> newestResumeOf(Store& store, const std::string& runId, const std::string& root,
                                           StateProblem& problem);
 
 // What a trace's first event records about the run (docs/broker.md "Traces").
@@ -113,6 +115,8 @@ Json runStartEvent(const RunStart& start);
 // directory, the one thing to fix.
 std::optional<std::string> beginRunRecord(const std::filesystem::path& stateDir, const RunStart& start,
                                           TraceWriter& trace);
+// The same in any store (session/store.h): `trace` is the store's new trace for the run.
+std::optional<std::string> beginRunRecord(Store& store, const RunStart& start, std::unique_ptr<TraceWriter>& trace);
 
 // The `run_end` events (docs/broker.md "Traces").
 Json runEndPaused(const std::string& runId, const std::string& digest);

@@ -216,7 +216,7 @@ TEST_CASE("policy: unknown keys are E0504 at the key, with the valid keys and a 
 
     d = onlyError("[budget]\nmax_used = 1\n");
     CHECK(d.message == "unknown key 'max_used' in [budget]");
-    CHECK(d.hint == "did you mean 'max_usd'? valid keys: max_usd");
+    CHECK(d.hint == "did you mean 'max_usd'? valid keys: max_usd, scope, period");
     checkSpan(d.span, 2, 1, 2, 9);
 
     d = onlyError("[limits]\nmax_wall_time = 5\n");
@@ -345,7 +345,8 @@ TEST_CASE("policy: approval must be \"always\"") {
     Diagnostic d = onlyError("[grant.\"repo.edit\"]\napproval = \"sometimes\"\n");
     CHECK(d.code == DiagCode::E0504);
     CHECK(d.message == "approval in [grant.\"repo.edit\"] must be \"always\", got \"sometimes\"");
-    CHECK(d.hint == "approval = \"always\" is the only setting; leave it out to follow the host's declaration");
+    CHECK(d.hint == "approval = \"always\", or a table such as approval = { quorum = 2, expires = \"24h\" }; leave it "
+                    "out to follow the host's declaration");
     checkSpan(d.span, 2, 12, 2, 23);
 
     d = onlyError("[grant.llm]\napproval = true\n");

@@ -20,6 +20,7 @@ $REMIT_DEDUP_KILL = "N:PHASE" SIGKILLs the process's parent (remitvm) at the N-t
 process receives: PHASE "before" kills it before anything is decided, "after" once the reply is
 on record but before it is sent (the effect happened; remitvm never learns its outcome).
 """
+import fcntl
 import json
 import os
 import re
@@ -86,13 +87,17 @@ class Service:
         resource = request.get("resource") or request.get("model")
         args = request.get("args") if request.get("type") == "call" else {"prompt": request.get("rendered_prompt")}
         key = request["idempotency_key"]
-        decided = self._lines("replies.jsonl")
-        known = next((d for d in decided if d["key"] == key), None)
-        if known is not None:
-            self._append("repeats.jsonl", {"key": key, "resource": resource, "args": args})
-            reply = known["reply"]
-        else:
-            reply = self._decide(resource, args, request, decided)
-            self._append("replies.jsonl", {"key": key, "resource": resource, "args": args, "reply": reply})
+        # One decision at a time: the adapter processes of many runs (a fleet's workers) share the
+        # service, as the clients of a real one do.
+        with open(os.path.join(self.dir, "lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            decided = self._lines("replies.jsonl")
+            known = next((d for d in decided if d["key"] == key), None)
+            if known is not None:
+                self._append("repeats.jsonl", {"key": key, "resource": resource, "args": args})
+                reply = known["reply"]
+            else:
+                reply = self._decide(resource, args, request, decided)
+                self._append("replies.jsonl", {"key": key, "resource": resource, "args": args, "reply": reply})
         self._maybe_kill("after")
         return reply

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Workers sharing runs through the PostgreSQL store (docs/fleet.md), as real processes against the
+private cluster of ctest's fixture "postgresql": two workers never run the same run; a run paused
+on one worker completes on another after an approval given from a third process (each in a
+directory of its own, as on three machines); eight workers on a shared budget that covers exactly
+N calls dispatch exactly N; a submission is checked as `run` checks it; `runs list|show`."""
+import json
+import os
+import time
+
+from fleet import (DEDUP_ADAPTER, TEN_HOST, TEN_POLICY, TEN_PROGRAM, Worker, database, dedup_lines, runs, sql,
+                   wait_until)
+from harness import REMITVM, Workspace, expect, main, run
+
+
+def submit(ws, url, *args):
+    r = run(REMITVM, "submit", *args, "--store", url, cwd=ws.path)
+    expect(r.code == 0 and len(r.out.strip()) == 22, "submit prints the run id", r)
+    return r.out.strip()
+
+
+def test_two_workers_never_run_the_same_run():
+    url = database("two")
+    with Workspace({"host.rmti": TEN_HOST, "ten.rmt": TEN_PROGRAM, "policy.toml": TEN_POLICY}) as ws:
+        service = str(ws.path / "service")
+        ids = [submit(ws, url, "ten.rmt", "-i", f"tag=r{i}", "--adapter", f"python3 {DEDUP_ADAPTER}")
+               for i in range(8)]
+        listed = runs(url)
+        expect([r["status"] for r in listed] == ["queued"] * 8 and set(listed[0]) ==
+               {"run_id", "status", "program", "updated_at"}, f"runs list --json: {listed}")
+        env = {"REMIT_DEDUP_STATE": service}
+        workers = [Worker(url, str(ws.path), "--concurrency", "2", "--drain", env=env) for _ in range(2)]
+        for w in workers:
+            expect(w.wait() == 0, "a draining worker stops when the queue is empty")
+        listed = {r["run_id"]: r for r in runs(url)}
+        expect(all(listed[i]["status"] == "completed" for i in ids), f"every run completed: {listed}")
+        # Each run was taken once (one attempt, one trace), and every effect happened once.
+        attempts = sql(url, "SELECT run_id, attempts, (SELECT count(*) FROM remit_traces t WHERE t.root = r.run_id) "
+                            "FROM remit_runs r")
+        expect(all(a[1:] == ["1", "1"] for a in attempts), f"one attempt and one trace per run: {attempts}")
+        replies = dedup_lines(service, "replies.jsonl")
+        expect(len(replies) == 80 and len({r["key"] for r in replies}) == 80, "80 effects, each once")
+        expect(dedup_lines(service, "repeats.jsonl") == [], "nothing was sent twice")
+        shown = json.loads(run(REMITVM, "runs", "show", ids[0], "--json", "--store", url).out)
+        expect(shown["outcome"]["result"] == " | ".join(f"svc.save:{{\"text\":\"r0 {i}\"}}" for i in range(10))
+               and len(shown["calls"]) == 10 and shown["attempts"] == 1, f"runs show --json: {shown}")
+
+
+REFUND_HOST = """input ticket tags untrusted
+
+capability shop.order(id: Str) -> Float
+  cost 0.001
+  idempotent
+
+capability pay.refund(order: Str, amount: Float approve untrusted) -> Str
+  cost 0.002
+"""
+
+REFUND_PROGRAM = """program refunds
+uses shop.order, pay.refund
+
+fn main(ticket: Str) -> Str {
+  let total = shop.order(id: ticket)
+  return pay.refund(order: ticket, amount: total)
+}
+"""
+
+REFUND_FIXTURES = json.dumps({"capabilities": {"shop.order": [{"output": 49.5, "repeat": True}],
+                                               "pay.refund": [{"output": "rf-1", "repeat": True}]}})
+
+
+def test_a_run_paused_on_one_worker_completes_on_another_after_an_approval_from_a_third_process():
+    url = database("machines")
+    with Workspace({"app/host.rmti": REFUND_HOST, "app/refund.rmt": REFUND_PROGRAM,
+                    "app/policy.toml": '[grant."shop.order"]\n[grant."pay.refund"]\n',
+                    "app/fixtures/run.json": REFUND_FIXTURES, "a/.keep": "", "b/.keep": "", "c/.keep": ""}) as ws:
+        run_id = submit(ws, url, "app/refund.rmt", "-i", "ticket=A-1")
+        a = Worker(url, str(ws.path / "a"), "--name", "machine-a", env={"HOME": str(ws.path / "a")})
+        wait_until(lambda: runs(url)[0]["status"] == "waiting", what="the run to wait for approval")
+        expect(a.stop() == 0, "machine a stops when asked (SIGTERM)")
+        b = Worker(url, str(ws.path / "b"), "--name", "machine-b", env={"HOME": str(ws.path / "b")})
+        listed = json.loads(run(REMITVM, "approvals", "list", "--json", "--store", url, cwd=ws.path / "c").out)
+        expect(len(listed) == 1 and listed[0]["run_id"] == run_id, f"machine c sees the request: {listed}")
+        r = run(REMITVM, "approve", listed[0]["digest"][:12], "--by", "carol", "--store", url, cwd=ws.path / "c")
+        expect(r.code == 0, "machine c approves", r)
+        wait_until(lambda: runs(url)[0]["status"] == "completed", what="machine b to finish the run")
+        expect(b.stop() == 0, "machine b stops")
+        shown = json.loads(run(REMITVM, "runs", "show", run_id, "--json", "--store", url).out)
+        expect(shown["worker"] == "machine-b" and shown["attempts"] == 2 and shown["outcome"]["result"] == "rf-1",
+               f"machine b completed it: {shown}")
+        expect([c["replayed"] for c in shown["calls"]] == [True, False],
+               f"the order was answered from the record, the refund performed once: {shown['calls']}")
+        t = run(REMITVM, "trace", shown["trace"], "--store", url)
+        expect("approved by carol" in t.out, "the trace names the approver", t)
+
+
+BUDGET_HOST = "capability svc.save(text: Str) -> Str\n  cost 0.001\n"
+
+BUDGET_PROGRAM = """program one
+uses svc.save
+
+fn main(tag: Str) -> Str {
+  return svc.save(tag)
+}
+"""
+
+BUDGET_POLICY = """[budget]
+max_usd = 0.012
+scope = "team-a"
+period = "month"
+
+[grant."svc.save"]
+"""
+
+
+def test_eight_workers_on_a_budget_that_covers_exactly_n_calls_dispatch_exactly_n():
+    url = database("budget")
+    n, submitted = 12, 30
+    with Workspace({"host.rmti": BUDGET_HOST, "one.rmt": BUDGET_PROGRAM, "policy.toml": BUDGET_POLICY,
+                    "fixtures/run.json": json.dumps({"capabilities": {"svc.save": [{"output": "ok", "repeat": True}]}})
+                    }) as ws:
+        for i in range(submitted):
+            submit(ws, url, "one.rmt", "-i", f"tag=t{i}")
+        workers = [Worker(url, str(ws.path), "--concurrency", "2", "--drain") for _ in range(4)]
+        for w in workers:
+            expect(w.wait() == 0, "the workers drain the queue")
+        statuses = [r["status"] for r in runs(url)]
+        expect(statuses.count("completed") == n and statuses.count("failed") == submitted - n,
+               f"exactly {n} runs could spend: {statuses}")
+        records = sql(url, "SELECT record FROM remit_trace_records")
+        dispatched = sum(1 for (r,) in records if json.loads(r)["event"] == "dispatch")
+        expect(dispatched == n, f"exactly {n} dispatches, never {n + 1}: {dispatched}")
+        spent = sql(url, "SELECT spent_usd, reserved_usd FROM remit_budgets WHERE scope = 'team-a'")
+        expect(len(spent) == 1 and abs(float(spent[0][0]) - 0.012) < 1e-9 and float(spent[0][1]) == 0,
+               f"the ledger holds what was spent: {spent}")
+        failed = [r for r in runs(url) if r["status"] == "failed"][0]
+        shown = json.loads(run(REMITVM, "runs", "show", failed["run_id"], "--json", "--store", url).out)
+        expect(shown["outcome"]["error"]["code"] == "R0401" and "shared budget 'team-a'" in
+               shown["outcome"]["error"]["message"], f"a refused run says why: {shown['outcome']}")
+
+
+def test_a_submission_is_checked_as_run_checks_it():
+    url = database("submit")
+    with Workspace({"host.rmti": BUDGET_HOST, "one.rmt": BUDGET_PROGRAM, "policy.toml": '[grant."svc.save"]\n',
+                    "fixtures/run.json": json.dumps({"capabilities": {}})}) as ws:
+        r = run(REMITVM, "submit", "one.rmt", "--store", url, cwd=ws.path)
+        expect(r.code == 2 and "missing input 'tag'" in r.err, "inputs are checked", r)
+        r = run(REMITVM, "submit", "one.rmt", "-i", "tag=x", "--state-dir", "st", cwd=ws.path)
+        expect(r.code == 2 and "PostgreSQL store" in r.err, "submit needs a PostgreSQL store", r)
+        ws.write("bad.rmt", "program bad\nfn main() -> Int {\n  return \"no\"\n}\n")
+        r = run(REMITVM, "submit", "bad.rmt", "--store", url, cwd=ws.path)
+        expect(r.code == 1 and "E01" in r.err, "a program that does not check is refused", r)
+        r = run(REMITVM, "submit", "one.rmt", "-i", "tag=x", "--fixtures", "missing.json", "--store", url, cwd=ws.path)
+        expect(r.code == 2, "a missing fixtures file is refused", r)
+        expect(runs(url) == [], "nothing was queued")
+        r = run(REMITVM, "runs", "show", "20260101-120000-abcdef", "--store", url)
+        expect(r.code == 2 and "no run '20260101-120000-abcdef'" in r.err, "runs show of an unknown run", r)
+
+
+main(globals())
