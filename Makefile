@@ -7,6 +7,7 @@
 #   make sanitize      Debug build with ASan+UBSan in build/asan, then ctest
 #   make fuzz          libFuzzer harnesses with clang in build/fuzz
 #   make bench         build, then run the benchmarks, the side-by-side comparison with Lua and CPython,
+#                      the fleet's throughput and latencies on a private PostgreSQL (bench/fleet/run.py),
 #                      and the load driver (a minute per scenario; docs/testing.md, "Load")
 #   make clean         remove the build trees this file creates
 #
@@ -79,6 +80,7 @@ bench: deps build
 	@$(RELEASE_DIR)/bench/remit_bench_vm
 	@python3 bench/compare/run.py --remitvm $(RELEASE_DIR)/cli/remitvm --remitc $(RELEASE_DIR)/cli/remitc
 	@$(RELEASE_DIR)/bench/remit_bench_load --remitvm $(RELEASE_DIR)/cli/remitvm
+	@python3 bench/fleet/run.py --remitvm $(RELEASE_DIR)/cli/remitvm
 
 clean:
 	rm -rf $(RELEASE_DIR) $(ASAN_DIR) $(FUZZ_DIR)

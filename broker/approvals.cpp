@@ -202,8 +202,9 @@ ApprovalStore::Decided ApprovalStore::decideIn(nlohmann::json& doc, const std::s
     std::optional<double> expiresIn = numberMember(request, "expires_s");
     request.erase("expires_s");
     auto earlier = doc["pending"].find(digest);
-    std::optional<double> askedAt =
-        earlier != doc["pending"].end() ? numberMember(*earlier, "requested_at") : std::nullopt;
+    // When it was first asked for (`now` for a first request, or one recorded without a time).
+    const double requestedAt =
+        earlier != doc["pending"].end() ? numberMember(*earlier, "requested_at").value_or(now) : now;
     nlohmann::json carried = nlohmann::json::array();  // the approvals given so far
     if (earlier != doc["pending"].end())
         if (auto given = earlier->find("approvals"); given != earlier->end() && given->is_array()) carried = *given;
@@ -219,14 +220,13 @@ ApprovalStore::Decided ApprovalStore::decideIn(nlohmann::json& doc, const std::s
         out.by = by;
         return out;
     }
-    if (askedAt && expiresIn && now > *askedAt + *expiresIn) {
+    if (expiresIn && now > requestedAt + *expiresIn) {
         size_t had = approversOf(nlohmann::json{{"approvals", carried}}).size();
         return refuse(Denial{"", fmt::format("the request expired {:.0f} s after it was made, with {} of the {} "
                                              "approval(s) it needs",
                                              *expiresIn, had, quorum),
                              true});
     }
-    double requestedAt = askedAt.value_or(now);
     request["requested_at"] = requestedAt;
     request["run_id"] = runId;
     if (expiresIn) request["expires_at"] = requestedAt + *expiresIn;

@@ -69,6 +69,10 @@ public:
     // Reads the file (a missing file is an empty store). False with `error` when it cannot be read
     // or does not parse.
     virtual bool load(std::string& error);
+    // Whether a run can use the store: before a run starts, so one that cannot be read is refused
+    // before anything is performed. The file store reads it; a store that decides one digest at
+    // a time in its own transactions needs nothing read up front.
+    virtual bool usable(std::string& error) { return load(error); }
     // A granted approval for `digest` is consumed by the attempt `idempotencyKey` and its approver
     // returned. An approval that attempt already consumed is returned again: the run that consumed it
     // stopped before the call was recorded (a crash), and its resume is the same attempt — the one

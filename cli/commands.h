@@ -110,10 +110,12 @@ int replayCommand(std::string_view tool, const std::vector<std::string>& argv);
 // cli/run_commands.cpp: queueing a run for a fleet, and running one a worker claimed
 int submitCommand(std::string_view tool, const std::vector<std::string>& argv);
 // Runs the submitted run `runId` as `run` or `resume --json` would, in `store`, whose lock on the
-// run the caller holds: afresh under that id when the store has no trace of it yet (with the
+// run the caller holds: afresh under that id when the store has no trace of it yet (`traced`
+// false; with the
 // submission's inputs and adapters), else continuing its newest trace. The submission's flags are
 // `args` (cli/fleet_commands.cpp).
-int runSubmitted(std::string_view tool, Args& args, Store& store, const std::string& runId, const Json& submission);
+int runSubmitted(std::string_view tool, Args& args, Store& store, const std::string& runId, const Json& submission,
+                 bool traced);
 // cli/fleet_commands.cpp: the fleet (docs/fleet.md)
 int workerCommand(std::string_view tool, const std::vector<std::string>& argv);
 int runsCommand(std::string_view tool, const std::vector<std::string>& argv);

@@ -150,7 +150,7 @@ void runClaimed(std::string_view tool, PgStore& store, const SubmittedRun& run, 
     if (captured.ok()) {
         commandOutput().storeFailed = false;
         try {
-            exit = runSubmitted(tool, args, store, run.runId, run.submission);
+            exit = runSubmitted(tool, args, store, run.runId, run.submission, run.traced);
         } catch (const std::exception&) {
             fmt::print(commandOutput().err, "{}: error: internal error while running the run\n", tool);
             exit = kFailure;

@@ -724,7 +724,7 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     ApprovalStore& approvals = store.approvals();
     if (!approveAll) {
         std::string error;
-        if (!approvals.load(error)) {
+        if (!approvals.usable(error)) {
             fmt::print(errOut(), "{}: error: {}\n", tool, error);
             return kUsage;
         }
@@ -1048,8 +1048,9 @@ int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
     return continueRun(tool, args, *store, args.positional[0], false);
 }
 
-int runSubmitted(std::string_view tool, Args& args, Store& store, const std::string& runId, const Json& submission) {
-    if (store.hasTrace(runId)) return continueRun(tool, args, store, runId, true);
+int runSubmitted(std::string_view tool, Args& args, Store& store, const std::string& runId, const Json& submission,
+                 bool traced) {
+    if (traced) return continueRun(tool, args, store, runId, true);
     RunSetup setup;
     if (int exit = loadRunSetup(tool, args, args.positional[0], false, setup); exit != kOk) return exit;
     if (setup.source.program->module().programHash != stringField(submission, "program_hash")) {

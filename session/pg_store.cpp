@@ -152,6 +152,9 @@ public:
 
     std::string where() const override { return where_; }
 
+    // Each decision reads and changes only its digest's rows, in its own transaction.
+    bool usable(std::string&) override { return true; }
+
     bool load(std::string& error) override {
         pg::Result r = c_.exec("SELECT digest, section, entry FROM remit_approvals ORDER BY digest");
         if (!r.ok()) {
@@ -466,11 +469,8 @@ PgStore::~PgStore() {
     ledger_.reset();
 }
 
-std::unique_ptr<TraceWriter> PgStore::createTrace(const std::string& runId, std::string& error) {
-    if (hasTrace(runId)) {
-        error = fmt::format("a trace for run {} already exists", runId);
-        return nullptr;
-    }
+std::unique_ptr<TraceWriter> PgStore::createTrace(const std::string& runId, std::string&) {
+    // A run id that names a trace already makes the first record's insert fail (its primary key).
     return std::make_unique<PgTraceWriter>(*conn_, runId, traceName(runId));
 }
 
@@ -539,63 +539,76 @@ bool PgStore::submit(const SubmittedRun& run, std::string& error) {
 
 std::optional<SubmittedRun> PgStore::claim(const std::string& worker, double leaseSeconds,
                                            std::unique_ptr<RunHold>& hold, std::string& error) {
+    // Two statements, no transaction: the oldest claimable run (SKIP LOCKED steps over the one
+    // another worker's statement is taking) and its run lock, tried in the same statement on that
+    // one row only (the subquery with LIMIT is evaluated first); then the lease, only if the run is
+    // still claimable — a worker that took and finished it meanwhile has changed its status.
     std::vector<std::string> busy;  // runs whose lock a live process still holds
     for (int tries = 0; tries < 16; ++tries) {
-        std::optional<SubmittedRun> found;
-        std::string locked;  // the run whose lock this attempt took
-        bool held = false;
         std::string skip = "{";
         for (size_t i = 0; i < busy.size(); ++i) skip += (i ? "," : "") + busy[i];
         skip += "}";
-        bool ok = conn_->transaction([&] {
-            pg::Result r = conn_->exec(
-                fmt::format("SELECT {} FROM remit_runs WHERE (status = 'queued' OR (status = 'running' AND "
-                            "lease_until < {})) AND NOT (run_id = ANY($1::text[])) ORDER BY updated_at LIMIT 1 "
-                            "FOR UPDATE SKIP LOCKED",
-                            kRunColumns, kNow),
-                {skip});
-            if (!r.ok()) return false;
-            if (r.rows() == 0) return true;
-            SubmittedRun run = runFromRow(r, 0);
-            pg::Result lock =
-                conn_->exec("SELECT pg_try_advisory_lock(" + lockKey("'remit-run:' || $1") + ")", {run.runId});
-            if (!lock.ok()) return false;
-            if (lock.text(0, 0) != "t") {
-                held = true;
-                busy.push_back(run.runId);
-                return true;
-            }
-            locked = run.runId;
-            if (!conn_->exec(fmt::format("UPDATE remit_runs SET status = 'running', worker = $2, lease_until = {0} + "
-                                         "$3, attempts = attempts + 1, updated_at = {0} WHERE run_id = $1",
-                                         kNow),
-                             {run.runId, worker, num(leaseSeconds)})
-                     .ok())
-                return false;
-            run.status = "running";
-            run.worker = worker;
-            ++run.attempts;
-            found = std::move(run);
-            return true;
-        });
-        if (!ok) {
-            if (!locked.empty() && conn_->alive())
-                conn_->exec("SELECT pg_advisory_unlock(" + lockKey("'remit-run:' || $1") + ")", {locked});
+        std::string claimable =
+            fmt::format("(status = 'queued' OR (status = 'running' AND lease_until < {}))", kNow);
+        pg::Result candidate = conn_->exec(
+            fmt::format("SELECT run_id, pg_try_advisory_lock({}) FROM (SELECT run_id FROM remit_runs WHERE {} AND "
+                        "NOT (run_id = ANY($1::text[])) ORDER BY updated_at LIMIT 1 FOR UPDATE SKIP LOCKED) c",
+                        lockKey("'remit-run:' || run_id"), claimable),
+            {skip});
+        if (!candidate.ok()) {
             error = fmt::format("cannot take a run from {}: {}", describe(), conn_->lastError());
             return std::nullopt;
         }
-        if (held) continue;
-        if (found) hold = std::make_unique<PgRunHold>(*conn_, found->runId);
-        return found;
+        if (candidate.rows() == 0) return std::nullopt;
+        std::string runId = candidate.text(0, 0);
+        if (candidate.text(0, 1) != "t") {
+            busy.push_back(runId);
+            continue;
+        }
+        auto unlock = [&] {
+            if (conn_->alive()) conn_->exec("SELECT pg_advisory_unlock(" + lockKey("'remit-run:' || $1") + ")", {runId});
+        };
+        pg::Result taken = conn_->exec(
+            fmt::format("UPDATE remit_runs SET status = 'running', worker = $2, lease_until = {0} + $3, attempts = "
+                        "attempts + 1, updated_at = {0} WHERE run_id = $1 AND {1} RETURNING {2}, EXISTS (SELECT 1 "
+                        "FROM remit_traces WHERE root = $1)",
+                        kNow, claimable, kRunColumns),
+            {runId, worker, num(leaseSeconds)});
+        if (!taken.ok()) {
+            error = fmt::format("cannot take a run from {}: {}", describe(), conn_->lastError());
+            unlock();
+            return std::nullopt;
+        }
+        if (taken.rows() == 0) {  // taken and finished by another worker between the two statements
+            unlock();
+            continue;
+        }
+        SubmittedRun run = runFromRow(taken, 0);
+        run.traced = taken.text(0, 12) == "t";
+        hold = std::make_unique<PgRunHold>(*conn_, runId);
+        return run;
     }
     return std::nullopt;
 }
 
 bool PgStore::finish(const std::string& runId, const std::string& status, const std::string& latest,
                      const std::string& waitingDigest, const Json& outcome, std::string& error) {
-    bool ok = conn_->transaction([&] {
-        std::string next = status;
-        if (status == "waiting") {
+    std::vector<pg::Param> params = {
+        runId, status, latest, waitingDigest,
+        outcome.is_null() ? pg::Param() : dumpJson(outcome, JsonTextStyle{true, true, -1, ",", ":"})};
+    std::string update = fmt::format("UPDATE remit_runs SET status = {{}}, latest = nullif($3, ''), waiting_digest = "
+                                     "nullif($4, ''), outcome = $5, lease_until = NULL, updated_at = {} WHERE run_id = $1",
+                                     kNow);
+    bool ok;
+    if (status != "waiting") {
+        // One statement; a run queued again wakes the workers.
+        ok = conn_->exec(fmt::format("WITH u AS ({} RETURNING status) SELECT pg_notify('remit_runs', $1) FROM u WHERE "
+                                     "u.status = 'queued'",
+                                     fmt::format(fmt::runtime(update), "$2")),
+                         params)
+                 .ok();
+    } else {
+        ok = conn_->transaction([&] {
             // Under the request's lock (the one approve and deny take): decided already means the
             // run goes back to the queue now, since nobody will wake it later.
             pg::Result decided = conn_->exec(
@@ -604,18 +617,12 @@ bool PgStore::finish(const std::string& runId, const std::string& status, const 
                             lockKey("'remit-approval:' || $1")),
                 {waitingDigest});
             if (!decided.ok()) return false;
-            if (decided.text(0, 1) != "0") next = "queued";
-        }
-        if (!conn_
-                 ->exec(fmt::format("UPDATE remit_runs SET status = $2, latest = nullif($3, ''), waiting_digest = "
-                                    "nullif($4, ''), outcome = $5, lease_until = NULL, updated_at = {} WHERE run_id = $1",
-                                    kNow),
-                        {runId, next, latest, waitingDigest,
-                         outcome.is_null() ? pg::Param() : dumpJson(outcome, JsonTextStyle{true, true, -1, ",", ":"})})
-                 .ok())
-            return false;
-        return next != "queued" || conn_->exec("SELECT pg_notify('remit_runs', $1)", {runId}).ok();
-    });
+            bool wake = decided.text(0, 1) != "0";
+            params[1] = wake ? "queued" : "waiting";
+            return conn_->exec(fmt::format(fmt::runtime(update), "$2"), params).ok() &&
+                   (!wake || conn_->exec("SELECT pg_notify('remit_runs', $1)", {runId}).ok());
+        });
+    }
     if (!ok) error = fmt::format("cannot record the run's state in {}: {}", describe(), conn_->lastError());
     return ok;
 }

@@ -44,6 +44,7 @@ struct SubmittedRun {
     Json outcome;        // the last attempt's --json envelope (or error), null before
     std::string worker;
     int attempts = 0;
+    bool traced = false;  // claim: the run has a trace already (an attempt began), so it is resumed
     double createdAt = 0, updatedAt = 0;
 };
 

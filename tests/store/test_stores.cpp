@@ -140,7 +140,8 @@ TEST_CASE("pg store: traces keep their records byte for byte, and a changed one 
     REQUIRE(trace->emit({{"event", "dispatch"}, {"run_id", runId}, {"k", 0}}));
     REQUIRE(trace->sync());
     REQUIRE(trace->emit({{"event", "run_end"}, {"run_id", runId}, {"status", "ok"}}));
-    CHECK_FALSE(store->createTrace(runId, error));  // a run id names one trace
+    std::unique_ptr<TraceWriter> twice = store->createTrace(runId, error);  // a run id names one trace
+    CHECK_FALSE(twice->emit({{"event", "run_start"}, {"run_id", runId}, {"idempotency_root", runId}}));
     TraceFile read = store->readTrace(runId, TraceCheck::Verify, static_cast<size_t>(-1));
     CHECK(read.error.empty());
     REQUIRE(read.events.size() == 3);
