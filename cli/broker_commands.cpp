@@ -27,9 +27,7 @@
 namespace remit::cli {
 
 
-int traceCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--full"}, {"--why", "--state-dir", "--store"}, args)) return kUsage;
+int traceCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: trace needs exactly one RUN_ID (or trace path)\n", tool);
         return kUsage;
@@ -186,9 +184,7 @@ int approveResolved(std::string_view tool, const Args& args, ApprovalStore& stor
 
 }  // namespace
 
-int approveCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {}, {"--by", "--state-dir", "--store"}, args)) return kUsage;
+int approveCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 1 || args.positional[0].empty()) {
         fmt::print(stderr, "{}: error: approve needs a DIGEST (or a unique prefix of one) or a RUN_ID\n", tool);
         return kUsage;
@@ -428,45 +424,54 @@ int approvalsShow(std::string_view tool, const Args& args, Store& records, const
 
 }  // namespace
 
-int approvalsCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    constexpr const char* kUsage_ = "approvals needs a subcommand: list, show ID, approve ID or deny ID [--reason R]";
-    if (argv.empty()) {
-        fmt::print(stderr, "{}: error: {}\n", tool, kUsage_);
-        return kUsage;
+namespace {
+
+// The pending request `approvals SUB ID` names, in `records`; prints why not and returns empty
+// (exit 2).
+std::string resolveOperand(std::string_view tool, std::string_view sub, const Args& args, Store& records) {
+    if (args.positional.size() != 1 || args.positional[0].empty()) {
+        fmt::print(stderr, "{}: error: approvals {} needs one ID: a digest (or a unique prefix of one) or a run id\n",
+                   tool, sub);
+        return {};
     }
-    std::string sub = argv[0];
-    std::vector<std::string> rest(argv.begin() + 1, argv.end());
-    Args args;
-    if (sub == "list") {
-        if (!parseArgs(tool, rest, {"--json"}, {"--state-dir", "--store"}, args)) return kUsage;
-        if (!args.positional.empty()) {
-            fmt::print(stderr, "{}: error: approvals list takes no arguments\n", tool);
-            return kUsage;
-        }
-    } else if (sub == "show") {
-        if (!parseArgs(tool, rest, {"--json"}, {"--state-dir", "--store"}, args)) return kUsage;
-    } else if (sub == "approve") {
-        if (!parseArgs(tool, rest, {}, {"--by", "--state-dir", "--store"}, args)) return kUsage;
-    } else if (sub == "deny") {
-        if (!parseArgs(tool, rest, {}, {"--by", "--reason", "--state-dir", "--store"}, args)) return kUsage;
-    } else {
-        fmt::print(stderr, "{}: error: unknown approvals subcommand '{}'; {}\n", tool, sub, kUsage_);
+    if (!loadStore(tool, records.approvals())) return {};
+    return resolvePending(tool, args, records, args.positional[0]);
+}
+
+}  // namespace
+
+int approvalsListCommand(std::string_view tool, Args& args) {
+    if (!args.positional.empty()) {
+        fmt::print(stderr, "{}: error: approvals list takes no arguments\n", tool);
         return kUsage;
     }
     std::unique_ptr<Store> records = openStoreFor(tool, args);
     if (!records) return kUsage;
     ApprovalStore& store = records->approvals();
     if (!loadStore(tool, store)) return kUsage;
-    if (sub == "list") return approvalsList(tool, args, store);
-    if (args.positional.size() != 1 || args.positional[0].empty()) {
-        fmt::print(stderr, "{}: error: approvals {} needs one ID: a digest (or a unique prefix of one) or a run id\n",
-                   tool, sub);
-        return kUsage;
-    }
-    std::string digest = resolvePending(tool, args, *records, args.positional[0]);
+    return approvalsList(tool, args, store);
+}
+
+int approvalsShowCommand(std::string_view tool, Args& args) {
+    std::unique_ptr<Store> records = openStoreFor(tool, args);
+    if (!records) return kUsage;
+    std::string digest = resolveOperand(tool, "show", args, *records);
+    return digest.empty() ? kUsage : approvalsShow(tool, args, *records, digest);
+}
+
+int approvalsApproveCommand(std::string_view tool, Args& args) {
+    std::unique_ptr<Store> records = openStoreFor(tool, args);
+    if (!records) return kUsage;
+    std::string digest = resolveOperand(tool, "approve", args, *records);
+    return digest.empty() ? kUsage : approveResolved(tool, args, records->approvals(), digest);
+}
+
+int approvalsDenyCommand(std::string_view tool, Args& args) {
+    std::unique_ptr<Store> records = openStoreFor(tool, args);
+    if (!records) return kUsage;
+    std::string digest = resolveOperand(tool, "deny", args, *records);
     if (digest.empty()) return kUsage;
-    if (sub == "show") return approvalsShow(tool, args, *records, digest);
-    if (sub == "approve") return approveResolved(tool, args, store, digest);
+    ApprovalStore& store = records->approvals();
     std::string error;
     std::string by = approverName(args);
     std::string reason = args.value("--reason") ? *args.value("--reason") : "";

@@ -215,9 +215,7 @@ void slotLoop(std::string_view tool, const WorkerConfig& config, WorkBoard& boar
 
 }  // namespace
 
-int workerCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--drain"}, {"--store", "--concurrency", "--lease", "--name"}, args)) return kUsage;
+int workerCommand(std::string_view tool, Args& args) {
     if (!args.positional.empty()) {
         fmt::print(stderr, "{}: error: worker takes no arguments (the runs come from the store)\n", tool);
         return kUsage;
@@ -325,43 +323,41 @@ std::string timeText(double unixTime) {
 
 }  // namespace
 
-int runsCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    constexpr const char* kUsageText = "runs needs a subcommand: list, or show RUN_ID";
-    if (argv.empty() || (argv[0] != "list" && argv[0] != "show")) {
-        fmt::print(stderr, "{}: error: {}\n", tool, kUsageText);
+int runsListCommand(std::string_view tool, Args& args) {
+    if (!args.positional.empty()) {
+        fmt::print(stderr, "{}: error: runs list takes no arguments\n", tool);
         return kUsage;
     }
-    std::string sub = argv[0];
-    Args args;
-    if (!parseArgs(tool, std::vector<std::string>(argv.begin() + 1, argv.end()), {"--json"}, {"--store"}, args))
-        return kUsage;
-    if (sub == "list" ? !args.positional.empty() : args.positional.size() != 1) {
-        fmt::print(stderr, "{}: error: {}\n", tool,
-                   sub == "list" ? "runs list takes no arguments" : "runs show needs exactly one RUN_ID");
+    std::unique_ptr<PgStore> store = openFleetStore(tool, args, "runs list");
+    if (!store) return kUsage;
+    std::string error;
+    std::optional<std::vector<SubmittedRun>> runs = store->listRuns(error);
+    if (!runs) {
+        fmt::print(stderr, "{}: error: {}\n", tool, error);
         return kUsage;
     }
-    std::unique_ptr<PgStore> store = openFleetStore(tool, args, "runs");
+    if (args.has("--json")) {
+        Json out = Json::array();
+        for (const SubmittedRun& r : *runs) out.push_back(runSummary(r));
+        fmt::print("{}\n", prettyJson(out));
+        return kOk;
+    }
+    if (runs->empty()) fmt::print("no runs in {}\n", store->describe());
+    for (const SubmittedRun& r : *runs)
+        fmt::print("{}  {:<9}  {}  updated {}{}\n", r.runId, r.status, r.program, timeText(r.updatedAt),
+                   r.status == "waiting" ? "  approval " + r.waitingDigest.substr(0, 16) : "");
+    return kOk;
+}
+
+int runsShowCommand(std::string_view tool, Args& args) {
+    if (args.positional.size() != 1) {
+        fmt::print(stderr, "{}: error: runs show needs exactly one RUN_ID\n", tool);
+        return kUsage;
+    }
+    std::unique_ptr<PgStore> store = openFleetStore(tool, args, "runs show");
     if (!store) return kUsage;
     bool json = args.has("--json");
     std::string error;
-    if (sub == "list") {
-        std::optional<std::vector<SubmittedRun>> runs = store->listRuns(error);
-        if (!runs) {
-            fmt::print(stderr, "{}: error: {}\n", tool, error);
-            return kUsage;
-        }
-        if (json) {
-            Json out = Json::array();
-            for (const SubmittedRun& r : *runs) out.push_back(runSummary(r));
-            fmt::print("{}\n", prettyJson(out));
-            return kOk;
-        }
-        if (runs->empty()) fmt::print("no runs in {}\n", store->describe());
-        for (const SubmittedRun& r : *runs)
-            fmt::print("{}  {:<9}  {}  updated {}{}\n", r.runId, r.status, r.program, timeText(r.updatedAt),
-                       r.status == "waiting" ? "  approval " + r.waitingDigest.substr(0, 16) : "");
-        return kOk;
-    }
     const std::string& id = args.positional[0];
     std::optional<SubmittedRun> run = isRunId(id) ? store->findRun(id, error) : std::nullopt;
     if (!run) {
@@ -422,14 +418,7 @@ int runsCommand(std::string_view tool, const std::vector<std::string>& argv) {
     return kOk;
 }
 
-int storeCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    if (argv.empty() || argv[0] != "migrate") {
-        fmt::print(stderr, "{}: error: store needs a subcommand: migrate\n", tool);
-        return kUsage;
-    }
-    Args args;
-    if (!parseArgs(tool, std::vector<std::string>(argv.begin() + 1, argv.end()), {}, {"--store"}, args))
-        return kUsage;
+int storeMigrateCommand(std::string_view tool, Args& args) {
     if (!args.positional.empty()) {
         fmt::print(stderr, "{}: error: store migrate takes no arguments\n", tool);
         return kUsage;

@@ -145,8 +145,10 @@ def test_a_submission_is_checked_as_run_checks_it():
                     "fixtures/run.json": json.dumps({"capabilities": {}})}) as ws:
         r = run(REMITVM, "submit", "one.rmt", "--store", url, cwd=ws.path)
         expect(r.code == 2 and "missing input 'tag'" in r.err, "inputs are checked", r)
-        r = run(REMITVM, "submit", "one.rmt", "-i", "tag=x", "--state-dir", "st", cwd=ws.path)
+        r = run(REMITVM, "submit", "one.rmt", "-i", "tag=x", cwd=ws.path)  # no --store, no $REMIT_STORE
         expect(r.code == 2 and "PostgreSQL store" in r.err, "submit needs a PostgreSQL store", r)
+        r = run(REMITVM, "submit", "one.rmt", "-i", "tag=x", "--interactive", "--store", url, cwd=ws.path)
+        expect(r.code == 2 and "unknown option --interactive" in r.err, "a queued run has no terminal", r)
         ws.write("bad.rmt", "program bad\nfn main() -> Int {\n  return \"no\"\n}\n")
         r = run(REMITVM, "submit", "bad.rmt", "--store", url, cwd=ws.path)
         expect(r.code == 1 and "E01" in r.err, "a program that does not check is refused", r)
