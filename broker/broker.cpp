@@ -113,7 +113,7 @@ void Broker::emit(const Json& event) { record(event); }
 
 bool Broker::record(const Json& event, bool durable) {
     if (!options_.trace) return true;
-    return options_.trace->emit(event) && (!durable || options_.trace->sync());
+    return durable ? options_.trace->emitDurable(event) : options_.trace->emit(event);
 }
 
 AdapterRequest Broker::requestFor(const HostCall& call, const Json& rawArgs, const std::string& key) const {

@@ -77,7 +77,7 @@ bool TraceWriter::fail(std::string why) {
     return false;
 }
 
-bool TraceWriter::emit(const Json& event) {
+bool TraceWriter::append(const Json& event, bool durable) {
     if (!attached()) return true;  // not opened: tests without a trace
     if (!ok_) return false;
     ++emitted_;
@@ -88,12 +88,12 @@ bool TraceWriter::emit(const Json& event) {
     std::string line = canonicalJson(record);
     line += '\n';
     if (failAt_ && emitted_ >= failAt_) return fail(std::strerror(failErrno_));
-    if (std::string why; !writeLine(line, why)) return fail(std::move(why));
+    if (std::string why; !writeLine(line, durable, why)) return fail(std::move(why));
     chain_ = std::move(chain);
     return true;
 }
 
-bool TraceWriter::writeLine(const std::string& line, std::string& why) {
+bool TraceWriter::writeLine(const std::string& line, bool durable, std::string& why) {
     for (size_t done = 0; done < line.size();) {
         ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
         if (n < 0 && errno == EINTR) continue;
@@ -103,7 +103,7 @@ bool TraceWriter::writeLine(const std::string& line, std::string& why) {
         }
         done += static_cast<size_t>(n);
     }
-    return true;
+    return !durable || syncLines(why);
 }
 
 bool TraceWriter::sync() {

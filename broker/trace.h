@@ -41,7 +41,9 @@ public:
     bool open(const std::string& path, std::string& error);
     // Appends one event (plus its `chain` field) as a canonical JSON line. False if it could not
     // be written completely, or if an earlier write failed.
-    bool emit(const Json& event);
+    bool emit(const Json& event) { return append(event, false); }
+    // emit() then sync(), as one step: the event and everything before it on stable storage.
+    bool emitDurable(const Json& event) { return append(event, true); }
     // Forces what was written to stable storage. False if that failed, or if anything failed before.
     bool sync();
     bool ok() const { return ok_; }
@@ -56,11 +58,11 @@ public:
     }
 
 protected:
-    // Where the lines go. This class writes them to its file (write(2), fsync); a store that keeps
-    // traces elsewhere (session/pg_store.cpp) overrides the three. Each returns false with `why`
-    // (for failure()) when the line could not be kept.
+    // Where the lines go. This class writes them to its file (write(2), then fsync when `durable`
+    // or on sync()); a store that keeps traces elsewhere (session/pg_store.cpp) overrides the
+    // three. Each returns false with `why` (for failure()) when the line could not be kept.
     virtual bool attached() const { return fd_ >= 0; }  // false: emit and sync do nothing (tests)
-    virtual bool writeLine(const std::string& line, std::string& why);
+    virtual bool writeLine(const std::string& line, bool durable, std::string& why);
     virtual bool syncLines(std::string& why);
     std::string path_;
 
@@ -73,6 +75,7 @@ private:
     size_t failAt_ = 0;
     int failErrno_ = 0;
     bool fail(std::string why);
+    bool append(const Json& event, bool durable);
 };
 
 // The `chain` of a record: the first 32 hex digits of SHA-256 of the previous record's chain ("" for

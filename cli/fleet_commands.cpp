@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <ctime>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -94,6 +95,11 @@ struct WorkBoard {
     uint64_t generation = 0;
     size_t busy = 0;
     size_t idleRounds = 0;  // consecutive claims that found nothing (--drain)
+    std::set<std::string> inHand;  // the runs the heartbeat renews the leases of
+    std::vector<std::string> held() {
+        std::lock_guard<std::mutex> lock(mutex);
+        return {inHand.begin(), inHand.end()};
+    }
     void notifyAll() {
         {
             std::lock_guard<std::mutex> lock(mutex);
@@ -137,7 +143,8 @@ AttemptEnd judge(int exit, const std::string& out, const std::string& err, const
 }
 
 // Runs one claimed run on this thread, with `store` (whose connection holds its lock).
-void runClaimed(std::string_view tool, PgStore& store, const SubmittedRun& run, const std::string& worker) {
+void runClaimed(std::string_view tool, PgStore& store, const SubmittedRun& run, const WorkerConfig& config) {
+    const std::string& worker = config.name;
     Args args;
     args.positional = {run.path};
     if (run.submission.is_object() && run.submission.contains("flags") && run.submission["flags"].is_array())
@@ -160,8 +167,14 @@ void runClaimed(std::string_view tool, PgStore& store, const SubmittedRun& run, 
     captured.close();
     AttemptEnd end = judge(exit, captured.out(), captured.err(), worker, storeFailed);
     if (end.status.empty()) {
-        fmt::print(stderr, "worker {}: run {}: the store failed during the attempt; it is left to the next one\n",
-                   worker, run.runId);
+        // The lease is given up at once, over a connection of its own (this one failed); when the
+        // database cannot be reached at all, the lease runs out instead, since the heartbeat no
+        // longer renews it. The run lock goes with the failed connection.
+        std::string error;
+        std::unique_ptr<PgStore> other = PgStore::open(config.url, error);
+        if (other) other->abandon(run.runId, worker, error);
+        fmt::print(stderr, "worker {}: run {}: the store failed during the attempt; another attempt continues it{}\n",
+                   worker, run.runId, error.empty() ? "" : " once its lease runs out (" + error + ")");
         return;
     }
     std::string error;
@@ -193,7 +206,15 @@ void slotLoop(std::string_view tool, const WorkerConfig& config, WorkBoard& boar
         std::unique_ptr<RunHold> hold;
         std::string error;
         std::optional<SubmittedRun> run = store->claim(config.name, config.leaseSeconds, hold, error);
-        if (run) runClaimed(tool, *store, *run, config.name);
+        if (run) {
+            {
+                std::lock_guard<std::mutex> lock(board.mutex);
+                board.inHand.insert(run->runId);
+            }
+            runClaimed(tool, *store, *run, config);
+            std::lock_guard<std::mutex> lock(board.mutex);
+            board.inHand.erase(run->runId);
+        }
         hold.reset();
         if (!error.empty()) fmt::print(stderr, "worker {}: {}\n", config.name, error);
         std::unique_lock<std::mutex> lock(board.mutex);
@@ -275,7 +296,7 @@ int workerCommand(std::string_view tool, Args& args) {
         while (!gStop) {
             std::string why;
             if (!beats->connection().alive()) beats = PgStore::open(config.url, why);
-            if (beats && !beats->heartbeat(config.name, config.leaseSeconds, why))
+            if (beats && !beats->heartbeat(config.name, board.held(), config.leaseSeconds, why))
                 fmt::print(stderr, "worker {}: heartbeat: {}\n", config.name, why);
             for (auto waited = std::chrono::milliseconds(0); waited < period && !gStop;
                  waited += std::chrono::milliseconds(100))

@@ -101,7 +101,15 @@ private:
     std::string root_;
 };
 
-// Trace records, one row each, committed as they are written (see pg_store.h).
+// A statement prefix that commits the statement's transaction without waiting for its WAL to
+// reach the disk (synchronous_commit off, for that transaction only): for records nothing
+// depends on surviving a crash of the database server — the next durable commit flushes them
+// with it, WAL being written in order.
+constexpr const char* kAsync = "WITH async AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)) ";
+
+// Trace records, one row each, committed as they are written (see pg_store.h): a durable one
+// (run_start, dispatch, call) waits for its commit to be on disk, as the file store fsyncs them;
+// the others are committed at once, as the file store hands them to the OS.
 class PgTraceWriter : public TraceWriter {
 public:
     PgTraceWriter(pg::Connection& c, std::string runId, std::string name) : c_(c), runId_(std::move(runId)) {
@@ -110,7 +118,7 @@ public:
 
 protected:
     bool attached() const override { return true; }
-    bool writeLine(const std::string& line, std::string& why) override {
+    bool writeLine(const std::string& line, bool durable, std::string& why) override {
         std::string record = line.substr(0, line.size() - 1);  // without its newline
         pg::Result r;
         if (lines_ == 0) {
@@ -125,7 +133,9 @@ protected:
                                     kNow),
                         {runId_, root.empty() ? runId_ : root, parent.empty() ? pg::Param() : parent, record});
         } else {
-            r = c_.exec("INSERT INTO remit_trace_records (run_id, line, record) VALUES ($1, $2, $3)",
+            r = c_.exec(std::string(durable ? "" : kAsync) +
+                            "INSERT INTO remit_trace_records (run_id, line, record) SELECT $1, $2, $3" +
+                            (durable ? "" : " FROM async"),
                         {runId_, std::to_string(lines_ + 1), record});
         }
         if (!r.ok()) {
@@ -133,15 +143,25 @@ protected:
             return false;
         }
         ++lines_;
+        unsynced_ = !durable;
         return true;
     }
-    // Each record was committed when it was written.
-    bool syncLines(std::string&) override { return true; }
+    // Records committed without waiting are flushed by any durable commit after them.
+    bool syncLines(std::string& why) override {
+        if (!unsynced_) return true;
+        if (!c_.exec("SELECT pg_current_xact_id()").ok()) {
+            why = c_.lastError();
+            return false;
+        }
+        unsynced_ = false;
+        return true;
+    }
 
 private:
     pg::Connection& c_;
     std::string runId_;
     size_t lines_ = 0;
+    bool unsynced_ = false;
 };
 
 // The approval sections as rows (digest, section, entry), changed one digest at a time under that
@@ -278,8 +298,10 @@ public:
                         const std::string& runId) override {
         Reservation out;
         bool ok = c_.transaction([&] {
-            pg::Result held = c_.exec(fmt::format("SELECT period, {} FROM (SELECT 1) one LEFT JOIN "
-                                                  "remit_budget_reservations ON key = $1",
+            // Committed without waiting: the dispatch record's durable commit, which comes after
+            // and before the call is sent, flushes it (WAL is written in order).
+            pg::Result held = c_.exec(fmt::format("SELECT period, {}, set_config('synchronous_commit', 'off', true) "
+                                                  "FROM (SELECT 1) one LEFT JOIN remit_budget_reservations ON key = $1",
                                                   kNow),
                                       {key});
             if (!held.ok()) return false;
@@ -344,9 +366,12 @@ private:
     std::string where_;
 
     bool finish(const std::string& key, double actual, std::string& error) {
+        // Committed without waiting: a settlement lost with the server is made again when the
+        // resume answers the call from its record.
         bool ok = c_.transaction([&] {
-            pg::Result held = c_.exec("DELETE FROM remit_budget_reservations WHERE key = $1 "
-                                      "RETURNING scope, period, amount",
+            pg::Result held = c_.exec(std::string(kAsync) +
+                                          "DELETE FROM remit_budget_reservations WHERE key = $1 AND "
+                                          "(SELECT 1 FROM async) = 1 RETURNING scope, period, amount",
                                       {key});
             if (!held.ok()) return false;
             if (held.rows() == 0) return true;  // settled already, or never reserved
@@ -569,10 +594,10 @@ std::optional<SubmittedRun> PgStore::claim(const std::string& worker, double lea
             if (conn_->alive()) conn_->exec("SELECT pg_advisory_unlock(" + lockKey("'remit-run:' || $1") + ")", {runId});
         };
         pg::Result taken = conn_->exec(
-            fmt::format("UPDATE remit_runs SET status = 'running', worker = $2, lease_until = {0} + $3, attempts = "
-                        "attempts + 1, updated_at = {0} WHERE run_id = $1 AND {1} RETURNING {2}, EXISTS (SELECT 1 "
-                        "FROM remit_traces WHERE root = $1)",
-                        kNow, claimable, kRunColumns),
+            fmt::format("{3}UPDATE remit_runs SET status = 'running', worker = $2, lease_until = {0} + $3, attempts = "
+                        "attempts + 1, updated_at = {0} FROM async WHERE run_id = $1 AND {1} RETURNING {2}, EXISTS "
+                        "(SELECT 1 FROM remit_traces WHERE root = $1)",
+                        kNow, claimable, kRunColumns, kAsync),
             {runId, worker, num(leaseSeconds)});
         if (!taken.ok()) {
             error = fmt::format("cannot take a run from {}: {}", describe(), conn_->lastError());
@@ -602,8 +627,11 @@ bool PgStore::finish(const std::string& runId, const std::string& status, const 
     bool ok;
     if (status != "waiting") {
         // One statement; a run queued again wakes the workers.
-        ok = conn_->exec(fmt::format("WITH u AS ({} RETURNING status) SELECT pg_notify('remit_runs', $1) FROM u WHERE "
-                                     "u.status = 'queued'",
+        // Committed without waiting: lost with the server, the run is taken again when its lease
+        // runs out, and its record answers what it did.
+        ok = conn_->exec(fmt::format("WITH async AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)), "
+                                     "u AS ({} AND (SELECT 1 FROM async) = 1 RETURNING status) "
+                                     "SELECT pg_notify('remit_runs', $1) FROM u WHERE u.status = 'queued'",
                                      fmt::format(fmt::runtime(update), "$2")),
                          params)
                  .ok();
@@ -627,11 +655,26 @@ bool PgStore::finish(const std::string& runId, const std::string& status, const 
     return ok;
 }
 
-bool PgStore::heartbeat(const std::string& worker, double leaseSeconds, std::string& error) {
+bool PgStore::heartbeat(const std::string& worker, const std::vector<std::string>& runIds, double leaseSeconds,
+                        std::string& error) {
+    if (runIds.empty()) return true;
+    std::string ids = "{";
+    for (size_t i = 0; i < runIds.size(); ++i) ids += (i ? "," : "") + runIds[i];
+    ids += "}";
     pg::Result r = conn_->exec(fmt::format("UPDATE remit_runs SET lease_until = {} + $2 WHERE worker = $1 AND "
-                                           "status = 'running'",
+                                           "status = 'running' AND run_id = ANY($3::text[])",
                                            kNow),
-                               {worker, num(leaseSeconds)});
+                               {worker, num(leaseSeconds), ids});
+    if (!r.ok()) error = conn_->lastError();
+    return r.ok();
+}
+
+bool PgStore::abandon(const std::string& runId, const std::string& worker, std::string& error) {
+    pg::Result r = conn_->exec(fmt::format("WITH u AS (UPDATE remit_runs SET status = 'queued', lease_until = NULL, "
+                                           "updated_at = {} WHERE run_id = $1 AND worker = $2 AND status = 'running' "
+                                           "RETURNING run_id) SELECT pg_notify('remit_runs', run_id) FROM u",
+                                           kNow),
+                               {runId, worker});
     if (!r.ok()) error = conn_->lastError();
     return r.ok();
 }

@@ -5,9 +5,12 @@
 // the run's lock.
 //
 // Invariants (what each guarantee relies on, docs/fleet.md):
-// - Trace records are inserted one per statement in autocommit with synchronous_commit as the
-//   database sets it (on by default): an emit() returns once its record is committed, so the
-//   write-ahead `dispatch` record is durable before the call goes out; sync() has nothing left to do.
+// - Trace records are inserted one per statement in autocommit. A durable one (emitDurable:
+//   run_start, dispatch, call — what the file store fsyncs) commits with synchronous_commit as the
+//   database sets it (on by default), so the write-ahead `dispatch` record is on disk before the
+//   call goes out; the others commit without waiting for the disk, as the file store hands them
+//   to the OS, and the next durable commit flushes them (WAL is written in order). Queue and
+//   ledger changes that a resume makes again commit without waiting too.
 // - A run family's lock is a session-level advisory lock on the store's connection: exclusive
 //   across every machine, and released by the server when the connection ends, however the
 //   holder died. A worker's lease (`lease_until`, renewed by its heartbeat) only says when others
@@ -87,8 +90,12 @@ public:
     // under the request's lock, so no approval is missed.
     bool finish(const std::string& runId, const std::string& status, const std::string& latest,
                 const std::string& waitingDigest, const Json& outcome, std::string& error);
-    // Renews the leases of `worker`'s running runs.
-    bool heartbeat(const std::string& worker, double leaseSeconds, std::string& error);
+    // Renews `worker`'s leases on the runs it has in hand (`runIds`).
+    bool heartbeat(const std::string& worker, const std::vector<std::string>& runIds, double leaseSeconds,
+                   std::string& error);
+    // Gives up `worker`'s lease on a run it could not keep the records of (its connection was
+    // lost): the run is queued again at once, for any worker to continue from its record.
+    bool abandon(const std::string& runId, const std::string& worker, std::string& error);
     // Queues the waiting runs whose request expired, so a worker fails them; how many.
     int wakeExpired(std::string& error);
     std::optional<std::vector<SubmittedRun>> listRuns(std::string& error);

@@ -199,7 +199,7 @@ namespace {
 
 // Writes run_start durably to a trace just created; why not, when it could not be.
 std::optional<std::string> writeRunStart(const RunStart& start, TraceWriter& trace) {
-    if (trace.emit(runStartEvent(start)) && trace.sync()) return std::nullopt;
+    if (trace.emitDurable(runStartEvent(start))) return std::nullopt;
     return fmt::format("the trace cannot be written ({})", trace.failure());
 }
 

@@ -46,6 +46,33 @@ def test_two_workers_never_run_the_same_run():
                and len(shown["calls"]) == 10 and shown["attempts"] == 1, f"runs show --json: {shown}")
 
 
+def test_a_connection_lost_mid_run_fails_the_lease_not_the_run():
+    # The database ends the connections of the worker's runs mid-call (as a network cut or a
+    # failover would): those attempts stop, give up their leases, and the runs are taken again
+    # and completed from their records, no effect performed twice.
+    url = database("lost")
+    with Workspace({"host.rmti": TEN_HOST, "ten.rmt": TEN_PROGRAM, "policy.toml": TEN_POLICY}) as ws:
+        service = str(ws.path / "service")
+        ids = [submit(ws, url, "ten.rmt", "-i", f"tag=r{i}", "--adapter", f"python3 {DEDUP_ADAPTER}")
+               for i in range(2)]
+        w = Worker(url, str(ws.path), "--concurrency", "2", "--lease", "30",
+                   env={"REMIT_DEDUP_STATE": service, "REMIT_DEDUP_DELAY_MS": "60"})
+        wait_until(lambda: len(dedup_lines(service, "replies.jsonl")) >= 4, what="calls to be made")
+        cut = sql(url, "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                       "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")
+        expect(cut[0][0] != "0", f"the runs' connections were cut: {cut}")
+        wait_until(lambda: all(r["status"] == "completed" for r in runs(url)), timeout=120,
+                   what="the runs to complete after all")
+        expect(w.stop() == 0, "the worker stops")
+        shown = [json.loads(run(REMITVM, "runs", "show", i, "--json", "--store", url).out) for i in ids]
+        expect(any(s["attempts"] >= 2 for s in shown), f"an attempt was lost and another made: {shown}")
+        for i, s in enumerate(shown):
+            expect(s["outcome"]["result"] == " | ".join(f"svc.save:{{\"text\":\"r{i} {n}\"}}" for n in range(10)),
+                   f"the uninterrupted result: {s['outcome']}")
+        keys = [r["key"] for r in dedup_lines(service, "replies.jsonl")]
+        expect(len(keys) == 20 and len(set(keys)) == 20, f"20 effects, each once: {len(keys)}")
+
+
 REFUND_HOST = """input ticket tags untrusted
 
 capability shop.order(id: Str) -> Float

@@ -29,7 +29,7 @@ from harness import REMITVM, Workspace, expect, run  # noqa: E402
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--kills", type=int, default=8)
-    parser.add_argument("--runs", type=int, default=6)
+    parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--seed", type=int, default=int(time.time()))
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -46,7 +46,11 @@ def main():
             expect(r.code == 0, "an uninterrupted run", r)
             expected[f"r{i}"] = json.loads(r.out)["result"]
         service = str(ws.path / "service")
-        env = {"REMIT_DEDUP_STATE": service}
+        env = {"REMIT_DEDUP_STATE": service, "REMIT_DEDUP_DELAY_MS": "40"}
+
+        def requests_seen():
+            return len(dedup_lines(service, "replies.jsonl")) + len(dedup_lines(service, "repeats.jsonl"))
+
         ids = {}
         for i in range(args.runs):
             r = run(REMITVM, "submit", "ten.rmt", "-i", f"tag=r{i}", "--adapter", adapter, "--store", url,
@@ -57,8 +61,14 @@ def main():
         while kills < args.kills:
             if all(r["status"] == "completed" for r in runs(url)):
                 break  # everything finished before the kills ran out
+            # Each kill lands while the worker is at work: after it has sent a call, at a random
+            # moment of what follows (often with a call in flight: each takes 40 ms).
+            seen = requests_seen()
             w = Worker(url, str(ws.path), "--concurrency", "2", "--lease", "1", env=env)
-            time.sleep(rng.uniform(0.05, 0.8))
+            deadline = time.monotonic() + 30
+            while requests_seen() == seen and w.proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(rng.uniform(0, 0.3))
             w.stop(signal.SIGKILL)
             kills += 1
         last = Worker(url, str(ws.path), "--concurrency", "2", "--lease", "1", "--drain", env=env)

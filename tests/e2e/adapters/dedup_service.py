@@ -16,6 +16,9 @@ Behaviour, a pure function of the arguments and of the keys decided so far:
   - a model call returns a value shaped by the requested JSON Schema (strings: "answer <n>",
     n the length of the rendered prompt).
 
+$REMIT_DEDUP_DELAY_MS = "N" makes each request take N ms more, so that a test killing its caller at
+random moments finds calls in flight (tests/killtest/fleet_killtest.py).
+
 $REMIT_DEDUP_KILL = "N:PHASE" SIGKILLs the process's parent (remitvm) at the N-th request this
 process receives: PHASE "before" kills it before anything is decided, "after" once the reply is
 on record but before it is sent (the effect happened; remitvm never learns its outcome).
@@ -25,6 +28,7 @@ import json
 import os
 import re
 import signal
+import time
 
 
 def canonical(value):
@@ -47,6 +51,7 @@ class Service:
         kill = os.environ.get("REMIT_DEDUP_KILL", "")
         self.kill_at, self.kill_phase = (int(kill.split(":")[0]), kill.split(":")[1]) if kill else (0, "")
         self.received = 0
+        self.delay = int(os.environ.get("REMIT_DEDUP_DELAY_MS", "0")) / 1000
 
     def _lines(self, name):
         path = os.path.join(self.dir, name)
@@ -87,6 +92,7 @@ class Service:
         resource = request.get("resource") or request.get("model")
         args = request.get("args") if request.get("type") == "call" else {"prompt": request.get("rendered_prompt")}
         key = request["idempotency_key"]
+        time.sleep(self.delay)
         # One decision at a time: the adapter processes of many runs (a fleet's workers) share the
         # service, as the clients of a real one do.
         with open(os.path.join(self.dir, "lock"), "a") as lock:
