@@ -76,6 +76,9 @@ int runTool(std::string_view tool, std::string_view usage,
 int checkCommand(std::string_view tool, const std::vector<std::string>& argv);
 int fmtCommand(std::string_view tool, const std::vector<std::string>& argv);
 int manifestCommand(std::string_view tool, const std::vector<std::string>& argv);
+int schemaCommand(std::string_view tool, const std::vector<std::string>& argv);
+// cli/ask_command.cpp
+int askCommand(std::string_view tool, const std::vector<std::string>& argv);
 int diffCommand(std::string_view tool, const std::vector<std::string>& argv);
 // cli/run_commands.cpp
 int buildCommand(std::string_view tool, const std::vector<std::string>& argv);

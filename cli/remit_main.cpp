@@ -20,6 +20,8 @@ constexpr const char* kUsageText =
     "  resume RUN [--file F] [--host H] [--policy P] [--allow-all] [--approve-all] [--fixtures F | --live]\n"
     "  replay RUN [--file F] [--host H]\n"
     "  test [PATH...] [--host H]\n"
+    "  ask \"REQUEST\" FILE [--host H] [--policy P] [--spec S] [--model M] [--apply] [--allow-widening]\n"
+    "                                          a model proposes a checked change (docs/models.md)\n"
     "  mcp [--http] [--host H] [--port N] [--keys K] [--usage U] [--free-monthly N]\n"
     "      [--approvals client|operator] [--state-dir D]\n"
     "                                          Model Context Protocol server, stdio or HTTP (docs/mcp.md)\n";
@@ -39,6 +41,7 @@ int main(int argc, char** argv) {
                     {"resume", resumeCommand},
                     {"replay", replayCommand},
                     {"test", testCommand},
-                    {"mcp", mcpCommand}},
+                    {"mcp", mcpCommand},
+                    {"ask", askCommand}},
                    argc, argv);
 }

@@ -19,6 +19,7 @@ constexpr const char* kUsageText =
     "  dis PROG.rbc|PROG.rmt [--host H] [--strict-flows]     disassemble, each instruction with its source line\n"
     "  manifest PROG.rmt|PROG.rbc [--host H] [--policy P] [--strict-flows]\n"
     "                                                        print the manifest as JSON\n"
+    "  schema PROG.rmt [SITE] [--host H] [--policy P]        the JSON Schema of each model call's output type\n"
     "  diff OLD NEW [--host H] [--json]                      did the edit widen authority? (exit 4 if so)\n"
     "\n"
     "--strict-flows: decisions on tagged data count for deny parameters too, and early exits taint what\n"
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
                     {"dis", disCommand},
                     {"keygen", keygenCommand},
                     {"manifest", manifestCommand},
+                    {"schema", schemaCommand},
                     {"diff", diffCommand}},
                    argc, argv);
 }
