@@ -15,8 +15,10 @@ for provider in openai anthropic; do
         echo "live_models: skipped $provider ($var is not set)"
         continue
     fi
-    echo "live_models: $provider"
-    "$remitvm" run "$here/live_models.rmt" --policy "$here/policy.$provider.toml" --state-dir "$state" -i "topic=$topic"
+    policy=policy.toml
+    [[ $provider == anthropic ]] && policy=policy.anthropic.toml
+    echo "live_models: $provider ($policy)"
+    "$remitvm" run "$here/live_models.rmt" --policy "$here/$policy" --state-dir "$state" -i "topic=$topic"
     ran=$((ran + 1))
 done
 echo "live_models: ran against $ran provider(s)"

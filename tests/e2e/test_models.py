@@ -274,8 +274,8 @@ def test_live_models_example_offline():
     and its run.sh skips each provider whose key is not set."""
     example = REPO / "examples" / "live_models"
     with FakeServer() as server, Workspace() as ws:
-        for provider in ("openai", "anthropic"):
-            text = (example / f"policy.{provider}.toml").read_text()
+        for provider, name in (("openai", "policy.toml"), ("anthropic", "policy.anthropic.toml")):
+            text = (example / name).read_text()
             ws.write(f"policy.{provider}.toml", text + f'base_url = "{server.url("/v1")}"\n')
             server.script([{provider: {"answer": {"mood": "upbeat", "facts": ["a", "b"]},
                                        "usage": {"input": 50, "output": 20}}}])
