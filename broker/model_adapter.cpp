@@ -35,10 +35,9 @@ std::string redactKeys(std::string text, std::string_view apiKey) {
         size_t end = text.find_first_of(" \t\n\"'", i);
         if (end == std::string::npos) end = text.size();
         std::string_view word(text.data() + i, end - i);
-        bool secret = false;
         std::string_view bare = word;
         while (!bare.empty() && (bare.front() == '(' || bare.front() == '[' || bare.front() == '`')) bare.remove_prefix(1);
-        if (bare.starts_with("sk-")) secret = true;
+        bool secret = bare.starts_with("sk-") || (apiKey.size() >= 4 && word.find(apiKey) != std::string_view::npos);
         if (!secret && apiKey.size() >= 8)
             for (size_t k = 0; k + 8 <= word.size() && !secret; ++k)
                 secret = apiKey.find(word.substr(k, 8)) != std::string_view::npos;
@@ -49,15 +48,20 @@ std::string redactKeys(std::string text, std::string_view apiKey) {
     return out;
 }
 
-// A short, printable-ASCII excerpt, keys redacted, for messages that end up in traces.
+// A short, printable-ASCII excerpt, keys redacted, for messages that end up in traces. Redacted
+// before it is cut, so a key the cut would halve is still recognised whole.
 std::string clean(std::string_view text, std::string_view apiKey, size_t max = kMaxMessageChars) {
-    std::string out;
-    for (size_t i = 0; i < text.size() && out.size() < max; ++i) {
+    std::string printable;
+    for (size_t i = 0; i < text.size() && i < 4 * max; ++i) {
         unsigned char c = static_cast<unsigned char>(text[i]);
-        out += (c >= 0x20 && c < 0x7f) ? static_cast<char>(c) : ' ';
+        printable += (c >= 0x20 && c < 0x7f) ? static_cast<char>(c) : ' ';
     }
-    if (text.size() > max) out += "...";
-    return redactKeys(std::move(out), apiKey);
+    std::string out = redactKeys(std::move(printable), apiKey);
+    if (out.size() > max || text.size() > 4 * max) {
+        out.resize(std::min(out.size(), max));
+        out += "...";
+    }
+    return out;
 }
 
 // OpenAI's strict structured outputs refuse some keywords (maxItems among them, depending on the

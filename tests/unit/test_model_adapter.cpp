@@ -7,7 +7,9 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "broker/model_adapter.h"
 #include "fake_http.h"
@@ -233,6 +235,38 @@ TEST_CASE("model adapter: provider error messages are short, printable and keyle
     CHECK(providerMessage("upstream said key=sk-test-0123456789abcdefXYZ", kKey) == "upstream said [redacted]");
     CHECK(providerMessage("prefix 0123456789abcdef leaked", kKey) == "prefix [redacted] leaked");
     CHECK(providerMessage(std::string(1000, 'x'), kKey).size() <= 130);
+}
+
+TEST_CASE("model adapter: no generated provider message keeps any eight characters of the key") {
+    // The oracle is independent of the redaction: a brute-force search of the output for every
+    // 8-character window of the key, over keys and messages generated at random, with the key
+    // whole, masked the way providers echo it, quoted, glued to punctuation, or cut at the limit.
+    std::mt19937 random(20261203);
+    const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const std::vector<std::string> words = {"the", "request", "failed", "because", "your", "key", "is", "invalid",
+                                            "Incorrect", "API", "provided:", "see", "docs"};
+    auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(random); };
+    for (int round = 0; round < 2000; ++round) {
+        std::string key = pick(2) ? "sk-" : "";
+        for (size_t i = 0, n = 20 + pick(40); i < n; ++i) key += alphabet[pick(alphabet.size())];
+        std::string shown = key;
+        switch (pick(5)) {
+            case 0: shown = key.substr(0, 8) + "****" + key.substr(key.size() - 4); break;
+            case 1: shown = """ + key + """; break;
+            case 2: shown = "key=" + key + ","; break;
+            case 3: shown = "(" + key + ")."; break;
+            default: break;
+        }
+        std::string message;
+        for (size_t i = 0, n = pick(120); i < n; ++i) message += words[pick(words.size())] + " ";
+        message += shown;
+        for (size_t i = 0, n = pick(20); i < n; ++i) message += " " + words[pick(words.size())];
+        std::string body = pick(2) ? message : Json{{"error", {{"message", message}}}}.dump();
+        std::string out = providerMessage(body, key);
+        for (size_t at = 0; at + 8 <= key.size(); ++at)
+            REQUIRE_MESSAGE(out.find(key.substr(at, 8)) == std::string::npos, "key " << key << " in: " << out);
+        CHECK(out.size() <= 303);
+    }
 }
 
 TEST_CASE("model adapter: a configured key must be in the environment; none is sent when none is configured") {
