@@ -65,11 +65,7 @@ std::string readText(const std::string& path, std::string& error) {
 
 }  // namespace
 
-int askCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--apply", "--allow-widening", "--strict-flows"},
-                   {"--host", "--policy", "--spec", "--model"}, args))
-        return kUsage;
+int askCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 2) {
         fmt::print(stderr, "{}: error: ask needs a REQUEST and a FILE: {} ask \"add a retry to the fetch\" prog.rmt\n",
                    tool, tool);
