@@ -73,10 +73,7 @@ int askCommand(std::string_view tool, Args& args) {
     }
     const std::string& change = args.positional[0];
     const std::string& file = args.positional[1];
-    CheckOptions options;
-    if (const std::string* host = args.value("--host")) options.hostPath = *host;
-    if (const std::string* policy = args.value("--policy")) options.policyPath = *policy;
-    options.strictFlows = args.has("--strict-flows");
+    CheckOptions options = checkOptionsOf(args);
     CheckOutcome current = checkProgramFile(file, options);
     if (current.ioError) {
         fmt::print(stderr, "{}: error: {}\n", tool, current.ioError->message);

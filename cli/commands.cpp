@@ -127,15 +127,20 @@ Json checkJson(const CheckOutcome& outcome) {
 
 }  // namespace
 
+CheckOptions checkOptionsOf(const Args& args) {
+    CheckOptions options;
+    if (const std::string* host = args.value("--host")) options.hostPath = *host;
+    if (const std::string* policy = args.value("--policy")) options.policyPath = *policy;
+    options.strictFlows = args.has("--strict-flows");
+    return options;
+}
+
 int checkCommand(std::string_view tool, Args& args) {
     if (args.positional.empty()) {
         fmt::print(stderr, "{}: error: check needs at least one FILE or directory\n", tool);
         return kUsage;
     }
-    CheckOptions options;
-    if (const std::string* host = args.value("--host")) options.hostPath = *host;
-    if (const std::string* policy = args.value("--policy")) options.policyPath = *policy;
-    options.strictFlows = args.has("--strict-flows");
+    CheckOptions options = checkOptionsOf(args);
     bool json = args.has("--json");
     RenderOptions render;
     if (const std::string* max = args.value("--max-diagnostics")) {
@@ -216,10 +221,7 @@ int manifestCommand(std::string_view tool, Args& args) {
     }
     const std::string& file = args.positional[0];
     if (file.size() > 4 && file.ends_with(".rbc")) return bytecodeManifest(tool, file);
-    CheckOptions options;
-    if (const std::string* host = args.value("--host")) options.hostPath = *host;
-    if (const std::string* policy = args.value("--policy")) options.policyPath = *policy;
-    options.strictFlows = args.has("--strict-flows");
+    CheckOptions options = checkOptionsOf(args);
     int exit = kOk;
     auto outcome = checkedOrReport(tool, file, options, exit);
     if (!outcome) return exit;
@@ -235,10 +237,7 @@ int schemaCommand(std::string_view tool, Args& args) {
         fmt::print(stderr, "{}: error: schema needs a PROGRAM and at most one SITE\n", tool);
         return kUsage;
     }
-    CheckOptions options;
-    if (const std::string* host = args.value("--host")) options.hostPath = *host;
-    if (const std::string* policy = args.value("--policy")) options.policyPath = *policy;
-    options.strictFlows = args.has("--strict-flows");
+    CheckOptions options = checkOptionsOf(args);
     int exit = kOk;
     auto outcome = checkedOrReport(tool, args.positional[0], options, exit);
     if (!outcome) return exit;
