@@ -20,6 +20,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "broker/approvals.h"
 #include "broker/broker.h"
@@ -440,13 +441,15 @@ std::string liveShimPath() {
 #endif
 }
 
-// The adapters the flags choose (docs/adapters.md "Which adapters a run uses"): --adapter CMD,
-// --live, or fixtures (default fixtures/run.json next to the program), as specs a run records. A
-// program without host-call sites runs without any fixtures file. An --adapter process starts in
-// the current directory, which is recorded. `recorded` (a resume without adapter flags: the
-// run's recorded adapters, process directory included) replaces the flags. Prints the problem and returns
-// false on a usage error.
-bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSource& source,
+// The adapters the flags and the policy choose (docs/adapters.md "Which adapters a run uses"):
+// first a model adapter for each model the program calls that the policy's [models."NAME"] or a
+// --model flag configures (docs/models.md), then the one that serves everything else — --adapter
+// CMD, --live, or fixtures (default fixtures/run.json next to the program). A program without
+// host-call sites, or whose every call goes to a configured model, runs without a fixtures file.
+// An --adapter process starts in the current directory, which is recorded. `recorded` (a resume
+// without adapter flags: the run's recorded adapters, process directory included) replaces the
+// flags. Prints the problem and returns false on a usage error.
+bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSource& source, const Policy* policy,
                      const std::vector<AdapterSpec>* recorded, std::vector<AdapterSpec>& specs) {
     if (recorded) {
         specs = *recorded;
@@ -458,6 +461,34 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
         fmt::print(errOut(), "{}: error: choose one of --fixtures, --live and --adapter\n", tool);
         return false;
     }
+    specs.clear();
+    // The configured models the program calls: --model flags over the policy's tables.
+    std::map<std::string, ModelConfig> models;
+    if (policy) models = policy->models;
+    for (const std::string& value : args.values("--model")) {
+        std::string error;
+        std::optional<ModelConfig> config = modelConfigFromFlag(value, error);
+        if (!config) {
+            fmt::print(errOut(), "{}: error: --model {}: {}\n", tool, value, error);
+            fmt::print(errOut(), "  hint: --model NAME=PROVIDER:MODEL[@BASE_URL], e.g. --model llm=openai:gpt-4o-mini\n");
+            return false;
+        }
+        models[config->name] = std::move(*config);
+    }
+    const Module& module = source.program->module();
+    bool everyCallServed = true;
+    std::set<std::string> used;
+    for (const Site& site : module.sites) {
+        bool served = site.kind != SiteKind::Capability && models.count(site.resource);
+        everyCallServed = everyCallServed && served;
+        if (served && used.insert(site.resource).second) {
+            AdapterSpec spec;
+            spec.kind = AdapterSpec::Kind::Model;
+            spec.model = models[site.resource];
+            specs.push_back(std::move(spec));
+        }
+    }
+
     std::filesystem::path programDir = std::filesystem::absolute(source.file).lexically_normal().parent_path();
     AdapterSpec spec;
     if (adapterFlag) {
@@ -474,14 +505,16 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
         if (std::filesystem::exists(path, ec)) {
             spec.kind = AdapterSpec::Kind::Fixtures;
             spec.path = path;
-        } else if (!args.value("--fixtures") && source.program->module().sites.empty()) {
-            spec.kind = AdapterSpec::Kind::None;  // nothing to perform: no fixtures needed
+        } else if (!args.value("--fixtures") && everyCallServed) {
+            // Nothing left to perform: no fixtures needed (the models serve every call, or there is none).
+            if (specs.empty()) specs.push_back(AdapterSpec{AdapterSpec::Kind::None, "", "", "", {}});
+            return true;
         } else {
             fmt::print(errOut(), "error: no fixtures at {}; pass --fixtures or --live\n", path);
             return false;
         }
     }
-    specs = {spec};
+    specs.push_back(std::move(spec));
     return true;
 }
 
@@ -493,6 +526,10 @@ std::unique_ptr<Adapter> openRunAdapters(std::string_view tool, const std::vecto
     switch (specs[error.index].kind) {
         case AdapterSpec::Kind::Process: fmt::print(errOut(), "{}: error: --adapter: {}\n", tool, error.message); break;
         case AdapterSpec::Kind::Live: fmt::print(errOut(), "{}: error: --live: {}\n", tool, error.message); break;
+        case AdapterSpec::Kind::Model:
+            fmt::print(errOut(), "{}: error: {}{}\n", tool, error.message,
+                       specs[error.index].model.span.line ? "" : " (configured by --model)");
+            break;
         default: fmt::print(errOut(), "{}: error: {}\n", tool, error.message); break;
     }
     if (!error.hint.empty()) fmt::print(errOut(), "  hint: {}\n", error.hint);
@@ -614,7 +651,8 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
             return kFailure;
         }
         if (!allowAll) {
-            checkPolicyAgainstHost(*setup.policy, setup.host.resourceNames(), diags);
+            std::vector<std::string> hostModels = setup.host.modelNames();
+            checkPolicyAgainstHost(*setup.policy, setup.host.resourceNames(), diags, &hostModels);
             // A forged manifest gains nothing (the broker enforces every rule again), but an honest
             // one that exceeds the policy is refused before anything runs.
             std::optional<Manifest> manifest = manifestFromJson(nlohmann::json::parse(module.manifestJson));
@@ -708,7 +746,7 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     const std::vector<AdapterSpec>* recordedSpecs = continuation && continuation->adapters ? &*continuation->adapters
                                                     : placement.adapters                       ? &*placement.adapters
                                                                                                : nullptr;
-    if (!runAdapterSpecs(tool, args, source, recordedSpecs, adapterSpecs))
+    if (!runAdapterSpecs(tool, args, source, setup.policy ? &*setup.policy : nullptr, recordedSpecs, adapterSpecs))
         return kUsage;
     std::unique_ptr<Adapter> adapter = openRunAdapters(tool, adapterSpecs);
     if (!adapter) return kUsage;
@@ -969,7 +1007,7 @@ int continueRun(std::string_view tool, Args& args, Store& store, const std::stri
     // Without adapter flags, the recorded adapters: the `adapters` a run records, or for a trace
     // written before they were, its mode (and for an adapter process, its command and directory).
     std::optional<std::vector<AdapterSpec>> recordedAdapters;
-    if (!args.value("--fixtures") && !args.has("--live") && !args.value("--adapter")) {
+    if (!args.value("--fixtures") && !args.has("--live") && !args.value("--adapter") && !args.value("--model")) {
         std::string mode = stringField(plan.start, "mode");
         if (plan.start.contains("adapters")) {
             std::string error;
@@ -981,12 +1019,12 @@ int continueRun(std::string_view tool, Args& args, Store& store, const std::stri
                 return kUsage;
             }
         } else if (mode.starts_with("fixtures:")) {
-            recordedAdapters = {{AdapterSpec::Kind::Fixtures, mode.substr(9), "", ""}};
+            recordedAdapters = {{AdapterSpec::Kind::Fixtures, mode.substr(9), "", "", {}}};
         } else if (mode == "live") {
             args.options.push_back({"--live", ""});
         } else if (mode == "adapter" && !stringField(plan.start, "adapter_command").empty()) {
             recordedAdapters = {{AdapterSpec::Kind::Process, "", stringField(plan.start, "adapter_command"),
-                                 stringField(plan.start, "adapter_cwd")}};
+                                 stringField(plan.start, "adapter_cwd"), {}}};
         }
     }
     // A run made in strict-flows mode resumes in it.
@@ -1091,7 +1129,7 @@ int submitCommand(std::string_view tool, Args& args) {
         if (!inputValues(tool, program, setup.host, probe.heap(), given, inputs)) return kUsage;
     }
     std::vector<AdapterSpec> specs;
-    if (!runAdapterSpecs(tool, args, setup.source, nullptr, specs)) return kUsage;
+    if (!runAdapterSpecs(tool, args, setup.source, setup.policy ? &*setup.policy : nullptr, nullptr, specs)) return kUsage;
     for (AdapterSpec& spec : specs)
         if (!spec.path.empty()) spec.path = std::filesystem::absolute(spec.path).lexically_normal().string();
     if (!openRunAdapters(tool, specs)) return kUsage;
