@@ -1132,7 +1132,19 @@ int submitCommand(std::string_view tool, Args& args) {
     if (!runAdapterSpecs(tool, args, setup.source, setup.policy ? &*setup.policy : nullptr, nullptr, specs)) return kUsage;
     for (AdapterSpec& spec : specs)
         if (!spec.path.empty()) spec.path = std::filesystem::absolute(spec.path).lexically_normal().string();
-    if (!openRunAdapters(tool, specs)) return kUsage;
+    // Every spec is opened as `run` opens it, except that a model's API key belongs to the workers
+    // (it is never recorded, only its variable's name): one unset here is noted, not refused.
+    std::vector<AdapterSpec> checkable;
+    for (const AdapterSpec& spec : specs) {
+        const std::string& keyVariable = spec.model.apiKeyEnv;
+        const char* key = keyVariable.empty() ? nullptr : std::getenv(keyVariable.c_str());
+        if (spec.kind == AdapterSpec::Kind::Model && !keyVariable.empty() && (!key || !*key))
+            fmt::print(errOut(), "note: model '{}': {} is not set here; every worker needs it in its environment\n",
+                       spec.model.name, keyVariable);
+        else
+            checkable.push_back(spec);
+    }
+    if (!checkable.empty() && !openRunAdapters(tool, checkable)) return kUsage;
 
     Json flags = Json::array();
     for (const auto& [flag, value] : args.options)

@@ -8,9 +8,15 @@ import json
 import os
 import time
 
+from fake_server import FakeServer
 from fleet import (DEDUP_ADAPTER, TEN_HOST, TEN_POLICY, TEN_PROGRAM, Worker, database, dedup_lines, runs, sql,
                    wait_until)
-from harness import REMITVM, Workspace, expect, main, run
+from harness import REMITVM, Workspace, expect, main, read_trace, run
+from test_models import FIXTURES as MODEL_FIXTURES
+from test_models import HOST as MODEL_HOST
+from test_models import KEY
+from test_models import PROGRAM as MODEL_PROGRAM
+from test_models import policy as model_policy
 
 
 def submit(ws, url, *args):
@@ -119,6 +125,58 @@ def test_a_run_paused_on_one_worker_completes_on_another_after_an_approval_from_
                f"the order was answered from the record, the refund performed once: {shown['calls']}")
         t = run(REMITVM, "trace", shown["trace"], "--store", url)
         expect("approved by carol" in t.out, "the trace names the approver", t)
+
+
+def test_a_submitted_run_opens_the_adapters_run_would_its_model_included():
+    # The model is configured by the policy's table on the submitting machine, which has no API key,
+    # and the table is gone by the time the workers run: they open the submission's recorded
+    # adapters (the model's whole configuration and the key's variable name, never the key), as
+    # `run` records and `resume` reopens them, each with the key of its own environment.
+    url = database("models")
+    host = MODEL_HOST.replace("  cost 0.001\n", "  cost 0.001\n  approval always\n", 1)
+    with FakeServer() as server, Workspace({"app/host.rmti": host, "app/brief.rmt": MODEL_PROGRAM,
+                                            "app/fixtures/run.json": MODEL_FIXTURES, "a/.keep": "", "b/.keep": ""
+                                            }) as ws:
+        ws.write("app/policy.toml", model_policy(server.url("/v1")))
+        answer = {"openai": {"answer": {"mood": "upbeat", "line": "tea"}, "usage": {"input": 10, "output": 5}}}
+        server.script([answer])
+        local = run(REMITVM, "run", "app/brief.rmt", "-i", "topic=tea", cwd=ws.path, env={"OPENAI_API_KEY": KEY})
+        expect(local.code == 3, "run: paused for approval after the model call", local)
+        [local_trace] = (ws.path / ".remit" / "runs").glob("*.jsonl")
+        local_start = read_trace(local_trace)[0]
+        expect([a["kind"] for a in local_start["adapters"]] == ["model", "fixtures"], "run's adapters", local_start)
+        server.requests()
+
+        r = run(REMITVM, "submit", "app/brief.rmt", "-i", "topic=tea", "--store", url, cwd=ws.path,
+                env={"OPENAI_API_KEY": None})
+        expect(r.code == 0 and "OPENAI_API_KEY is not set here; every worker needs it" in r.err,
+               "a key only the workers hold is noted, not refused", r)
+        run_id = r.out.strip()
+        ws.write("app/policy.toml", '[grant."notes.save"]\n[grant.llm]\n')
+        server.script([answer])
+        a = Worker(url, str(ws.path / "a"), "--drain", env={"OPENAI_API_KEY": KEY})
+        expect(a.wait() == 0 and runs(url)[0]["status"] == "waiting", "worker a ran the model call and paused")
+        [sent] = server.requests()
+        expect(sent["headers"]["authorization"] == "Bearer " + KEY and json.loads(sent["body"])["model"] == "test-model",
+               "the worker called the submitted model with its own key", sent)
+        first = json.loads(sql(url, f"SELECT record FROM remit_trace_records WHERE run_id = '{run_id}' AND line = 1")
+                           [0][0])
+        expect(first["adapters"] == local_start["adapters"] and first["mode"] == local_start["mode"],
+               f"the worker's run records the adapters `run` records: {first['adapters']}")
+
+        digest = json.loads(run(REMITVM, "approvals", "list", "--json", "--store", url).out)[0]["digest"]
+        expect(run(REMITVM, "approve", digest, "--by", "carol", "--store", url).code == 0, "approved elsewhere")
+        b = Worker(url, str(ws.path / "b"), "--drain", env={"OPENAI_API_KEY": KEY})
+        expect(b.wait() == 0, "worker b drains the queue")
+        shown = json.loads(run(REMITVM, "runs", "show", run_id, "--json", "--store", url).out)
+        expect(shown["status"] == "completed" and shown["outcome"]["result"] == "upbeat: tea (true)"
+               and shown["attempts"] == 2, f"worker b resumed and completed it: {shown}")
+        expect([(c["resource"], c["replayed"]) for c in shown["calls"]] == [("llm", True), ("notes.save", False)],
+               f"the model's answer came from the record: {shown['calls']}")
+        expect(server.requests() == [], "the model was not called again")
+        stored = sql(url, "SELECT record FROM remit_trace_records UNION ALL SELECT submission FROM remit_runs "
+                          "UNION ALL SELECT coalesce(outcome, '') FROM remit_runs")
+        expect(not any(KEY[:12] in row[0] for row in stored), "the key is in no row of the store")
 
 
 BUDGET_HOST = "capability svc.save(text: Str) -> Str\n  cost 0.001\n"

@@ -6,13 +6,10 @@ repair turn), costs from usage in the trace, fixtures for the capabilities besid
 fixtures for a model-only program, resume reopening the model, a missing key, and an API key that
 appears in no file a run writes and in neither output stream."""
 import json
-import pathlib
-import subprocess
-import urllib.request
 
+from fake_server import FakeServer
 from harness import REMIT, REMITC, REMITVM, REPO, Workspace, expect, main, read_trace, run
 
-ADAPTERS = pathlib.Path(__file__).resolve().parent / "adapters"
 KEY = "sk-e2e-secret-7f3a9c2e41d8b6a0"
 
 HOST = """\
@@ -69,29 +66,6 @@ timeout_ms = 10000
 
 
 FIXTURES = json.dumps({"capabilities": {"notes.save": [{"output": True, "repeat": True}]}})
-
-
-class FakeServer:
-    """tests/e2e/adapters/fake_http.py on a free port."""
-
-    def __enter__(self):
-        self.proc = subprocess.Popen(["python3", str(ADAPTERS / "fake_http.py")], stdout=subprocess.PIPE)
-        self.port = int(self.proc.stdout.readline().split()[0])
-        return self
-
-    def __exit__(self, *exc):
-        self.proc.terminate()
-        self.proc.wait()
-
-    def url(self, path=""):
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def script(self, behaviours):
-        request = urllib.request.Request(self.url("/_script"), data=json.dumps(behaviours).encode(), method="POST")
-        urllib.request.urlopen(request).read()
-
-    def requests(self):
-        return json.loads(urllib.request.urlopen(self.url("/_requests")).read())
 
 
 def remitvm(ws, *args, env=None):
