@@ -1,6 +1,6 @@
 // remitc: the compiler's command line — check, format, compile, disassemble, print manifests and
-// compare authority (docs/compatibility.md "Command lines"). The commands themselves live in
-// commands.cpp and run_commands.cpp (build, dis).
+// compare authority (docs/compatibility.md "Command lines"), and the language server for editors.
+// The commands themselves live in commands.cpp, run_commands.cpp (build, dis) and lsp_command.cpp.
 #include "cli/commands.h"
 
 namespace {
@@ -20,6 +20,8 @@ constexpr const char* kUsageText =
     "  manifest PROG.rmt|PROG.rbc [--host H] [--policy P] [--strict-flows]\n"
     "                                                        print the manifest as JSON\n"
     "  diff OLD NEW [--host H] [--json]                      did the edit widen authority? (exit 4 if so)\n"
+    "  lsp [--stdio]                                         the language server for editors, on stdin and stdout\n"
+    "                                                        (docs/editors.md)\n"
     "\n"
     "--strict-flows: decisions on tagged data count for deny parameters too, and early exits taint what\n"
     "follows (docs/language.md \"Strict flows\"); a policy's [flows] strict = true does the same.\n";
@@ -35,6 +37,7 @@ int main(int argc, char** argv) {
                     {"dis", disCommand},
                     {"keygen", keygenCommand},
                     {"manifest", manifestCommand},
-                    {"diff", diffCommand}},
+                    {"diff", diffCommand},
+                    {"lsp", lspCommand}},
                    argc, argv);
 }

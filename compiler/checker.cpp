@@ -95,8 +95,8 @@ std::string freeze(const Taint& taint) {
     return out;
 }
 
-// resource (or "agent:NAME") -> worst-case number of calls. Counts saturate instead of wrapping.
-using Effects = std::map<std::string, uint64_t>;
+// resource (or "agent:NAME") -> worst-case number of calls (checker.h).
+using Effects = CallCounts;
 constexpr uint64_t kManyCalls = uint64_t(1) << 53;
 
 uint64_t saturatingAdd(uint64_t a, uint64_t b) { return std::min(kManyCalls, a + b); }
@@ -139,6 +139,7 @@ struct VarInfo {
     // A `var`'s declaration: the identity under which a loop carries its taint from one iteration
     // (and one analysis pass) to the next. Null for everything immutable.
     const void* decl = nullptr;
+    Span declSpan{};  // the declaring name, for CheckFacts::definitions
 };
 
 // Lexical scopes: a chain of small tables, innermost first.
@@ -511,7 +512,14 @@ private:
         if (interrupted()) return Info{arena_.never(), {}, {}};
         Info info = exprInner(e, ctx);
         noteType(e, info.type);
+        if (opts_.recordFacts && !dry_ && !stopped_) noteFacts(e, info);
         return info;
+    }
+    // CheckFacts: the union of the tags and the most calls over every walk that reports.
+    void noteFacts(const Expr& e, const Info& info) {
+        ExprFacts& facts = result_.facts.exprs[static_cast<uint32_t>(e.id)];
+        for (const auto& [tag, origins] : info.taint) facts.tags[tag].insert(origins.begin(), origins.end());
+        for (const auto& [resource, n] : info.eff) facts.calls[resource] = std::max(facts.calls[resource], n);
     }
     Info exprInner(const Expr& e, const Ctx& ctx);
     Info binary(const BinaryExpr& e, const Ctx& ctx);
@@ -702,7 +710,9 @@ FnSummary Checker::analyseFn(const FnDecl& fn, const std::vector<Info>& args, co
         for (size_t i = 0; i < fn.params.size(); ++i) {
             TypeRef t = resolve(*fn.params[i].type);
             Taint taint = i < args.size() ? args[i].taint : Taint{};
-            scope.define(fn.params[i].name, VarInfo{t, std::move(taint), false});
+            const Param& p = fn.params[i];
+            Span name{p.span.line, p.span.col, p.span.line, p.span.col + static_cast<uint32_t>(p.name.size())};
+            scope.define(p.name, VarInfo{t, std::move(taint), false, nullptr, name});
         }
         fnStack_.push_back(FnFrame{&fn, ret, {}});
         Info info = block(*fn.body, Ctx{&scope, pc, 0, record && finalPass});
@@ -739,6 +749,11 @@ FnSummary Checker::analyseFn(const FnDecl& fn, const std::vector<Info>& args, co
                fmt::format("function '{}' must return a value of type {} on every path", fn.name, showType(ret)),
                fn.nameSpan, "end the function with a return statement");
     FnSummary summary{ret, std::move(taint), std::move(body.eff)};
+    if (opts_.recordFacts && !outerDry && !stopped_) {
+        FunctionFacts& facts = result_.facts.functions[fn.name];
+        for (const auto& [resource, n] : summary.eff) facts.calls[resource] = std::max(facts.calls[resource], n);
+        facts.worstCaseCostUsd = worstCaseCostOf(host_, facts.calls);
+    }
     fnCache_[key] = summary;
     return summary;
 }
@@ -838,7 +853,7 @@ Info Checker::statement(const Stmt& s, const Ctx& ctx) {
                 report(DiagCode::E0112, fmt::format("'{}' is already defined in this block", s.name), s.nameSpan,
                        "choose a different name, or declare it with var and assign to it");
             Taint taint = s.isVar ? unite(v.taint, pcAt(ctx)) : v.taint;
-            ctx.scope->define(s.name, VarInfo{t, std::move(taint), s.isVar, s.isVar ? &s : nullptr});
+            ctx.scope->define(s.name, VarInfo{t, std::move(taint), s.isVar, s.isVar ? &s : nullptr, s.nameSpan});
             return Info{arena_.unit(), {}, std::move(v.eff)};
         }
         case StmtKind::Assign: {
@@ -943,6 +958,7 @@ Info Checker::exprInner(const Expr& e, const Ctx& ctx) {
                 report(DiagCode::E0101, fmt::format("unknown variable '{}'", name), e.span, hint);
                 return Info{arena_.never(), {}, {}};
             }
+            if (opts_.recordFacts) result_.facts.definitions[static_cast<uint32_t>(e.id)] = v->declSpan;
             return Info{v->type, v->taint, {}};
         }
         case ExprKind::Field: {
@@ -1204,7 +1220,7 @@ Info Checker::forExpr(const ForExpr& e, const Ctx& ctx) {
     uint64_t times = static_cast<uint64_t>(std::max<int64_t>(0, *n));
     carryIntoLoop(e, *ctx.scope);
     Scope inner(ctx.scope);
-    inner.define(e.var, VarInfo{elem, it.taint, false});
+    inner.define(e.var, VarInfo{elem, it.taint, false, nullptr, e.varSpan});
     Taint pc = unite(pcAt(ctx), it.taint);
     Effects perIteration;
     Taint filterTaint;
@@ -2077,13 +2093,9 @@ void Checker::buildManifest(const Effects& eff) {
         r.worstCaseCost = static_cast<double>(calls) * r.costPerCall;
         return r;
     };
-    double total = 0;
     std::map<std::string, ResourceUse> resources;
-    for (const auto& [name, n] : eff) {
-        if (name.rfind("agent:", 0) == 0) continue;
-        resources[name] = describe(name, n);
-        total += resources[name].worstCaseCost;
-    }
+    for (const auto& [name, n] : eff)
+        if (name.rfind("agent:", 0) != 0) resources[name] = describe(name, n);
     for (const UseEntry& u : prog_.uses)
         if (!resources.count(u.name) && (host_.capability(u.name) || host_.model(u.name)))
             resources[u.name] = describe(u.name, 0);
@@ -2099,7 +2111,7 @@ void Checker::buildManifest(const Effects& eff) {
         use.maxCallsWorstCase = it == eff.end() ? 0 : it->second;
         m.agents.push_back(std::move(use));
     }
-    m.worstCaseCostUsd = std::round(total * 1e6) / 1e6;
+    m.worstCaseCostUsd = worstCaseCostOf(host_, eff);
     m.budgetUsd = prog_.budgetUsd;
     for (auto& [call, site] : sites_) m.callSites.push_back(site.info);
     std::sort(m.callSites.begin(), m.callSites.end(), [](const CallSiteInfo& a, const CallSiteInfo& b) {
@@ -2349,6 +2361,16 @@ static void resolveHostTypes(const HostInterface& ast, const std::string& file, 
 }
 
 // ---------------------------------------------------------------- entry
+
+double worstCaseCostOf(const HostModel& host, const CallCounts& calls) {
+    double total = 0;
+    for (const auto& [name, n] : calls) {
+        if (name.rfind("agent:", 0) == 0 || n == 0) continue;
+        if (const Capability* c = host.capability(name)) total += static_cast<double>(n) * c->cost;
+        else if (const ModelInfo* m = host.model(name)) total += static_cast<double>(n) * m->cost;
+    }
+    return std::round(total * 1e6) / 1e6;
+}
 
 CheckResult checkProgram(const Program& program, HostModel host, DiagnosticList& diags, const CheckerOptions& options) {
     CheckResult result;
