@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <set>
 
@@ -171,14 +172,11 @@ std::map<std::string, Json> diagnosticsByUri(const Query& q) {
     std::map<std::string, Json> out;
     Json& own = out[q.selfUri] = Json::array();
     const CheckOutcome& o = q.analysis.outcome;
-    if (o.ioError) {
-        // A host interface or policy that cannot be read at all (`remitc check` exits 2 for it).
-        Diagnostic d = makeDiagnostic(DiagCode::E0002, o.ioError->message, q.analysis.file);
-        Json j = diagnosticJson(d, Range{});
-        j.erase("code");
-        j.erase("data");
-        own.push_back(std::move(j));
-    }
+    if (o.ioError)  // a host interface or policy that cannot be read at all (`remitc check` exits 2 for it)
+        own.push_back({{"range", rangeJson(Range{})},
+                       {"severity", kind::kSeverityError},
+                       {"source", "remit"},
+                       {"message", o.ioError->message}});
     Texts texts(q);
     Range header{};
     if (q.analysis.kind == DocumentKind::Program && o.program && o.program->span.valid())
@@ -254,8 +252,11 @@ private:
 
     void decls(const std::vector<DeclPtr>& all) {
         for (const DeclPtr& d : all) {
-            if (!contains(d->span, p_) && !(d->kind == DeclKind::Fn && contains(d->as<FnDecl>().body->span, p_)))
-                continue;
+            // A function's or test's span may end with its header; its body is a block of its own.
+            const Block* body = d->kind == DeclKind::Fn     ? d->as<FnDecl>().body.get()
+                                : d->kind == DeclKind::Test ? d->as<TestDecl>().body.get()
+                                                            : nullptr;
+            if (!contains(d->span, p_) && !(body && contains(body->span, p_))) continue;
             switch (d->kind) {
                 case DeclKind::Type: {
                     const TypeDecl& t = d->as<TypeDecl>();
@@ -693,12 +694,7 @@ Json definition(const Query& q, Position position) {
     if (at.use) return location(resourceDecl(a, at.use->name));
     if (at.agentModel) return location(hostDecl(a, DeclKind::Model, at.agentModel->model));
     if (at.callee) return location(calleeDecl(a, *at.callee));
-    if (at.type && at.type->kind == ast::TypeKind::Named) {
-        Target t = typeDecl(a, at.type->name);
-        if (!t.decl && a.kind == DocumentKind::Host)  // a host type used in the host interface itself
-            if (const Decl* d = findDecl(a.outcome.host->decls, DeclKind::Type, at.type->name)) t = Target{d, a.file};
-        return location(t);
-    }
+    if (at.type && at.type->kind == ast::TypeKind::Named) return location(typeDecl(a, at.type->name));
     if (at.expr && at.expr->kind == ExprKind::Name && a.outcome.checked) {
         const auto& defs = a.outcome.checked->facts.definitions;
         auto it = defs.find(static_cast<uint32_t>(at.expr->id));

@@ -426,7 +426,12 @@ int Server::run(const ReadBytes& read) {
             inbox->ready.notify_one();
         };
         for (;;) {
-            Frame frame = frames.next();
+            Frame frame;
+            try {
+                frame = frames.next();
+            } catch (...) {  // out of memory: the input cannot be read on
+                break;
+            }
             if (frame.kind == Frame::Kind::End) break;
             if (frame.kind == Frame::Kind::Problem) {
                 push(Item{Item::Kind::Reply,
@@ -441,20 +446,24 @@ int Server::run(const ReadBytes& read) {
         inbox->readerDone = true;
         push(Item{Item::Kind::End, nullptr});
     });
-    for (;;) {
-        std::optional<Item> item = take(false);
-        if (!item) {
-            // Nothing is waiting: check what was edited, then wait for the next message.
-            analysePending();
-            item = take(true);
+    try {
+        for (;;) {
+            std::optional<Item> item = take(false);
+            if (!item) {
+                // Nothing is waiting: check what was edited, then wait for the next message.
+                analysePending();
+                item = take(true);
+            }
+            if (item->kind == Item::Kind::End) {
+                exitCode_ = state_ == State::ShutDown ? 0 : 1;
+                break;
+            }
+            if (item->kind == Item::Kind::Reply) send(item->json);
+            else handle(item->json);
+            if (exitCode_ || outputGone_) break;
         }
-        if (item->kind == Item::Kind::End) {
-            exitCode_ = state_ == State::ShutDown ? 0 : 1;
-            break;
-        }
-        if (item->kind == Item::Kind::Reply) send(item->json);
-        else handle(item->json);
-        if (exitCode_ || outputGone_) break;
+    } catch (...) {  // handle() answers every failure of a message; this is out of memory or worse
+        exitCode_ = 1;
     }
     // After `exit` the reading thread may still wait for input that never comes: it owns the
     // inbox it shares, so it can be left to the end of the process.
@@ -638,17 +647,20 @@ void Server::didChange(const Json& params) {
     Document& doc = it->second;
     const Json& changes = member(params, "contentChanges");
     if (!changes.is_array()) throw BadParams{"didChange needs contentChanges as a list"};
+    // All the changes or none: a bad one must not leave the text half edited.
+    DocumentText edited = doc.text;
     for (const Json& change : changes) {
         const std::string& text = stringMember(change, "text", "a content change");
         const Json& range = member(change, "range");
         if (range.is_null()) {
-            doc.text.assign(text);
+            edited.assign(text);
             continue;
         }
-        size_t begin = doc.text.offsetOf(positionOf(member(range, "start")), encoding_);
-        size_t end = doc.text.offsetOf(positionOf(member(range, "end")), encoding_);
-        doc.text.replace(std::min(begin, end), std::max(begin, end), text);
+        size_t begin = edited.offsetOf(positionOf(member(range, "start")), encoding_);
+        size_t end = edited.offsetOf(positionOf(member(range, "end")), encoding_);
+        edited.replace(std::min(begin, end), std::max(begin, end), text);
     }
+    doc.text = std::move(edited);
     if (member(id, "version").is_number_integer()) doc.version = member(id, "version").get<int64_t>();
     doc.dirty = true;
     if (doc.kind == DocumentKind::Host) markPrograms();
@@ -690,9 +702,18 @@ std::string Server::uriOf(const std::string& file) const {
 bool Server::analyse(Document& doc, bool interruptible) {
     std::function<bool()> interrupted;
     if (interruptible) interrupted = [inbox = inbox_] { return inbox->pendingEdits.load() > 0; };
-    std::unique_ptr<Analysis> analysis =
-        lsp::analyse(doc.path ? *doc.path : doc.uri, doc.path, doc.text.text(),
-                     [this](const std::string& path) { return openText(path); }, interrupted);
+    std::unique_ptr<Analysis> analysis;
+    try {
+        analysis = lsp::analyse(doc.path ? *doc.path : doc.uri, doc.path, doc.text.text(),
+                                [this](const std::string& path) { return openText(path); }, interrupted);
+    } catch (...) {
+        // Not a diagnostic the user can act on: say so once, and do not try this text again.
+        doc.dirty = false;
+        doc.analysis.reset();
+        log(kLogError, fmt::format("internal error while checking {}; edit the file to try again",
+                                   firstCodePoints(doc.uri, 200)));
+        return true;
+    }
     if (analysis->interrupted) return false;
     doc.analysis = std::move(analysis);
     doc.dirty = false;
@@ -702,6 +723,7 @@ bool Server::analyse(Document& doc, bool interruptible) {
 
 Document& Server::analysed(Document& doc) {
     if (doc.dirty || !doc.analysis) analyse(doc, false);
+    if (!doc.analysis) throw Refused{kRequestFailed, "the document could not be checked; edit it to try again"};
     return doc;
 }
 

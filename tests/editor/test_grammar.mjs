@@ -11,15 +11,12 @@ import { fileURLToPath } from "node:url";
 import { spawnSync } from "node:child_process";
 import textmate from "vscode-textmate";
 import oniguruma from "vscode-oniguruma";
+import { expect, runTests } from "../node_harness.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..");
 const extension = join(root, "editors", "vscode");
 const grammarPath = join(extension, "syntaxes", "remit.tmLanguage.json");
-
-function expect(condition, what, detail) {
-  if (!condition) throw new Error(what + (detail === undefined ? "" : "\n" + JSON.stringify(detail, null, 1)));
-}
 
 const wasm = readFileSync(join(here, "node_modules", "vscode-oniguruma", "release", "onig.wasm"));
 await oniguruma.loadWASM(wasm.buffer.slice(wasm.byteOffset, wasm.byteOffset + wasm.byteLength));
@@ -180,15 +177,4 @@ const tests = {
   },
 };
 
-let failed = 0;
-for (const [name, test] of Object.entries(tests)) {
-  try {
-    await test();
-    console.log(`ok    ${name}`);
-  } catch (error) {
-    failed += 1;
-    console.log(`FAIL  ${name}\n${error.stack ?? error}`);
-  }
-}
-console.log(`${Object.keys(tests).length - failed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+await runTests(tests);

@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import lsp from "vscode-languageserver-protocol/node.js";
+import { expect, runTests } from "../node_harness.mjs";
 
 const remitc = process.argv[2] && resolve(process.argv[2]);
 if (!remitc) {
@@ -21,10 +22,6 @@ if (!remitc) {
 }
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const TIMEOUT_MS = 15000;  // a reply that does not come fails the test, never hangs it
-
-function expect(condition, what, detail) {
-  if (!condition) throw new Error(what + (detail === undefined ? "" : "\n" + JSON.stringify(detail, null, 1)));
-}
 
 function withTimeout(promise, what) {
   let timer;
@@ -190,13 +187,24 @@ function plainGoldens(dir) {
 }
 
 const HELLO = readFileSync(join(root, "examples", "hello", "hello.rmt"), "utf8");
+
+// Runs `test` with a server and a fresh copy of examples/hello, and cleans both up.
+async function withHello(test) {
+  const dir = helloWorkspace();
+  const s = await Session.start();
+  try {
+    await test({ s, dir, file: join(dir, "hello.rmt"), host: join(dir, "host.rmti") });
+  } finally {
+    s.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 const HOST = readFileSync(join(root, "examples", "hello", "host.rmti"), "utf8");
 
 const tests = {
   async "open, break, see the diagnostic, fix, see it clear"() {
-    const dir = helloWorkspace(), file = join(dir, "hello.rmt"), uri = uriOf(file);
-    const s = await Session.start();
-    try {
+    await withHello(async ({ s, dir, file }) => {
+      const uri = uriOf(file);
       await s.open(file, HELLO);
       expect((await s.ofVersion(uri, 1)).diagnostics.length === 0, "hello checks cleanly");
       // Type a typo: `for site in sites` becomes `for site in sitez`.
@@ -217,10 +225,7 @@ const tests = {
       await s.change(file, 3, [{ text: HELLO }]);
       expect((await s.ofVersion(uri, 3)).diagnostics.length === 0, "the diagnostic clears");
       expect(await s.stop() === 0, "exit 0 after shutdown");
-    } finally {
-      s.kill();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   },
 
   async "diagnostics are remitc check's for every check golden, corpus program and example"() {
@@ -249,9 +254,7 @@ const tests = {
   },
 
   async "hover shows the type, the static tags and the call bound"() {
-    const dir = helloWorkspace(), file = join(dir, "hello.rmt");
-    const s = await Session.start();
-    try {
+    await withHello(async ({ s, file }) => {
       await s.open(file, HELLO);
       const call = await s.request(lsp.HoverRequest.type, s.at(file, find(HELLO, "web.fetch(u)", 4)));
       const text = call.contents.value;
@@ -269,19 +272,15 @@ const tests = {
              fn.contents.value.includes("no host calls"), "hover on a function", fn.contents.value);
       const blank = await s.request(lsp.HoverRequest.type, s.at(file, { line: 1, character: 200 }));
       expect(blank === null || blank.contents, "a position past a line's end is answered", blank);
-    } finally {
-      s.kill();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   },
 
   async "format gives remitc fmt's text; a file that does not parse gets a clear error"() {
-    const dir = helloWorkspace(), file = join(dir, "messy.rmt");
-    const messy = HELLO.replace("uses web.fetch, llm", "uses web.fetch,   llm").replace(/^  /gm, "      ")
-      .replace("return greet(topic, s)", "return greet( topic , s )");
-    writeFileSync(file, messy);
-    const s = await Session.start();
-    try {
+    await withHello(async ({ s, dir }) => {
+      const file = join(dir, "messy.rmt");
+      const messy = HELLO.replace("uses web.fetch, llm", "uses web.fetch,   llm").replace(/^  /gm, "      ")
+        .replace("return greet(topic, s)", "return greet( topic , s )");
+      writeFileSync(file, messy);
       await s.open(file, messy);
       const edits = await s.request(lsp.DocumentFormattingRequest.type,
                                     { textDocument: { uri: uriOf(file) }, options: { tabSize: 2, insertSpaces: true } });
@@ -303,16 +302,11 @@ const tests = {
       }
       expect(error && error.code === -32803 && error.message.startsWith("cannot format messy.rmt: it has errors, the first is E0100 at line 2"),
              "a clear error", error && { code: error.code, message: error.message });
-    } finally {
-      s.kill();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   },
 
   async "go to definition: functions, agents, types, variables, and capabilities and models in host.rmti"() {
-    const dir = helloWorkspace(), file = join(dir, "hello.rmt"), host = join(dir, "host.rmti");
-    const s = await Session.start();
-    try {
+    await withHello(async ({ s, file, host }) => {
       await s.open(file, HELLO);
       const go = (needle, shift, nth = 0) => s.request(lsp.DefinitionRequest.type, s.at(file, find(HELLO, needle, shift, nth)));
       const expectAt = (loc, path, text, needle, shift, what) => {
@@ -330,16 +324,11 @@ const tests = {
       expectAt(await go("in pages", 4), file, HELLO, "pages =", 0, "a variable");
       expectAt(await go("topic}", 1, 0), file, HELLO, "topic: Str", 0, "a parameter in an interpolation");
       expect(await go("len(found)", 1) === null, "a builtin has no definition");
-    } finally {
-      s.kill();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   },
 
   async "document symbols of a program and of a host interface"() {
-    const dir = helloWorkspace(), file = join(dir, "hello.rmt"), host = join(dir, "host.rmti");
-    const s = await Session.start();
-    try {
+    await withHello(async ({ s, file, host }) => {
       await s.open(file, HELLO);
       await s.open(host, HOST);
       const symbols = await s.request(lsp.DocumentSymbolRequest.type, { textDocument: { uri: uriOf(file) } });
@@ -354,16 +343,11 @@ const tests = {
       expect(JSON.stringify(hostSymbols.map((x) => [x.name, x.kind])) === JSON.stringify(
                [["topic", lsp.SymbolKind.Variable], ["web.fetch", lsp.SymbolKind.Interface], ["llm", lsp.SymbolKind.Object]]),
              "host symbols", hostSymbols);
-    } finally {
-      s.kill();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   },
 
   async "completion: capabilities and models from the host, builtins, keywords"() {
-    const dir = helloWorkspace(), file = join(dir, "hello.rmt");
-    const s = await Session.start();
-    try {
+    await withHello(async ({ s, file }) => {
       await s.open(file, HELLO);
       const complete = async (position) =>
         (await s.request(lsp.CompletionRequest.type, s.at(file, position))).items.map((i) => i.label);
@@ -380,33 +364,23 @@ const tests = {
       await s.change(file, 2, [{ text: "program p\nuses \nfn main( {\n" }]);
       const broken = await complete({ line: 1, character: 5 });
       expect(JSON.stringify(broken.sort()) === JSON.stringify(["llm", "web.fetch"]), "from the host despite errors", broken);
-    } finally {
-      s.kill();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   },
 
   async "a code lens over each function with its worst-case calls and cost"() {
-    const dir = helloWorkspace(), file = join(dir, "hello.rmt");
-    const s = await Session.start();
-    try {
+    await withHello(async ({ s, file }) => {
       await s.open(file, HELLO);
       const lenses = await s.request(lsp.CodeLensRequest.type, { textDocument: { uri: uriOf(file) } });
       const titles = Object.fromEntries(lenses.map((l) => [l.range.start.line, l.command.title]));
       expect(titles[find(HELLO, "fn main").line] ===
              "worst case: llm ≤ 2, web.fetch ≤ 6 (agent Summarizer ≤ 2) · $0.0260 (budget $0.1000)", "main", titles);
       expect(titles[find(HELLO, "fn greet").line] === "worst case: no host calls", "greet", titles);
-    } finally {
-      s.kill();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   },
 
   async "programs are checked against the host.rmti buffer while it is open"() {
-    const dir = helloWorkspace(), file = join(dir, "hello.rmt"), host = join(dir, "host.rmti");
-    const uri = uriOf(file), hostUri = uriOf(host);
-    const s = await Session.start();
-    try {
+    await withHello(async ({ s, file, host }) => {
+      const uri = uriOf(file), hostUri = uriOf(host);
       await s.open(file, HELLO);
       await s.ofVersion(uri, 1);
       await s.open(host, HOST);
@@ -429,10 +403,7 @@ const tests = {
       await s.diagnostics(uri, (p) => p.diagnostics.length === 0);
       const hostCleared = await s.diagnostics(hostUri, (p) => p.diagnostics.length === 0);
       expect(hostCleared, "the host's diagnostics are cleared");
-    } finally {
-      s.kill();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   },
 
   async "positions in UTF-8 when the client offers it, UTF-16 otherwise"() {
@@ -550,15 +521,4 @@ const tests = {
   },
 };
 
-let failed = 0;
-for (const [name, test] of Object.entries(tests)) {
-  try {
-    await test();
-    console.log(`ok    ${name}`);
-  } catch (error) {
-    failed += 1;
-    console.log(`FAIL  ${name}\n${error.stack ?? error}`);
-  }
-}
-console.log(`${Object.keys(tests).length - failed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+await runTests(tests);
