@@ -634,8 +634,11 @@ Json hover(const Query& q, Position position) {
         std::string text = resourceText(a, at.agentModel->model);
         return text.empty() ? Json(nullptr) : hoverJson(text, range(at.agentModel->modelSpan));
     }
-    if (at.type && a.kind == DocumentKind::Program) {
-        TypeRef t = typeOf(a, at.type->id);
+    if (at.type) {
+        // In a program the checker noted each written type; in a host interface, its own names.
+        TypeRef t = a.kind == DocumentKind::Program ? typeOf(a, at.type->id) : nullptr;
+        if (!t && a.kind == DocumentKind::Host && a.hostModel && at.type->kind == ast::TypeKind::Named)
+            if (auto it = a.hostModel->types.find(at.type->name); it != a.hostModel->types.end()) t = it->second;
         if (!t) return nullptr;
         return hoverJson(fmt::format("```remit\n{}\n```", typeWithDefinition(t)), range(at.type->span));
     }

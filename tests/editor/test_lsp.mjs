@@ -343,6 +343,9 @@ const tests = {
       expect(JSON.stringify(hostSymbols.map((x) => [x.name, x.kind])) === JSON.stringify(
                [["topic", lsp.SymbolKind.Variable], ["web.fetch", lsp.SymbolKind.Interface], ["llm", lsp.SymbolKind.Object]]),
              "host symbols", hostSymbols);
+      const onCapability = await s.request(lsp.HoverRequest.type, s.at(host, find(HOST, "web.fetch(url", 2)));
+      expect(onCapability.contents.value.includes("$0.0010 per call · result tagged untrusted · idempotent"),
+             "hover in the host interface", onCapability);
     });
   },
 
