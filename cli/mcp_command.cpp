@@ -25,6 +25,7 @@
 
 #include "cli/commands.h"
 #include "cli/mcp_http.h"
+#include "runtime/json_rpc.h"
 #include "runtime/source.h"
 #include "session/mcp_tools.h"
 

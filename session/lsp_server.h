@@ -22,7 +22,7 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/json_text.h"
+#include "runtime/json_rpc.h"
 
 namespace remit::lsp {
 
