@@ -493,10 +493,9 @@ std::string tagsText(const std::map<std::string, std::set<std::string>>& tags) {
     return out;
 }
 
+// "a, b, c" (fmt::join).
 std::string joined(const std::vector<std::string>& items, std::string_view separator = ", ") {
-    std::string out;
-    for (const std::string& s : items) out += (out.empty() ? "" : std::string(separator)) + s;
-    return out;
+    return fmt::format("{}", fmt::join(items, separator));
 }
 
 std::string capabilityText(const Capability& c) {
