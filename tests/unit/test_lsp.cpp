@@ -327,3 +327,47 @@ TEST_CASE("lsp analysis: hover and code lenses show what the checker computed") 
     Json def = definition(q, doc.positionOf(at + 2, PositionEncoding::Utf16));
     CHECK(def["uri"].get<std::string>().find("host.rmti") != std::string::npos);
 }
+
+TEST_CASE("lsp analysis: facts are the union over calling contexts, and only recorded when asked") {
+    const std::string host = "input secret tags private\n\ncapability web.fetch(url: Str) -> Str\n  tags untrusted\n"
+                             "  cost 0.5\n  idempotent\n";
+    const std::string program = "program p\nuses web.fetch\n\n"
+                                "fn main(secret: Str) -> Str {\n"
+                                "  let a = echo(secret)\n"
+                                "  let b = echo(\"plain\")\n"
+                                "  for i in range(3) {\n"
+                                "    web.fetch(\"u\") retry 1 else \"\"\n"
+                                "  }\n"
+                                "  return a + b\n"
+                                "}\n\n"
+                                "fn echo(x: Str) -> Str {\n"
+                                "  return x\n"
+                                "}\n";
+    CheckOptions options;
+    CheckOutcome plain = checkSources("p.rmt", program, textSources("host.rmti", host), options);
+    REQUIRE(plain.checked);
+    CHECK(plain.checked->facts.exprs.empty());
+    CHECK(plain.checked->facts.functions.empty());
+    options.recordFacts = true;
+    CheckOutcome o = checkSources("p.rmt", program, textSources("host.rmti", host), options);
+    REQUIRE(o.checked);
+    CHECK(o.diags.items().empty());
+    const CheckFacts& facts = o.checked->facts;
+    // `x` in echo is private in one context and untagged in the other: hover says it may be private.
+    const ast::FnDecl* echo = o.program->findFn("echo");
+    const ast::Expr& x = *echo->body->stmts[0]->value;
+    REQUIRE(facts.exprs.count(static_cast<uint32_t>(x.id)));
+    const auto& tags = facts.exprs.at(static_cast<uint32_t>(x.id)).tags;
+    REQUIRE(tags.count("private"));
+    CHECK(*tags.at("private").begin() == "input 'secret'");
+    // Its use points at the parameter.
+    REQUIRE(facts.definitions.count(static_cast<uint32_t>(x.id)));
+    CHECK(facts.definitions.at(static_cast<uint32_t>(x.id)).line == 13);
+    // The loop: 3 iterations of a call with one retry; main's worst case is the manifest's.
+    const FunctionFacts& main = facts.functions.at("main");
+    CHECK(main.calls.at("web.fetch") == 6);
+    CHECK(main.worstCaseCostUsd == o.checked->manifest.worstCaseCostUsd);
+    CHECK(main.worstCaseCostUsd == 3.0);
+    CHECK(facts.functions.at("echo").calls.empty());
+    CHECK(worstCaseCostOf(o.checked->host, {{"web.fetch", 2}, {"agent:X", 9}, {"unknown", 4}}) == 1.0);
+}
