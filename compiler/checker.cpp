@@ -515,6 +515,11 @@ private:
         if (opts_.recordFacts && !dry_ && !stopped_) noteFacts(e, info);
         return info;
     }
+    // CheckFacts: a call site's attempts under its own key too ("site:main#0"), so the effects
+    // algebra (loops multiply, branches take the larger, callers add) gives each site's worst case.
+    void noteSiteCalls(Effects& eff, const std::string& site, uint64_t attempts) const {
+        if (opts_.recordFacts && !site.empty()) eff["site:" + site] = saturatingAdd(eff["site:" + site], attempts);
+    }
     // CheckFacts: the union of the tags and the most calls over every walk that reports.
     void noteFacts(const Expr& e, const Info& info) {
         ExprFacts& facts = result_.facts.exprs[static_cast<uint32_t>(e.id)];
@@ -1732,6 +1737,7 @@ Info Checker::capabilityCall(const CallExpr& e, const Capability& cap, const Ctx
                resourceDetails(name));
     uint64_t attempts = 1 + static_cast<uint64_t>(std::max<int64_t>(0, e.retry.value_or(0)));
     eff[name] = saturatingAdd(eff[name], attempts);
+    noteSiteCalls(eff, resolved.site, attempts);
     Taint taint = all;
     for (const std::string& t : cap.tags) taint[t].insert(fmt::format("{} (line {})", name, e.span.line));
     for (const std::string& t : cap.clears) taint.erase(t);
@@ -1835,6 +1841,7 @@ Info Checker::modelCall(const CallExpr& e, const Ctx& ctx) {
     if (e.retry && *e.retry < 0) report(DiagCode::E0107, "a retry count cannot be negative", e.span);
     uint64_t attempts = 1 + static_cast<uint64_t>(std::max<int64_t>(0, e.retry.value_or(0)));
     result.eff[model] = saturatingAdd(result.eff[model], attempts);
+    noteSiteCalls(result.eff, resolved.site, attempts);
     if (agent) result.eff["agent:" + agent->name] = saturatingAdd(result.eff["agent:" + agent->name], attempts);
     return fallback(e, out, std::move(result), ctx);
 }
@@ -2095,7 +2102,7 @@ void Checker::buildManifest(const Effects& eff) {
     };
     std::map<std::string, ResourceUse> resources;
     for (const auto& [name, n] : eff)
-        if (name.rfind("agent:", 0) != 0) resources[name] = describe(name, n);
+        if (name.rfind("agent:", 0) != 0 && name.rfind("site:", 0) != 0) resources[name] = describe(name, n);
     for (const UseEntry& u : prog_.uses)
         if (!resources.count(u.name) && (host_.capability(u.name) || host_.model(u.name)))
             resources[u.name] = describe(u.name, 0);

@@ -37,11 +37,12 @@ struct ResolvedCall {
 };
 
 // Resource (a capability or model name, or "agent:NAME" for the calls an agent makes) -> the
-// worst-case number of calls. Counts saturate at 2^53 instead of wrapping.
+// worst-case number of calls. Counts saturate at 2^53 instead of wrapping. When facts are recorded
+// (CheckerOptions::recordFacts), "site:fn#k" counts the attempts of one call site too.
 using CallCounts = std::map<std::string, uint64_t>;
 
 // The worst-case cost in USD of `calls` under `host`'s prices, rounded to 6 decimals as the
-// manifest's worst_case_cost_usd is (agent entries are counted under their model already).
+// manifest's worst_case_cost_usd is (agent and site entries are counted under their resource already).
 double worstCaseCostOf(const HostModel& host, const CallCounts& calls);
 
 // What the walk learned about one expression, for tools (the language server's hover): recorded

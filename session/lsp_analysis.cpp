@@ -469,7 +469,7 @@ std::string usd(double value) { return fmt::format("${:.4f}", value); }
 std::string callsText(const Analysis& a, const CallCounts& calls) {
     std::string resources, agents;
     for (const auto& [name, n] : calls) {
-        if (n == 0) continue;
+        if (n == 0 || name.rfind("site:", 0) == 0) continue;  // sites are shown on their calls
         if (name.rfind("agent:", 0) == 0)
             agents += fmt::format("{}agent {} ≤ {}", agents.empty() ? "" : ", ", name.substr(6), n);
         else resources += fmt::format("{}{} ≤ {}", resources.empty() ? "" : ", ", name, n);
@@ -676,7 +676,15 @@ Json hover(const Query& q, Position position) {
                 case CallTarget::Builtin: head = builtinText(r.name); break;
                 case CallTarget::Unknown: break;
             }
-            if (!r.site.empty()) head += fmt::format("\n\ncall site `{}`", r.site);
+            if (!r.site.empty()) {
+                // The site's worst case in a whole run: what main's analysis adds up for it.
+                const auto& functions = a.outcome.checked->facts.functions;
+                auto main = functions.find("main");
+                auto total = main == functions.end() ? CallCounts::const_iterator() : main->second.calls.find("site:" + r.site);
+                if (main != functions.end() && total != main->second.calls.end())
+                    head += fmt::format("\n\ncall site `{}`: at most {} attempt(s) in a run", r.site, total->second);
+                else head += fmt::format("\n\ncall site `{}`: not reached from main", r.site);
+            }
         }
         if (!head.empty()) head += "\n\n---\n\n";
         head += "this call: ";

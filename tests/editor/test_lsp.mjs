@@ -259,7 +259,8 @@ const tests = {
       const call = await s.request(lsp.HoverRequest.type, s.at(file, find(HELLO, "web.fetch(u)", 4)));
       const text = call.contents.value;
       for (const part of ["capability web.fetch(url: Str deny private) -> Str", "**type** `Str`",
-                          "`untrusted` from", "input 'topic'", "web.fetch ≤ 2 · $0.0020"])
+                          "`untrusted` from", "input 'topic'", "web.fetch ≤ 2 · $0.0020",
+                          "call site `main#0`: at most 6 attempt(s) in a run"])
         expect(text.includes(part), `hover on web.fetch says ${part}`, text);
       expect(JSON.stringify(call.range.start) === JSON.stringify(find(HELLO, "web.fetch(u)")), "the call's range", call.range);
       const loop = await s.request(lsp.HoverRequest.type, s.at(file, find(HELLO, "for u in take", 1)));

@@ -366,8 +366,11 @@ TEST_CASE("lsp analysis: facts are the union over calling contexts, and only rec
     // The loop: 3 iterations of a call with one retry; main's worst case is the manifest's.
     const FunctionFacts& main = facts.functions.at("main");
     CHECK(main.calls.at("web.fetch") == 6);
+    CHECK(main.calls.at("site:main#0") == 6);  // the one site makes them all
     CHECK(main.worstCaseCostUsd == o.checked->manifest.worstCaseCostUsd);
     CHECK(main.worstCaseCostUsd == 3.0);
     CHECK(facts.functions.at("echo").calls.empty());
-    CHECK(worstCaseCostOf(o.checked->host, {{"web.fetch", 2}, {"agent:X", 9}, {"unknown", 4}}) == 1.0);
+    CHECK(worstCaseCostOf(o.checked->host, {{"web.fetch", 2}, {"agent:X", 9}, {"site:main#0", 2}, {"unknown", 4}}) == 1.0);
+    // The manifest lists resources only.
+    CHECK(o.checked->manifest.resources.size() == 1);
 }
