@@ -14,6 +14,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "session/lsp_analysis.h"
 #include "session/lsp_text.h"
@@ -647,20 +648,28 @@ void Server::didChange(const Json& params) {
     Document& doc = it->second;
     const Json& changes = member(params, "contentChanges");
     if (!changes.is_array()) throw BadParams{"didChange needs contentChanges as a list"};
-    // All the changes or none: a bad one must not leave the text half edited.
-    DocumentText edited = doc.text;
+    // All the changes or none: each is validated before any is applied, so a bad one never
+    // leaves the text half edited (and a large text is not copied to make that so).
+    struct Change {
+        const std::string* text;
+        std::optional<std::pair<Position, Position>> range;  // none: the whole text
+    };
+    std::vector<Change> valid;
     for (const Json& change : changes) {
-        const std::string& text = stringMember(change, "text", "a content change");
+        Change c{&stringMember(change, "text", "a content change"), std::nullopt};
         const Json& range = member(change, "range");
-        if (range.is_null()) {
-            edited.assign(text);
+        if (!range.is_null()) c.range = std::make_pair(positionOf(member(range, "start")), positionOf(member(range, "end")));
+        valid.push_back(c);
+    }
+    for (const Change& c : valid) {
+        if (!c.range) {
+            doc.text.assign(*c.text);
             continue;
         }
-        size_t begin = edited.offsetOf(positionOf(member(range, "start")), encoding_);
-        size_t end = edited.offsetOf(positionOf(member(range, "end")), encoding_);
-        edited.replace(std::min(begin, end), std::max(begin, end), text);
+        size_t begin = doc.text.offsetOf(c.range->first, encoding_);
+        size_t end = doc.text.offsetOf(c.range->second, encoding_);
+        doc.text.replace(std::min(begin, end), std::max(begin, end), *c.text);
     }
-    doc.text = std::move(edited);
     if (member(id, "version").is_number_integer()) doc.version = member(id, "version").get<int64_t>();
     doc.dirty = true;
     if (doc.kind == DocumentKind::Host) markPrograms();
