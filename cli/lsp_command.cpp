@@ -15,11 +15,9 @@
 
 namespace remit::cli {
 
-int lspCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    // --stdio is what editors' clients pass to ask for this transport (vscode-languageclient does);
-    // it is the only one, so it changes nothing.
-    if (!parseArgs(tool, argv, {"--stdio"}, {}, args)) return kUsage;
+int lspCommand(std::string_view tool, Args& args) {
+    // --stdio (declared in cli/command_table.cpp) is what editors' clients pass to ask for this
+    // transport (vscode-languageclient does); it is the only one, so it changes nothing.
     if (!args.positional.empty()) {
         fmt::print(stderr, "{}: error: lsp takes no arguments; an editor starts it and speaks LSP on stdin and "
                            "stdout (docs/editors.md)\n",
