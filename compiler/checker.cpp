@@ -806,6 +806,11 @@ Info Checker::statements(const std::vector<StmtPtr>& stmts, size_t from, const C
                 IfParts parts = ifParts(e, ctx);
                 raisePc(parts.cond.taint);  // strict: the rest runs only because the guard held
                 noteType(e, arena_.unit());
+                // CheckFacts: the guard itself, as expr() records an `if` (its branches' tags and calls).
+                if (opts_.recordFacts && !dry_ && !stopped_)
+                    noteFacts(*s.value,
+                              Info{arena_.unit(), unite(unite(parts.thenInfo.taint, parts.elseInfo.taint), parts.cond.taint),
+                                   sum(parts.cond.eff, maxOf(parts.thenInfo.eff, parts.elseInfo.eff))});
                 // The block's value is the rest's (unreachable, Never, when both branches return:
                 // then the rest is still checked, so its calls are resolved and its errors found,
                 // but what it would call never counts).

@@ -589,6 +589,14 @@ Json hoverJson(const std::string& markdown, const Range& range) {
 
 Json hover(const Query& q, Position position) {
     const Analysis& a = q.analysis;
+    // Blank space (an indentation, the gap between two statements) is in no word: it shows nothing
+    // rather than the block around it. A cursor just after a word still hovers that word.
+    {
+        const std::string& text = q.text.text();
+        size_t at = q.text.offsetOf(position, q.encoding);
+        auto blank = [&](size_t i) { return i >= text.size() || std::isspace(static_cast<unsigned char>(text[i])); };
+        if (blank(at) && (at == 0 || blank(at - 1))) return nullptr;
+    }
     Located at = locate(q, position);
     auto range = [&](const Span& s) { return q.text.rangeOf(s, q.encoding); };
     if (at.declName) {

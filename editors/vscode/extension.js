@@ -1,6 +1,6 @@
 // The VS Code extension for Remit: the grammar and language configuration are declared in
 // package.json; this file starts `remitc lsp` (docs/editors.md) for .rmt and .rmti files through
-// vscode-languageclient. Plain JavaScript, so there is nothing to build: `npm install` and load it.
+// vscode-languageclient. Plain JavaScript, so there is nothing to build: `npm ci` and load it.
 'use strict';
 
 const vscode = require('vscode');

@@ -4,7 +4,8 @@
 // interface under examples/ and tests/golden/ is tokenised with no character left to the root
 // scope alone, that the examples (valid programs) meet no `invalid` scope and leave no string or
 // interpolation open at the end of a line, that the keyword and builtin lists match the compiler's
-// tables, and a few pinned scopes. Run as `node test_grammar.mjs`; prints ok/FAIL per test.
+// tables, a few pinned scopes, and that the extension ships the protocol library the server is
+// tested with. Run as `node test_grammar.mjs`; prints ok/FAIL per test.
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -174,6 +175,16 @@ const tests = {
     JSON.parse(readFileSync(join(extension, language.configuration), "utf8"));
     const check = spawnSync(process.execPath, ["--check", join(extension, manifest.main)], { encoding: "utf8" });
     expect(check.status === 0, "extension.js is valid JavaScript", check.stderr);
+    // The client the extension ships speaks through the protocol library test_lsp.mjs drives the
+    // server with: both lockfiles pin the same version of it and of vscode-jsonrpc.
+    const locked = (path) => JSON.parse(readFileSync(path, "utf8")).packages;
+    const shipped = locked(join(extension, "package-lock.json")), tested = locked(join(here, "package-lock.json"));
+    expect(shipped["node_modules/vscode-languageclient"]?.version === manifest.dependencies["vscode-languageclient"],
+           "the extension's lockfile pins its client", shipped["node_modules/vscode-languageclient"]);
+    for (const p of ["vscode-languageserver-protocol", "vscode-jsonrpc"])
+      expect(shipped[`node_modules/${p}`]?.version === tested[`node_modules/${p}`]?.version,
+             `the extension ships the ${p} the server is tested with`,
+             { shipped: shipped[`node_modules/${p}`]?.version, tested: tested[`node_modules/${p}`]?.version });
   },
 };
 

@@ -231,8 +231,9 @@ const tests = {
   async "diagnostics are remitc check's for every check golden, corpus program and example"() {
     const groups = [plainGoldens(join(root, "tests", "golden", "check")),
                     readdirSync(join(root, "tests", "check")).filter((f) => f.endsWith(".rmt")).map((f) => join(root, "tests", "check", f)),
-                    ["hello/hello.rmt", "refund_bot/refund_bot.rmt", "research_digest/research_digest.rmt",
-                     "email_assistant/email_assistant.rmt", "email_assistant/unsafe_variant.rmt"].map((f) => join(root, "examples", f))];
+                    ...readdirSync(join(root, "examples"), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) =>
+                      readdirSync(join(root, "examples", e.name)).filter((f) => f.endsWith(".rmt")).map((f) => join(root, "examples", e.name, f)))
+                      .filter((files) => files.length > 0)];
     const s = await Session.start();
     try {
       let compared = 0;
@@ -271,8 +272,14 @@ const tests = {
       const fn = await s.request(lsp.HoverRequest.type, s.at(file, find(HELLO, "fn greet", 4)));
       expect(fn.contents.value.includes("fn greet(topic: Str, s: Summary) -> Str") &&
              fn.contents.value.includes("no host calls"), "hover on a function", fn.contents.value);
+      // A guard (an `if` that returns) is analysed like any expression.
+      const guard = await s.request(lsp.HoverRequest.type, s.at(file, find(HELLO, "if len(found)", 0)));
+      for (const part of ["**type** `Unit`", "`untrusted` from", "**calls (worst case)** no host calls"])
+        expect(guard.contents.value.includes(part), `hover on a guard says ${part}`, guard.contents.value);
       const blank = await s.request(lsp.HoverRequest.type, s.at(file, { line: 1, character: 200 }));
       expect(blank === null || blank.contents, "a position past a line's end is answered", blank);
+      const indent = await s.request(lsp.HoverRequest.type, s.at(file, find(HELLO, "    return \"Hello!", 1)));
+      expect(indent === null, "blank space shows nothing", indent);
     });
   },
 
