@@ -6,22 +6,11 @@ with a state directory; malformed URLs, unreachable databases and newer schemas 
 the store and never its password; `store migrate`; approvals with a quorum and an expiry and a
 shared budget scope, in both stores."""
 import json
-import os
-import sys
 import time
 
-from harness import REMITVM, REPO, Workspace, expect, main, run
-
-sys.path.insert(0, str(REPO / "tests" / "pg"))
-import cluster  # noqa: E402
-
-STATE = os.environ.get("REMIT_TEST_PG_STATE", "")
-
-
-def database(name):
-    expect(STATE, "REMIT_TEST_PG_STATE names the test cluster (run through ctest: fixture postgresql)")
-    return cluster.url(STATE, f"{name}_{os.getpid()}")
-
+from fleet import database, sql
+from harness import REMITVM, Workspace, expect, main, run
+from test_approvals import PROGRAM
 
 HOST = """input who tags untrusted
 
@@ -32,16 +21,6 @@ capability crm.lookup(name: Str) -> Str
 
 capability mail.send(to: Str, body: Str approve untrusted) -> Str
   cost 0.002
-"""
-
-PROGRAM = """program mailer
-uses crm.lookup, mail.send
-
-fn main(who: Str) -> Str {
-  let note = crm.lookup(name: who)
-  let id = mail.send(to: "ops@example.com", body: "about " + note)
-  return "sent " + id
-}
 """
 
 FIXTURES = json.dumps({"capabilities": {"crm.lookup": [{"output": "a customer", "repeat": True}],
@@ -92,7 +71,7 @@ def test_a_run_approved_and_resumed_is_the_same_in_both_stores():
 def test_remit_store_names_the_store_and_follow_ups_repeat_it():
     url = database("env")
     with workspace() as ws:
-        env_run = lambda *a: run_env(url, *a, cwd=ws.path)  # noqa: E731
+        env_run = lambda *a: run(REMITVM, *a, cwd=ws.path, env={"REMIT_STORE": url})  # noqa: E731
         r = env_run("run", "prog.rmt", "-i", "who=Ada")
         expect(r.code == 3 and "--store" not in r.err, "with $REMIT_STORE the follow-ups need no flag", r)
         expect(not (ws.path / ".remit").exists(), "nothing went to a state directory")
@@ -104,13 +83,6 @@ def test_remit_store_names_the_store_and_follow_ups_repeat_it():
         expect(r.code == 3 and (ws.path / "st" / "approvals.json").exists(), "--state-dir wins over $REMIT_STORE", r)
         r = run(REMITVM, "trace", "20260101-120000-abcdef", "--store", url, "--state-dir", "st", cwd=ws.path)
         expect(r.code == 2 and "--store and --state-dir name two different stores" in r.err, "one store", r)
-
-
-def run_env(url, *args, cwd):
-    import subprocess
-    proc = subprocess.run([REMITVM, *args], cwd=cwd, capture_output=True, env=dict(os.environ, REMIT_STORE=url))
-    from harness import Result
-    return Result(proc)
 
 
 def test_bad_urls_unreachable_databases_and_newer_schemas_are_exit_2_naming_the_store():
@@ -131,10 +103,7 @@ def test_bad_urls_unreachable_databases_and_newer_schemas_are_exit_2_naming_the_
         expect(r.code == 0 and "schema version 1 (1 migration(s) applied)" in r.out, "store migrate", r)
         r = run(REMITVM, "store", "migrate", "--store", url, cwd=ws.path)
         expect(r.code == 0 and "(0 migration(s) applied)" in r.out, "a second migrate changes nothing", r)
-        import subprocess
-        state = json.load(open(STATE))
-        subprocess.run([os.path.join(state["bindir"], "psql"), url, "-qc", "INSERT INTO remit_schema VALUES (7)"],
-                       check=True, capture_output=True)
+        sql(url, "INSERT INTO remit_schema VALUES (7)")
         r = run(REMITVM, "run", "prog.rmt", "-i", "who=A", "--store", url, cwd=ws.path)
         expect(r.code == 2 and "schema version 7, newer than this remitvm, which knows versions up to 1" in r.err,
                "a newer schema is refused with both versions", r)
