@@ -27,8 +27,11 @@ public:
     // The reply to one message (an object; a batch is the transport's business), or null when
     // none is due (a notification, a client's response). `caller` is who sent it, for the tools'
     // per-caller quotas (mcp::Tools::call): the API key's id or `anon:<address>` over HTTP, empty
-    // over stdio. Thread-safe; never throws.
-    virtual Json reply(const Json& message, std::string_view caller) = 0;
+    // over stdio. `client`, when the transport can carry a request to the client while this
+    // message is answered and the client declared it can be asked (mcp::ClientChannel), lets a
+    // tool call ask the user; a client's response to such a request is handed to the call waiting
+    // for it. Thread-safe; never throws.
+    virtual Json reply(const Json& message, std::string_view caller, mcp::ClientChannel* client) = 0;
     // The client that sent `requestId` as `caller` is gone: its tool call, if running, is aborted
     // and gets no reply (as for notifications/cancelled). Thread-safe; never throws.
     virtual void abandon(const Json& requestId, std::string_view caller) = 0;

@@ -21,7 +21,7 @@ constexpr const char* kUsageText =
     "  replay RUN [--file F] [--host H]\n"
     "  test [PATH...] [--host H]\n"
     "  mcp [--http] [--host H] [--port N] [--keys K] [--usage U] [--free-monthly N]\n"
-    "      [--approvals client|operator] [--state-dir D]\n"
+    "      [--approvals client|operator] [--state-dir D] [--elicitation-timeout S]\n"
     "                                          Model Context Protocol server, stdio or HTTP (docs/mcp.md)\n";
 
 }  // namespace

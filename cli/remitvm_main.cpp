@@ -31,7 +31,7 @@ constexpr const char* kUsageText =
     "  serve\n"
     "      checked runs over JSON lines on stdin/stdout (docs/serve.md)\n"
     "  mcp [--http [--host H] [--port N] [--keys keys.json] [--usage usage.sqlite] [--free-monthly N]]\n"
-    "      [--approvals client|operator] [--state-dir D]\n"
+    "      [--approvals client|operator] [--state-dir D] [--elicitation-timeout S]\n"
     "      Model Context Protocol server on stdin/stdout, or over streamable HTTP with API keys and\n"
     "      metering: check, format, diff and run programs (docs/mcp.md)\n";
 

@@ -6,7 +6,8 @@ initialize, tools/list and tools/call; the monthly limit (the 4th of 3 is 429 an
 (acme, month, 4), as in the prototype's test); anonymous metering by client IP; the streamable HTTP
 rules (202 for notifications, 405 for GET, sessions, Origin, content type); hostile input (an
 oversized body, garbage, random bytes) with the server still answering; unusable keys files; a port
-in use; SIGTERM ending the server with exit 0."""
+in use; SIGTERM ending the server with exit 0; in `--approvals operator` mode the user asked through
+MCP elicitation on the POST's event stream."""
 import datetime
 import hashlib
 import http.client
@@ -99,7 +100,8 @@ class Server:
         return self
 
     def __exit__(self, *exc):
-        self.proc.send_signal(signal.SIGTERM)
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
         code = self.proc.wait(timeout=15)
         self.proc.stdout.close()
         self.proc.stderr.close()
@@ -221,6 +223,130 @@ def tool_call(name, arguments, id=3):
 
 def month():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m")
+
+
+class StreamedPost:
+    """A POST read as it arrives: the head, then the events of a text/event-stream answer, one at a
+    time, undoing the chunked transfer coding by hand (what an SDK client does with fetch)."""
+
+    def __init__(self, port, message, headers):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        body = json.dumps(message).encode()
+        head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        self.sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n{head}\r\n".encode() + body)
+        self.buffer = b""
+        while b"\r\n\r\n" not in self.buffer:
+            self._more()
+        head, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
+        lines = head.decode().split("\r\n")
+        self.status = int(lines[0].split()[1])
+        self.headers = {k.lower(): v for k, v in (line.split(": ", 1) for line in lines[1:])}
+        self.data = b""  # the stream's bytes, decoded from chunks
+        self.ended = False
+
+    def _more(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise AssertionError("the server closed the stream")
+        self.buffer += chunk
+
+    def event(self):
+        """The next event's data as JSON, or None when the stream has ended."""
+        while b"\n\n" not in self.data:
+            if self.ended:
+                return None
+            while b"\r\n" not in self.buffer:
+                self._more()
+            size_line, rest = self.buffer.split(b"\r\n", 1)
+            size = int(size_line, 16)
+            while len(rest) < size + 2:
+                self._more()
+                size_line, rest = self.buffer.split(b"\r\n", 1)
+            if size == 0:
+                self.ended = True
+            self.data += rest[:size]
+            self.buffer = rest[size + 2:]
+        event, self.data = self.data.split(b"\n\n", 1)
+        fields = [line.split(": ", 1) for line in event.decode().split("\n")]
+        expect(fields[0] == ["event", "message"], "a message event", event)
+        return json.loads("\n".join(v for k, v in fields if k == "data"))
+
+    def close(self):
+        self.sock.close()
+
+
+def test_elicitation_over_the_wire():
+    """`--approvals operator` asks the user through the client (MCP elicitation, issue #16 item 6):
+    the POST carrying the call becomes an event stream with the elicitation/create request, and only
+    the same caller's response, with that request's id, answers it — once. Sessions whose client did
+    not declare elicitation, and POSTs without a session or not accepting a stream, are answered as
+    before. SIGTERM while the user is asked ends the server at once."""
+    w, keys, _ = keys_workspace()
+    with w, Server("--keys", keys, "--approvals", "operator", "--state-dir", w.path / "state") as s:
+        def session(capabilities, key=BETA):
+            hello = {**INITIALIZE, "params": {**INITIALIZE["params"], "capabilities": capabilities}}
+            status, headers, _ = s.post(hello, key=key)
+            expect(status == 200, "initialize", status)
+            return {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                    "Authorization": f"Bearer {key}", "Mcp-Session-Id": headers["mcp-session-id"]}
+
+        run = tool_call("remit_run", {"program": PAY, "host": HOST, "fixtures": FIXTURES, "inputs": {"id": "X"}}, id=9)
+        asking = session({"elicitation": {}})
+
+        def answered(decision):
+            """Runs PAY on a stream, answers its question with `decision`, returns the result."""
+            call = StreamedPost(s.port, run, asking)
+            try:
+                expect(call.status == 200 and call.headers["content-type"] == "text/event-stream"
+                       and call.headers.get("transfer-encoding") == "chunked", "an event stream", call.headers)
+                question = call.event()
+                expect(question["method"] == "elicitation/create" and isinstance(question["id"], str)
+                       and "payroll.pay" in question["params"]["message"], "the question comes first", question)
+                approve = {"jsonrpc": "2.0", "id": question["id"],
+                           "result": {"action": "accept", "content": {"decision": "approve"}}}
+                # Another key cannot answer it, nor can the right key answer another id.
+                status, _, body = s.post(approve, key=ACME)
+                expect(status == 202 and body == b"", "another caller's answer is accepted, and ignored", status)
+                status, _, _ = s.post({**approve, "id": question["id"] + "0"}, headers=asking)
+                expect(status == 202, "an unknown id is ignored", status)
+                answer = {**approve, "result": {"action": "accept", "content": decision}}
+                expect(s.post(answer, headers=asking)[0] == 202, "the answer")
+                reply = call.event()
+                expect(reply["id"] == 9, "then the reply to the call", reply)
+                expect(call.event() is None, "and the stream ends", call.data)
+                # The same answer again changes nothing.
+                expect(s.post(answer, headers=asking)[0] == 202, "a repeated answer is ignored")
+                return json.loads(reply["result"]["content"][0]["text"])
+            finally:
+                call.close()
+
+        denied = answered({"decision": "deny", "reason": "wrong payee"})
+        expect(denied["status"] == "failed" and denied["error"]["message"] ==
+               "'payroll.pay' was denied by user via MCP elicitation (key:beta): wrong payee; the call was not made",
+               "the user's denial, not the forged approvals", denied)
+        done = answered({"decision": "approve"})
+        expect(done["status"] == "completed" and done["result"] == "r-1", "approved by the user", done)
+        store = json.loads((w.path / "state" / "approvals.json").read_text())
+        expect([v["by"] for v in store["consumed"].values()] == ["user via MCP elicitation (key:beta)"],
+               "one approval, by the user through the client, for this key", store)
+
+        # Not asked: a session that did not declare elicitation, no session, or no stream accepted.
+        for headers in (session({}), {"Content-Type": "application/json", "Authorization": f"Bearer {BETA}"},
+                        {**asking, "Accept": "application/json"}):
+            status, h, body = s.post(run, headers=headers)
+            paused = json.loads(body_json(body)["result"]["content"][0]["text"])
+            expect(status == 200 and h["content-type"] == "application/json" and paused["approver"] == "operator"
+                   and "elicitation" not in paused, "paused for the operator, nobody asked", paused)
+
+        # SIGTERM while the user is being asked: the server stops at once.
+        call = StreamedPost(s.port, run, asking)
+        try:
+            expect(call.event()["method"] == "elicitation/create", "asked again")
+            s.proc.send_signal(signal.SIGTERM)
+            code = s.proc.wait(timeout=15)  # not the elicitation's 300 s
+            expect(code == 0, "ended with exit 0", code)
+        finally:
+            call.close()
 
 
 def test_health_needs_no_key():
