@@ -569,7 +569,11 @@ def test_operator_approvals():
             refused = c.tool("remit_resume", {"run_token": c.tool("remit_run", args)["run_token"], "approve": False})
             expect(refused["status"] == "failed", "refusing stays the client's to do", refused)
             expect(c.close() == 0, "clean exit")
-    for flags, words in ((["--approvals", "agent"], "client or operator"), (["--state-dir", "x"], "--approvals operator")):
+    for flags, words in ((["--approvals", "agent"], "client or operator"), (["--state-dir", "x"], "--approvals operator"),
+                         (["--elicitation-timeout", "5"], "--approvals operator"),
+                         (["--approvals", "operator", "--elicitation-timeout", "0"], "from 1 to 3600"),
+                         (["--approvals", "operator", "--elicitation-timeout", "3601"], "from 1 to 3600"),
+                         (["--approvals", "operator", "--elicitation-timeout", "5s"], "from 1 to 3600")):
         r = subprocess.run([REMITVM, "mcp", *flags], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
         expect(r.returncode == 2 and words in r.stderr, f"mcp {flags}", r)
 

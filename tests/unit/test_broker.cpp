@@ -757,6 +757,8 @@ TEST_CASE("broker: a person's answer goes through the store, and a denial record
         REQUIRE(store.load(error));
         Run run(program, {});
         std::vector<Value> args{*run.heap().makeStr("refund me", *run.heap().internTags({"untrusted"}))};
+        TraceWriter trace;
+        REQUIRE(trace.open((dir / "trace.jsonl").string(), error));
         BrokerOptions options;
         options.runId = kRoot;
         options.idempotencyRoot = kRoot;
@@ -764,6 +766,7 @@ TEST_CASE("broker: a person's answer goes through the store, and a denial record
         options.host = &host;
         options.policy = &policy;
         options.approvals = &store;
+        options.trace = &trace;
         Broker broker(options, run);
         auto adapter = fixtures(R"({"capabilities": {"mail.send": [{"output": "m-1"}]}})");
         run.start(program->entry(), std::move(args));
@@ -783,12 +786,24 @@ TEST_CASE("broker: a person's answer goes through the store, and a denial record
         }
         REQUIRE(store.load(error));
         const nlohmann::json& kept = store.contents();
+        TraceFile recorded = readTrace((dir / "trace.jsonl").string());
+        REQUIRE(recorded.error.empty());
+        auto event = [&](const char* kind) {
+            for (const nlohmann::json& e : recorded.events)
+                if (e["event"] == kind) return e;
+            return nlohmann::json();
+        };
         if (scenario == Approved) {
             CHECK(status == RunStatus::Completed);
             CHECK(kept["consumed"][digest]["by"] == "user via MCP elicitation");
             CHECK(kept["pending"].empty());
+            // In the trace as any approval: granted by the person, then the call bound to it.
+            CHECK(event("approval_granted")["approved_by"] == "user via MCP elicitation");
+            CHECK(event("call")["approval"]["approved_by"] == "user via MCP elicitation");
             continue;
         }
+        CHECK(event("approval_denied")["denied_by"] == (scenario == Denied ? "user via MCP elicitation" : "ops"));
+        CHECK(event("approval_granted").is_null());
         REQUIRE(status == RunStatus::Failed);
         CHECK(run.failure().error.code == DiagCode::R0302);
         std::string expected = scenario == Denied
