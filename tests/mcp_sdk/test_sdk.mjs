@@ -36,6 +36,22 @@ function expect(condition, what, detail) {
 }
 const text = (result) => JSON.parse(result.content[0].text);
 
+// Whether `promise` rejects (an aborted call does).
+async function rejects(promise) {
+  try {
+    await promise;
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+// Waits up to `ms` for `condition()` to hold.
+async function eventually(condition, ms = 5000) {
+  for (let waited = 0; !condition() && waited < ms; waited += 50) await new Promise((r) => setTimeout(r, 50));
+  return condition();
+}
+
 async function stdioClient() {
   const client = new Client({ name: "remit-sdk-test", version: "1.0.0" });
   await client.connect(new StdioClientTransport({ command: remitvm, args: ["mcp"], stderr: "pipe" }));
@@ -94,6 +110,16 @@ function user(answers) {
     return typeof answer === "function" ? answer(request, extra) : answer;
   };
   return { asked, handler };
+}
+
+// An answer that never comes: it waits until the server withdraws the question
+// (notifications/cancelled, which aborts the handler's signal); `withdrawn()` says whether it did.
+function neverAnswers() {
+  let withdrawn = false;
+  const answer = (request, extra) => new Promise((resolve) => {
+    extra.signal.addEventListener("abort", () => { withdrawn = true; resolve(CANCEL); });
+  });
+  return { answer, withdrawn: () => withdrawn };
 }
 
 const APPROVE = { action: "accept", content: { decision: "approve" } };
@@ -210,16 +236,13 @@ function elicitationTests(transport, connect) {
     },
 
     async [`${transport}: no answer in time leaves the run paused and withdraws the question`]() {
-      let withdrawn;
-      const theUser = user([(request, extra) => new Promise((resolve) => {
-        extra.signal.addEventListener("abort", () => { withdrawn = true; resolve(CANCEL); });
-      })]);
-      const { result, stop } = await run(theUser, { more: ["--elicitation-timeout", "1"] });
+      const silent = neverAnswers();
+      const { result, stop } = await run(user([silent.answer]), { more: ["--elicitation-timeout", "1"] });
       try {
         expect(result.status === "approval_required" && result.elicitation?.outcome === "timeout",
                "paused after the timeout", result);
-        for (let i = 0; i < 50 && !withdrawn; ++i) await new Promise((r) => setTimeout(r, 100));
-        expect(withdrawn, "the client was told the question is withdrawn (notifications/cancelled)");
+        expect(await eventually(silent.withdrawn),
+               "the client was told the question is withdrawn (notifications/cancelled)");
       } finally {
         await stop();
       }
@@ -252,28 +275,18 @@ function elicitationTests(transport, connect) {
     },
 
     async [`${transport}: cancelling the call while the user is asked aborts it and withdraws the question`]() {
-      let withdrawn = false;
-      const theUser = user([(request, extra) => new Promise((resolve) => {
-        extra.signal.addEventListener("abort", () => { withdrawn = true; resolve(CANCEL); });
-      })]);
+      const silent = neverAnswers();
+      const theUser = user([silent.answer]);
       const client = operatorClient(theUser);
       const stop = await connect(client, operator(stateDir()));
       try {
         const controller = new AbortController();
         const call = client.callTool({ name: "remit_run", arguments: MAIL_RUN }, undefined,
                                      { signal: controller.signal, timeout: 60000 });
-        for (let i = 0; i < 100 && theUser.asked.length === 0; ++i) await new Promise((r) => setTimeout(r, 50));
-        expect(theUser.asked.length === 1, "the user is being asked");
+        expect(await eventually(() => theUser.asked.length === 1), "the user is being asked");
         controller.abort("the user pressed stop");
-        let aborted = false;
-        try {
-          await call;
-        } catch {
-          aborted = true;
-        }
-        expect(aborted, "the aborted call rejects");
-        for (let i = 0; i < 50 && !withdrawn; ++i) await new Promise((r) => setTimeout(r, 100));
-        expect(withdrawn, "the question was withdrawn");
+        expect(await rejects(call), "the aborted call rejects");
+        expect(await eventually(silent.withdrawn), "the question was withdrawn");
         const { tools } = await client.listTools(undefined, QUICK);
         expect(tools.length === 8, "the server goes on");
       } finally {
@@ -349,13 +362,7 @@ const tests = {
       const call = client.callTool({ name: "remit_run_fixtures", arguments: { program: SPIN, host: "", fixtures: {} } },
                                    undefined, { signal: controller.signal, timeout: 60000 });
       setTimeout(() => controller.abort("the user pressed stop"), 100);
-      let aborted = false;
-      try {
-        await call;
-      } catch {
-        aborted = true;
-      }
-      expect(aborted, "the aborted call rejects");
+      expect(await rejects(call), "the aborted call rejects");
       const { tools } = await client.listTools(undefined, QUICK);
       expect(tools.length === 8, "the next request is answered");
     } finally {

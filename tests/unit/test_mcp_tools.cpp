@@ -131,10 +131,36 @@ struct RecordingClient : remit::mcp::ClientChannel {
     }
 };
 
-struct Scratch {
-    std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                ("remit-unit-elicit-" + std::to_string(::getpid()));
-    ~Scratch() {
+// A server in operator mode (its state directory removed at the end) and a client that can be
+// asked, with remit_run of kMail started on another thread.
+struct AskingServer {
+    std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("remit-unit-elicit-" + std::to_string(::getpid()));
+    mcp::Tools tools{options(dir)};
+    RecordingClient client;
+    std::optional<mcp::ToolOutcome> outcome;
+    std::thread call;
+
+    static mcp::ToolsOptions options(const std::filesystem::path& dir) {
+        mcp::ToolsOptions o;
+        o.operatorApprovals = true;
+        o.stateDir = dir.string();
+        return o;
+    }
+    void start(const char* caller) {
+        call = std::thread([this, caller] {
+            mcp::BadParams bad;
+            outcome = tools.call("remit_run", mailArguments(), bad, caller, Json(1), &client);
+        });
+    }
+    // The run's result, once the call has returned.
+    Json finish() {
+        call.join();
+        REQUIRE(outcome);
+        return Json::parse(outcome->text);
+    }
+    ~AskingServer() {
+        if (call.joinable()) call.join();
         std::error_code ec;
         std::filesystem::remove_all(dir, ec);
     }
@@ -155,65 +181,43 @@ TEST_CASE("mcp tools: which clients can be asked") {
 }
 
 TEST_CASE("mcp tools: only the caller's response with the question's id answers it, once") {
-    Scratch scratch;
-    mcp::ToolsOptions options;
-    options.operatorApprovals = true;
-    options.stateDir = scratch.dir.string();
-    mcp::Tools tools(options);
-    RecordingClient client;
-    std::optional<mcp::ToolOutcome> outcome;
-    std::thread call([&] {
-        mcp::BadParams bad;
-        outcome = tools.call("remit_run", mailArguments(), bad, "key:a", Json(1), &client);
-    });
-    Json question = client.message(1);
+    AskingServer server;
+    server.start("key:a");
+    Json question = server.client.message(1);
     CHECK(question["method"] == "elicitation/create");
     Json approve = {{"jsonrpc", "2.0"},
                     {"id", question["id"]},
                     {"result", {{"action", "accept"}, {"content", {{"decision", "approve"}}}}}};
+    mcp::Tools& tools = server.tools;
     CHECK_FALSE(tools.deliver("key:b", approve));  // another caller
     Json elsewhere = approve;
     elsewhere["id"] = "remit-elicitation-000000000000000000000000";
     CHECK_FALSE(tools.deliver("key:a", elsewhere));
     CHECK_FALSE(tools.deliver("key:a", Json{{"id", 1}, {"result", approve["result"]}}));  // not our kind of id
     CHECK(tools.deliver("key:a", approve));
-    call.join();
+    Json result = server.finish();
     CHECK_FALSE(tools.deliver("key:a", approve));  // answered already
-    REQUIRE(outcome);
-    Json result = Json::parse(outcome->text);
     CHECK(result["status"] == "completed");
     CHECK(result["result"] == "m-1");
     CHECK(tools.pausedRuns() == 0);
 }
 
 TEST_CASE("mcp tools: the server's end stops a wait for the user, and the run stays paused") {
-    Scratch scratch;
-    mcp::ToolsOptions options;
-    options.operatorApprovals = true;
-    options.stateDir = scratch.dir.string();
-    mcp::Tools tools(options);
-    RecordingClient client;
-    std::optional<mcp::ToolOutcome> outcome;
-    std::thread call([&] {
-        mcp::BadParams bad;
-        outcome = tools.call("remit_run", mailArguments(), bad, "", Json(1), &client);
-    });
-    Json question = client.message(1);
-    tools.interruptWaits();
-    call.join();
-    REQUIRE(outcome);
-    Json paused = Json::parse(outcome->text);
+    AskingServer server;
+    server.start("");
+    Json question = server.client.message(1);
+    server.tools.interruptWaits();
+    Json paused = server.finish();
     CHECK(paused["status"] == "approval_required");
     CHECK(paused["elicitation"]["outcome"] == "interrupted");
     // The question was withdrawn, naming its id.
-    Json withdrawn = client.message(2);
+    Json withdrawn = server.client.message(2);
     CHECK(withdrawn["method"] == "notifications/cancelled");
     CHECK(withdrawn["params"]["requestId"] == question["id"]);
-    CHECK(tools.pausedRuns() == 1);
+    CHECK(server.tools.pausedRuns() == 1);
     // Nothing waits any more: the next run pauses at once, unasked.
-    mcp::BadParams bad;
-    outcome = tools.call("remit_run", mailArguments(), bad, "", Json(2), &client);
-    REQUIRE(outcome);
-    CHECK(Json::parse(outcome->text)["elicitation"]["outcome"] == "interrupted");
-    CHECK(tools.pausedRuns() == 2);
+    server.start("");
+    CHECK(server.finish()["elicitation"]["outcome"] == "interrupted");
+    CHECK(server.client.sent.size() == 2);
+    CHECK(server.tools.pausedRuns() == 2);
 }
