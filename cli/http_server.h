@@ -22,7 +22,8 @@
 //
 // What the server answers is the Handler's business, in two steps: `screen` sees the request line
 // and headers before the body is read (so a request refused by authentication or routing never
-// makes the server buffer a body), `handle` the whole request.
+// makes the server buffer a body), `handle` the whole request — with one response, or with an
+// EventStream of messages before it (Server-Sent Events, the MCP server asking its client).
 #pragma once
 
 #include <atomic>

@@ -1,6 +1,7 @@
 // The streamable HTTP transport of `remitvm mcp --http` / `remit mcp --http` (docs/mcp.md, "HTTP
-// transport"): MCP over HTTP POST at /mcp (spec 2025-06-18, and the
-// batches of 2025-03-26), health checks, and the prototype's hosted mode in front of them — API
+// transport"): MCP over HTTP POST at /mcp (spec 2025-06-18, and the batches of 2025-03-26; a POST
+// whose tool call asks the user is answered with an event stream carrying the server's
+// elicitation/create first), health checks, and the prototype's hosted mode in front of them — API
 // keys from keys.json looked up by the SHA-256 of the token, monthly metering per key (or per
 // client IP for anonymous use) in the prototype's usage.sqlite, 401 without a key, 429 over the
 // limit. The JSON-RPC side is the same McpEndpoint the stdio transport uses (cli/mcp_command.cpp);
