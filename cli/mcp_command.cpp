@@ -175,7 +175,8 @@ Json Server::handleStdio(const Json& message) {
                           "Invalid Request: batches are not supported; send one message per line");
     Json out = reply(message, {}, stdioElicits_ ? &stdout_ : nullptr);  // one client over stdio
     if (message.is_object() && message.value("method", Json()) == "initialize" && out.contains("result"))
-        stdioElicits_ = mcp::clientCanElicit(message.value("params", Json()), out["result"]["protocolVersion"].get<std::string>());
+        stdioElicits_ = mcp::clientCanElicit(message.value("params", Json()),
+                                             out["result"].value("protocolVersion", std::string()));
     return out;
 }
 
