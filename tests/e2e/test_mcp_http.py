@@ -6,8 +6,9 @@ initialize, tools/list and tools/call; the monthly limit (the 4th of 3 is 429 an
 (acme, month, 4), as in the prototype's test); anonymous metering by client IP; the streamable HTTP
 rules (202 for notifications, 405 for GET, sessions, Origin, content type); hostile input (an
 oversized body, garbage, random bytes) with the server still answering; unusable keys files; a port
-in use; SIGTERM ending the server with exit 0; in `--approvals operator` mode the user asked through
-MCP elicitation on the POST's event stream."""
+in use; SIGTERM ending the server with exit 0; a run whose client hangs up aborted, not run to its
+limit; in `--approvals operator` mode the user asked through MCP elicitation on the POST's event
+stream."""
 import datetime
 import hashlib
 import http.client
@@ -166,6 +167,60 @@ def test_cancellation_from_another_connection():
         other()
         status, _, body = answer["r"]
         expect(status == 200 and body_json(body)["id"] == 61, "another key cannot cancel it", body)
+
+
+def cpu_ticks(pid):
+    """The CPU time a process has used (user + system), in clock ticks (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+    return int(fields[11]) + int(fields[12])  # utime and stime, the stat file's fields 14 and 15
+
+
+def cpu_of_one_spin(s, hang_up):
+    """The CPU time the server spends on one remit_run_fixtures of SPIN, from its POST until the
+    server is idle again: with its client waiting for the answer, or hanging up once the server
+    has started on it."""
+    before = cpu_ticks(s.proc.pid)
+    # Its policy lowers the VM time limit to 4 s, so a waited run ends sooner than the default 10.
+    body = json.dumps(tool_call("remit_run_fixtures", {"program": SPIN, "host": "", "fixtures": "{}",
+                                                       "policy": "[limits]\nmax_wall_ms = 4000\n"},
+                                id=62)).encode()
+    conn = socket.create_connection(("127.0.0.1", s.port), timeout=60)
+    conn.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Accept: application/json, text/event-stream\r\n"
+                 b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    for _ in range(3000):  # the server is at work on it (at most 30 s)
+        if cpu_ticks(s.proc.pid) - before >= 3:
+            break
+        time.sleep(0.01)
+    if hang_up:
+        conn.close()
+    else:
+        answer = b""
+        while b'"id":62' not in answer and (chunk := conn.recv(65536)):
+            answer += chunk
+        conn.close()
+        expect(b"R0701" in answer, "the run ends at a limit", answer[-300:])
+    last = cpu_ticks(s.proc.pid)
+    for _ in range(60):  # idle again: a whole second without a tick (at most a minute)
+        time.sleep(1)
+        now = cpu_ticks(s.proc.pid)
+        if now == last:
+            break
+        last = now
+    return last - before
+
+
+def test_a_run_ends_when_its_client_hangs_up():
+    """A client that hangs up abandons its tool call (issue #16 item 5): its run is aborted instead
+    of burning CPU to its limit. Work is compared, not time: the same run costs the server a
+    fraction of the CPU it costs when its client waits for the answer."""
+    with Server() as s:
+        waited = cpu_of_one_spin(s, hang_up=False)
+        hung_up = cpu_of_one_spin(s, hang_up=True)
+        expect(hung_up * 4 < waited, "the abandoned run stops early (CPU ticks: hung up, waited)",
+               (hung_up, waited))
+        expect(s.alive(), "and the server goes on")
 
 
 def test_idle_and_slow_connections_cannot_lock_clients_out():
