@@ -2,6 +2,7 @@
 // are taught with); where we are stricter (arg_max, approve tags in the policy, declared return
 // types) the messages follow the same pattern.
 #include "broker/broker.h"
+#include "runtime/numfmt.h"
 #include "runtime/json_text.h"
 
 #include <fmt/format.h>
@@ -483,9 +484,10 @@ Decision Broker::reserveAndDispatch() {
     a.reserve = a.cap ? a.cap->cost : a.model->cost;
     if (budget_ && spent_ + reserved_ + a.reserve > *budget_ + 1e-12)
         return refuse(err(DiagCode::R0401,
-                          fmt::format("calling '{}' could exceed the budget: spent ${:.4f}, reserved ${:.4f}, this call "
-                                      "reserves ${:.4f}, budget ${:.4f}",
-                                      resource, spent_, reserved_, a.reserve, *budget_),
+                          fmt::format("calling '{}' could exceed the budget: spent ${}, reserved ${}, this call "
+                                      "reserves ${}, budget ${}",
+                                      resource, formatUsd(spent_), formatUsd(reserved_), formatUsd(a.reserve),
+                                      formatUsd(*budget_)),
                           Json{{"resource", resource},
                              {"limit", "budget_usd"},
                              {"value", *budget_},
@@ -645,17 +647,20 @@ std::optional<TagSetId> Broker::resultTagsFor(const HostCall& call, TagSetId all
     return tags;
 }
 
+Decision performDecision(Broker& broker, Adapter* adapter, Decision decision) {
+    if (decision.kind != Decision::Kind::Dispatch) return decision;
+    return broker.complete(adapter ? adapter->perform(decision.request)
+                                   : AdapterReply{false, nullptr, std::nullopt, nullptr, "CapabilityFailed",
+                                                  fmt::format("no adapter configured for '{}'",
+                                                              decision.request.resource)});
+}
+
 RunStatus carryOut(Broker& broker, Adapter* adapter, Decision decision) {
-    if (decision.kind == Decision::Kind::Dispatch)
-        decision = broker.complete(adapter ? adapter->perform(decision.request)
-                                           : AdapterReply{false, nullptr, std::nullopt, nullptr, "CapabilityFailed",
-                                                          fmt::format("no adapter configured for '{}'",
-                                                                      decision.request.resource)});
-    return broker.settle(std::move(decision));
+    return broker.settle(performDecision(broker, adapter, std::move(decision)));
 }
 
 RunStatus driveWith(Run& run, Broker& broker, Adapter* adapter, const Approver& approve,
-                    std::optional<PendingApproval>* waiting) {
+                    std::optional<PendingApproval>* waiting, CallWatcher* watcher) {
     RunStatus status = run.status();
     while (status == RunStatus::HostCall) {
         Decision d = broker.decide(run.hostCall());
@@ -668,7 +673,15 @@ RunStatus driveWith(Run& run, Broker& broker, Adapter* adapter, const Approver& 
             }
             d = by ? broker.approved(*by) : broker.decline();
         }
-        status = carryOut(broker, adapter, std::move(d));
+        if (!watcher) {
+            status = carryOut(broker, adapter, std::move(d));
+            continue;
+        }
+        const HostCall& call = run.hostCall();
+        watcher->started(call, d);
+        d = performDecision(broker, adapter, std::move(d));
+        watcher->finished(call, d);
+        status = broker.settle(std::move(d));
     }
     return status;
 }

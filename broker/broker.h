@@ -221,15 +221,30 @@ private:
     void emit(const Json& event);
 };
 
+// Watches the attempts driveWith carries out, for a front end that shows them as they happen
+// (`remitvm run --progress`). It sees the broker's decisions only: `started` gets the decision
+// about to be carried out (Dispatch, Answered from a record, or Refuse), `finished` the outcome
+// settle() resumes the run with (Answered or Refuse). Both are called while run.hostCall() is
+// the attempt's call.
+class CallWatcher {
+public:
+    virtual ~CallWatcher() = default;
+    virtual void started(const HostCall& call, const Decision& decision) = 0;
+    virtual void finished(const HostCall& call, const Decision& outcome) = 0;
+};
+
 // The synchronous driver: decides each host call, asks `approve` when a call needs approval
 // (nothing, or no approver, pauses the run with R0302), performs dispatches with `adapter` (none:
 // every call fails operationally), and resumes the run until it completes or fails.
 // With `waiting`, a call nobody approves leaves the run paused at it instead: the request is
 // stored there and the status (HostCall) returned; answer it with approved() or decline() and
-// carryOut(), then drive on.
+// carryOut(), then drive on. `watcher`, when given, sees each attempt start and finish.
 RunStatus driveWith(Run& run, Broker& broker, Adapter* adapter, const Approver& approve = {},
-                    std::optional<PendingApproval>* waiting = nullptr);
-// Performs a Dispatch decision with `adapter` (none: the call fails operationally) and settles it.
+                    std::optional<PendingApproval>* waiting = nullptr, CallWatcher* watcher = nullptr);
+// Performs a Dispatch decision with `adapter` (none: the call fails operationally) and returns
+// the broker's outcome; any other decision is returned as it is.
+Decision performDecision(Broker& broker, Adapter* adapter, Decision decision);
+// performDecision(), then settle the outcome.
 RunStatus carryOut(Broker& broker, Adapter* adapter, Decision decision);
 
 }  // namespace remit

@@ -1,6 +1,7 @@
 // See trace.h. Reading is hostile-input safe: the non-throwing parser, and every field read with
 // a type check (a hand-edited trace must not crash `remitvm trace`).
 #include "broker/trace.h"
+#include "runtime/numfmt.h"
 
 #include <fmt/format.h>
 #include <fcntl.h>
@@ -61,7 +62,7 @@ bool TraceWriter::open(const std::string& path, std::string& error) {
         return false;
     }
     fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0 || !syncDirectory(p.parent_path())) {
+    if (fd_ < 0 || (synced_ && !syncDirectory(p.parent_path()))) {
         error = fmt::format("cannot write the trace {} ({})", path, std::strerror(errno));
         if (fd_ >= 0) ::close(fd_);
         fd_ = -1;
@@ -101,7 +102,7 @@ bool TraceWriter::emit(const Json& event) {
 bool TraceWriter::sync() {
     if (fd_ < 0) return true;
     if (!ok_) return false;
-    if (::fsync(fd_) != 0) return fail(errno);
+    if (synced_ && ::fsync(fd_) != 0) return fail(errno);
     return true;
 }
 
@@ -244,7 +245,7 @@ std::string compact(const nlohmann::json& v, size_t maxChars) {
 
 std::string usd(const nlohmann::json& e, const char* key) {
     auto it = e.find(key);
-    return it != e.end() && it->is_number() ? fmt::format("${:.4f}", it->get<double>()) : "$?";
+    return it != e.end() && it->is_number() ? "$" + formatUsd(it->get<double>()) : "$?";
 }
 
 std::string tagList(const nlohmann::json& tags) {

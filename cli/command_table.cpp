@@ -38,6 +38,8 @@ std::vector<Flag> runFlags() {
         Flag{"--live", "", "perform host calls with the program folder's adapters.py"},
         Flag{"--adapter", "\"CMD ARGS\"", "perform host calls with this adapter process"},
         Flag{"--json", "", "print the outcome as one JSON envelope on stdout"},
+        Flag{"--progress", "", "show each host call on stderr as it starts and ends (default at a terminal)"},
+        Flag{"--no-progress", "", "do not show host calls as they happen, even at a terminal"},
         kStateDir,
         kMaxSteps,
         kMaxMemory,
@@ -115,6 +117,17 @@ const Command kDiff{
     .summary = "did the edit from OLD to NEW widen authority? (exit 4 if so)",
     .flags = {kHost, Flag{"--json", "", "print {\"widened\", \"changes\"} as JSON on stdout"}},
     .run = diffCommand,
+};
+
+const Command kCompletions{
+    .name = "completions",
+    .operands = "bash|zsh|fish",
+    .summary = "print a shell's completion script for remitc, remitvm and remit",
+    .flags = {},
+    .run = completionsCommand,
+    .details = "bash: source <(remitc completions bash) in ~/.bashrc\n"
+               "zsh:  remitc completions zsh > a directory of $fpath/_remitc (or source <(...) after compinit)\n"
+               "fish: remitc completions fish > ~/.config/fish/conf.d/remit.fish",
 };
 
 // ---- remitvm ----
@@ -241,6 +254,8 @@ const Command kMcp{
 
 const std::vector<Flag>& commonFlags() {
     static const std::vector<Flag> flags = {
+        Flag{"--color", "auto|always|never",
+             "colour diagnostics and highlights; auto: on a terminal, unless NO_COLOR is set"},
         Flag{"--help", "", "print this help and exit"}.alias("-h"),
     };
     return flags;
@@ -250,7 +265,7 @@ const std::vector<Tool>& allTools() {
     static const std::vector<Tool> tools = {
         Tool{.name = "remitc",
              .summary = "remitc: check, format, compile and compare Remit programs",
-             .commands = {&kCheck, &kFmt, &kBuild, &kKeygen, &kDis, &kManifest, &kDiff},
+             .commands = {&kCheck, &kFmt, &kBuild, &kKeygen, &kDis, &kManifest, &kDiff, &kCompletions},
              .details = "--strict-flows: decisions on tagged data count for deny parameters too, and early exits\n"
                         "taint what follows (docs/language.md \"Strict flows\"); a policy's [flows] strict = true\n"
                         "does the same."},

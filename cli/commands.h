@@ -30,7 +30,7 @@
 // docs/compatibility.md ("Command lines"); the help test checks that every flag listed there is one
 // the parser accepts.
 //
-// Every command also accepts the common flags (commonFlags(): -h/--help); every tool accepts
+// Every command also accepts the common flags (commonFlags(): -h/--help, --color WHEN); every tool accepts
 // --version and --help before a command.
 #pragma once
 
@@ -59,6 +59,10 @@ enum Exit : int { kOk = 0, kFailure = 1, kUsage = 2, kPaused = 3, kWidened = 4 }
 // words, whatever this says.
 enum class Complete { Files, Dirs, Nothing };
 
+// The words of a placeholder made only of lowercase words joined by `|` ("client|operator",
+// "bash|zsh|fish"); empty for any other ("PROG.rmt|PROG.rbc", "N").
+std::vector<std::string_view> wordChoices(std::string_view placeholder);
+
 // One flag of a command. `name` is its long spelling ("--host"), or a short one ("-o") for a flag
 // without a long form; `alias` is another spelling of the same flag ("-i" for "--input"), which
 // Args records under `name`.
@@ -75,7 +79,7 @@ struct Flag {
     constexpr Flag completes(Complete what) const { Flag f = *this; f.complete = what; return f; }
     bool isSwitch() const { return value.empty(); }
     // The values a placeholder such as "client|operator" allows; empty for any value.
-    std::vector<std::string_view> choices() const;
+    std::vector<std::string_view> choices() const { return wordChoices(value); }
 };
 
 // A command's arguments as the parser found them: operands in order, and each flag given, under
@@ -115,7 +119,7 @@ struct Tool {
 // The three tools, in the order remitc, remitvm, remit (cli/command_table.cpp).
 const std::vector<Tool>& allTools();
 const Tool* findTool(std::string_view name);
-// The flags every command accepts besides its own: -h/--help.
+// The flags every command accepts besides its own: -h/--help, --color auto|always|never.
 const std::vector<Flag>& commonFlags();
 
 // The whole main() of a tool: `--version`, `--help` (or no command: usage on stderr, exit 2), then
@@ -138,6 +142,8 @@ std::string toolHelp(const Tool& tool);
 std::string commandHelp(std::string_view tool, std::string_view path, const Command& command);
 // The version every tool prints: CMake's project version.
 std::string_view remitVersion();
+// The completion script for bash, zsh or fish (cli/completions.cpp); empty for another shell.
+std::string completionScript(std::string_view shell);
 
 // JSON as the prototype prints results and envelopes: json.dumps(value, indent=2, ensure_ascii=False).
 // An ordered document keeps its members' order (results, envelopes); a sorted nlohmann::json
@@ -191,6 +197,8 @@ int replayCommand(std::string_view tool, Args& args);
 int testCommand(std::string_view tool, Args& args);
 // cli/serve_command.cpp
 int serveCommand(std::string_view tool, Args& args);
+// cli/completions.cpp: `completions bash|zsh|fish`
+int completionsCommand(std::string_view tool, Args& args);
 // cli/mcp_command.cpp: the MCP server over stdio (docs/mcp.md)
 int mcpCommand(std::string_view tool, Args& args);
 // `manifest PROG.rbc`: the manifest stored in a verified artifact.

@@ -31,11 +31,13 @@
 #include "bytecode/rbc.h"
 #include "bytecode/signature.h"
 #include "cli/commands.h"
+#include "cli/terminal.h"
 #include "compiler/driver.h"
 #include "compiler/manifest.h"
 #include "compiler/parser.h"
 #include "runtime/canonical_json.h"
 #include "runtime/json_text.h"
+#include "runtime/numfmt.h"
 #include "runtime/source.h"
 #include "runtime/value_json.h"
 #include "session/pipeline.h"
@@ -420,8 +422,56 @@ void printRuntimeFailure(const ProgramSource& source, const RunFailure& f) {
     d.details = f.error.details;
     std::string text = sourceTextFor(source);
     SourceFile excerpt(source.file, text);
-    fmt::print(stderr, "{}\n", renderText(d, text.empty() ? nullptr : &excerpt));
+    fmt::print(stderr, "{}\n", renderText(d, text.empty() ? nullptr : &excerpt, colorOn(Stream::Err)));
 }
+
+// `run --progress`: each attempt of a host call on stderr as it starts and as it ends, from the
+// broker's decisions in the driving loop. At a terminal the start line is replaced by the end
+// line; elsewhere both are printed.
+class ProgressPrinter : public CallWatcher {
+public:
+    explicit ProgressPrinter(const Broker& broker) : broker_(broker), inPlace_(isTerminal(Stream::Err)) {}
+
+    void started(const HostCall& call, const Decision& decision) override {
+        ++attempts_;
+        spentBefore_ = broker_.spent();
+        begun_ = std::chrono::steady_clock::now();
+        if (decision.kind != Decision::Kind::Dispatch) return;  // answered or refused at once: one line
+        fmt::print(stderr, "{}{}", line("→", call, "…"), inPlace_ ? "" : "\n");
+        std::fflush(stderr);
+        shown_ = true;
+    }
+
+    void finished(const HostCall& call, const Decision& outcome) override {
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - begun_);
+        std::string what;
+        if (outcome.kind == Decision::Kind::Answered) {
+            what = shown_ ? fmt::format("{} ms, ${}", ms.count(), formatUsd(broker_.spent() - spentBefore_))
+                          : std::string("answered from the recorded run");
+        } else {
+            what = fmt::format("{}: {}", diagInfo(outcome.error.code).name, firstCodePoints(outcome.error.message, 120));
+        }
+        std::string mark = outcome.kind == Decision::Kind::Answered
+                               ? paint(Stream::Err, TextStyle::Ok, shown_ ? "✓" : "↺")
+                               : paint(Stream::Err, TextStyle::Error, "✗");
+        fmt::print(stderr, "{}{}\n", inPlace_ && shown_ ? "\r\x1b[K" : "", line(mark, call, what));
+        shown_ = false;
+    }
+
+private:
+    // "  → web.fetch at main#1 (attempt 2): …"
+    std::string line(std::string_view mark, const HostCall& call, std::string_view what) const {
+        return fmt::format("  {} [{}] {} at {}{}: {}", mark, attempts_, call.site->resource, call.site->id,
+                           call.attempt ? fmt::format(" (retry {})", call.attempt) : std::string(), what);
+    }
+
+    const Broker& broker_;
+    bool inPlace_;
+    bool shown_ = false;
+    size_t attempts_ = 0;
+    double spentBefore_ = 0;
+    std::chrono::steady_clock::time_point begun_;
+};
 
 // Where the live adapter shim lives: $REMIT_PY_ADAPTER, else the source tree's scripts/.
 std::string liveShimPath() {
@@ -438,7 +488,7 @@ std::string liveShimPath() {
 // fixtures file. Prints the problem and returns false on a usage error.
 // `adapterDir` is where an --adapter process starts: the recorded directory on a resume, else
 // (empty) the current one, which is then recorded.
-bool makeRunAdapter(std::string_view tool, const Args& args, const ProgramSource& source,
+bool makeRunAdapter(std::string_view tool, const Args& args, const ProgramSource& source, const HostModel& host,
                     std::unique_ptr<Adapter>& adapter, std::string& mode, std::optional<std::string>& command,
                     std::string& adapterDir) {
     const std::string* adapterFlag = args.value("--adapter");
@@ -484,7 +534,9 @@ bool makeRunAdapter(std::string_view tool, const Args& args, const ProgramSource
         return false;
     }
     std::string hint;
-    adapter = FixtureAdapter::load(path, error, hint);
+    std::unique_ptr<FixtureAdapter> fixtures = FixtureAdapter::load(path, error, hint);
+    if (fixtures && !fixtures->checkAgainst(host, error, hint)) fixtures.reset();
+    adapter = std::move(fixtures);
     if (!adapter) {
         fmt::print(stderr, "{}: error: {}\n", tool, error);
         if (!hint.empty()) fmt::print(stderr, "  hint: {}\n", hint);
@@ -693,7 +745,7 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     std::string mode;
     std::optional<std::string> adapterCommand;
     std::string adapterDir = continuation ? continuation->adapterDir : std::string();
-    if (!makeRunAdapter(tool, args, source, adapter, mode, adapterCommand, adapterDir)) return kUsage;
+    if (!makeRunAdapter(tool, args, source, setup.host, adapter, mode, adapterCommand, adapterDir)) return kUsage;
 
     std::filesystem::path stateDir = stateDirOf(args);
     bool approveAll = args.has("--approve-all");
@@ -714,10 +766,9 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     std::string tracePath = runTracePath(stateDir, runId).string();
     TraceWriter trace;
     RunLock lock;
-    // A program with no capability or model call site cannot act on the world: it runs without a
-    // trace (nothing to audit, approve or resume), and its output is the pure program's output.
-    bool traced = !module.sites.empty();
-    if (std::string error; traced && !continuation && !lock.acquire(runLockPath(stateDir, root).string(), error)) {
+    // Every run writes its trace and prints its `trace:` line, a program without call sites too
+    // (as the prototype does): its run_start and run_end say what ran, on what inputs, and how it ended.
+    if (std::string error; !continuation && !lock.acquire(runLockPath(stateDir, root).string(), error)) {
         fmt::print(stderr, "{}: error: {}\n", tool, error);
         return kUsage;
     }
@@ -758,12 +809,15 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
         recorded.resumedFrom = continuation->resumedFrom;
         if (!continuation->plan->inFlight.empty()) recorded.inFlight = inFlightJson(continuation->plan->inFlight);
     }
-    if (std::optional<std::string> problem; traced && (problem = beginRunRecord(stateDir, recorded, trace)))
+    // Calls answered by fixtures (or none at all) have no effect in the world: such a trace is
+    // written without fsync (docs/broker.md, "Durability"); --live and --adapter runs keep every sync.
+    trace.setSynced(mode == "live" || mode == "adapter");
+    if (std::optional<std::string> problem = beginRunRecord(stateDir, recorded, trace))
         return stateFailure(*problem + "; the run did not start", false);
     if (approveAll)
         fmt::print(stderr, "warning: --approve-all grants every approval (development and fixtures only)\n");
     // Only where there is something to grant: a pure program's output stays its own.
-    if (args.has("--allow-all") && traced)
+    if (args.has("--allow-all") && !module.sites.empty())
         fmt::print(stderr, "warning: --allow-all grants every host resource with no limits (development only)\n");
 
     BrokerOptions options = brokerOptionsFor(module, setup.host, *setup.policy, runId, setup.strictFlows, root);
@@ -780,7 +834,11 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
         };
     Broker broker(options, run);
     run.start(program.entry(), std::move(inputs));
-    RunStatus status = driveWith(run, broker, adapter.get(), approver);
+    // --progress (on by default at a terminal): each call on stderr as it starts and ends.
+    bool progress = args.has("--progress") || (!args.has("--no-progress") && isTerminal(Stream::Err));
+    std::optional<ProgressPrinter> printer;
+    if (progress) printer.emplace(broker);
+    RunStatus status = driveWith(run, broker, adapter.get(), approver, nullptr, printer ? &*printer : nullptr);
 
     // Stopped by the broker (nothing was dispatched after the failure), or the trace failed on the
     // way: no run_end, so a resume continues the run exactly where it stopped.
@@ -791,8 +849,7 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
         return stateFailure(fmt::format("the end of the run could not be recorded ({})", trace.failure()), true);
     };
     auto traceLine = [&] {
-        if (!traced) return;
-        fmt::print(stderr, "trace: {}  (spent ${:.4f}, {} call(s), mode {})\n", tracePath, broker.spent(),
+        fmt::print(stderr, "trace: {}  (spent ${}, {} call(s), mode {})\n", tracePath, formatUsd(broker.spent()),
                    broker.calls(), mode);
     };
     if (status == RunStatus::Failed && run.failure().error.code == DiagCode::R0302 && broker.pending()) {
@@ -1015,7 +1072,8 @@ int replayCommand(std::string_view tool, Args& args) {
         } else {
             if (replayFailure) printRuntimeFailure(source, *replayFailure);
             if (!replayFailure || replayFailure->error.code != DiagCode::R0601)
-                fmt::print(stderr, "{}\n", renderText(makeDiagnostic(DiagCode::R0601, message, plan.tracePath), nullptr));
+                fmt::print(stderr, "{}\n", renderText(makeDiagnostic(DiagCode::R0601, message, plan.tracePath), nullptr,
+                                                      colorOn(Stream::Err)));
         }
         return kFailure;
     };
@@ -1050,7 +1108,8 @@ int replayCommand(std::string_view tool, Args& args) {
                                {"run_id", recordedRun},
                                {"replay", {{"ok", true}, {"reproduced", recorded}, {"outcome", verdict.outcome}}}}));
     }
-    fmt::print(stderr, "replay ok: {} recorded call(s) reproduced, no live effects{}\n", recorded,
+    fmt::print(stderr, "{} {} recorded call(s) reproduced, no live effects{}\n",
+               paint(Stream::Err, TextStyle::Ok, "replay ok:"), recorded,
                verdict.outcome.empty() ? "" : " (" + verdict.outcome + ")");
     return kOk;
 }

@@ -1,4 +1,5 @@
 #include "compiler/checker.h"
+#include "runtime/numfmt.h"
 
 #include <fmt/format.h>
 
@@ -538,6 +539,13 @@ private:
     void checkArg(const CallArg& arg, const Info& info, TypeRef expected, const std::string& what);
 
     SiteRecord& siteFor(const CallExpr& e, const std::string& resource, const std::optional<std::string>& agent);
+    // Counts a call's attempts under its site too ("site:fn#k"), so the worst case per site comes
+    // out of the same sums and maxima as the worst case per resource (the manifest's
+    // call_sites[].max_calls, E0502's breakdown).
+    void countSite(Effects& eff, const CallExpr& e, uint64_t attempts) const {
+        if (auto it = siteIds_.find(&e); it != siteIds_.end())
+            eff["site:" + it->second] = saturatingAdd(eff["site:" + it->second], attempts);
+    }
 
     // ------------------------------------------------------------ results
 
@@ -1716,6 +1724,7 @@ Info Checker::capabilityCall(const CallExpr& e, const Capability& cap, const Ctx
                resourceDetails(name));
     uint64_t attempts = 1 + static_cast<uint64_t>(std::max<int64_t>(0, e.retry.value_or(0)));
     eff[name] = saturatingAdd(eff[name], attempts);
+    countSite(eff, e, attempts);
     Taint taint = all;
     for (const std::string& t : cap.tags) taint[t].insert(fmt::format("{} (line {})", name, e.span.line));
     for (const std::string& t : cap.clears) taint.erase(t);
@@ -1743,7 +1752,7 @@ Info Checker::modelCall(const CallExpr& e, const Ctx& ctx) {
     if (!e.askType) {
         report(DiagCode::E0203,
                fmt::format("'{}.ask' needs the output type first, e.g. {}.ask(Summary, \"prompt\")", target, target),
-               e.span, "the first argument names the type the model must return");
+               e.callSpan, "the first argument names the type the model must return");
     } else {
         out = resolve(*e.askType);
         if (hasUnboundedList(out))
@@ -1764,7 +1773,7 @@ Info Checker::modelCall(const CallExpr& e, const Ctx& ctx) {
     if (e.askType && positional.size() != 1)
         report(DiagCode::E0203,
                fmt::format("'{}.ask' takes an output type and a prompt, plus an optional context: argument", target),
-               e.span);
+               e.callSpan);
     Info result{out, {}, {}};
     Taint promptTaint, contextTaint;
     for (size_t i = 0; i < positional.size(); ++i) {
@@ -1819,6 +1828,7 @@ Info Checker::modelCall(const CallExpr& e, const Ctx& ctx) {
     if (e.retry && *e.retry < 0) report(DiagCode::E0107, "a retry count cannot be negative", e.span);
     uint64_t attempts = 1 + static_cast<uint64_t>(std::max<int64_t>(0, e.retry.value_or(0)));
     result.eff[model] = saturatingAdd(result.eff[model], attempts);
+    countSite(result.eff, e, attempts);
     if (agent) result.eff["agent:" + agent->name] = saturatingAdd(result.eff["agent:" + agent->name], attempts);
     return fallback(e, out, std::move(result), ctx);
 }
@@ -1922,7 +1932,9 @@ Info Checker::builtinCall(const CallExpr& e, const Ctx& ctx) {
         if (!k) {
             report(DiagCode::E0113, "take() needs an integer literal as its second argument", e.args[1].value->span,
                    "the bound must be a constant so the checker can use it");
-            return ret(isList(0) ? type(0) : arena_.never());
+            // The cause is reported; an unbounded list here would only repeat it as E0401 and
+            // E0113 on every use (often before it, at an earlier column), so the value is Never.
+            return ret(arena_.never());
         }
         if (!isList(0)) return ret(arena_.never());
         int64_t bound = type(0)->max ? std::min(*k, *type(0)->max) : *k;
@@ -2080,7 +2092,7 @@ void Checker::buildManifest(const Effects& eff) {
     double total = 0;
     std::map<std::string, ResourceUse> resources;
     for (const auto& [name, n] : eff) {
-        if (name.rfind("agent:", 0) == 0) continue;
+        if (name.rfind("agent:", 0) == 0 || name.rfind("site:", 0) == 0) continue;
         resources[name] = describe(name, n);
         total += resources[name].worstCaseCost;
     }
@@ -2101,7 +2113,11 @@ void Checker::buildManifest(const Effects& eff) {
     }
     m.worstCaseCostUsd = std::round(total * 1e6) / 1e6;
     m.budgetUsd = prog_.budgetUsd;
-    for (auto& [call, site] : sites_) m.callSites.push_back(site.info);
+    for (auto& [call, site] : sites_) {
+        m.callSites.push_back(site.info);
+        auto it = eff.find("site:" + site.info.site);
+        m.callSites.back().maxCalls = it == eff.end() ? 0 : it->second;
+    }
     std::sort(m.callSites.begin(), m.callSites.end(), [](const CallSiteInfo& a, const CallSiteInfo& b) {
         return std::tie(a.line, a.col) < std::tie(b.line, b.col);
     });
@@ -2232,7 +2248,10 @@ void Checker::run() {
     if (stoppedBetweenPhases()) return;
     reportValuelessUses();
 
+    // With recursion the functions main does not reach are not analysed (as for W0101), so a use
+    // inside them is not seen: "never used" would be a false warning next to E0402.
     for (const UseEntry& u : prog_.uses) {
+        if (recursive_) break;
         if ((host_.capability(u.name) || host_.model(u.name)) && !usedResources_.count(u.name)) {
             diags_.add(makeDiagnostic(DiagCode::W0201, fmt::format("'{}' is declared in uses but never used", u.name),
                                       opts_.programFile, u.span,
@@ -2255,10 +2274,10 @@ void Checker::run() {
         std::vector<std::string> notes;
         for (const ResourceUse& r : m.resources)
             if (r.maxCalls && r.costPerCall)
-                notes.push_back(fmt::format("{}: {} × ${:.4f}", r.name, r.maxCalls, r.costPerCall));
+                notes.push_back(fmt::format("{}: {} × ${}", r.name, r.maxCalls, formatUsd(r.costPerCall)));
         report(DiagCode::E0404,
-               fmt::format("worst-case cost ${:.4f} exceeds the program budget ${:.4f}", m.worstCaseCostUsd,
-                           *prog_.budgetUsd),
+               fmt::format("worst-case cost ${} exceeds the program budget ${}", formatUsd(m.worstCaseCostUsd),
+                           formatUsd(*prog_.budgetUsd)),
                prog_.budgetSpan.valid() ? prog_.budgetSpan : prog_.span,
                "lower loop limits or retries, or raise the budget", notes,
                {{"limit", "budget_usd"}, {"value", *prog_.budgetUsd}, {"worst_case", m.worstCaseCostUsd}});

@@ -614,6 +614,27 @@ void addSorted(std::vector<Diagnostic> found, DiagnosticList& diags) {
     for (Diagnostic& d : found) diags.add(std::move(d));
 }
 
+// E0505 for each grant of a resource the host does not declare, into `found`.
+void undeclaredGrants(const Policy& policy, const std::vector<std::string>& hostResources,
+                      std::vector<Diagnostic>& found) {
+    if (policy.allowAll) return;
+    std::set<std::string_view> declared(hostResources.begin(), hostResources.end());
+    for (const auto& [resource, grant] : policy.grants) {
+        if (declared.count(resource)) continue;
+        Diagnostic d;
+        d.code = DiagCode::E0505;
+        d.message = fmt::format("policy grants '{}', which the host does not declare", resource);
+        d.file = policy.file;
+        d.span = grant.span;
+        d.details = {{"grant", resource}};  // as serve's E0505 names it
+        if (auto close = closestName(resource, hostResources))
+            d.hint = fmt::format("did you mean '{}'?", *close);
+        else
+            d.hint = "grant only capabilities and models declared in the host interface, or remove this grant";
+        found.push_back(std::move(d));
+    }
+}
+
 }  // namespace
 
 const Grant* Policy::grantFor(std::string_view resource) const {
@@ -631,7 +652,8 @@ Policy Policy::allowAllPolicy() {
     return policy;
 }
 
-std::optional<Policy> parsePolicy(const std::string& file, std::string_view text, DiagnosticList& diags) {
+std::optional<Policy> parsePolicy(const std::string& file, std::string_view text, DiagnosticList& diags,
+                                  const std::vector<std::string>* hostResources) {
     std::vector<Diagnostic> found;
     PolicyParser parser(file, found);
     if (std::optional<TomlTooDeep> deep = tomlTooDeep(text)) {
@@ -659,6 +681,8 @@ std::optional<Policy> parsePolicy(const std::string& file, std::string_view text
     policy.file = file;
     policy.sha256 = sha256Hex(text);
     parser.parse(root, policy);
+    // The grants that parsed are compared with the host too, so one pass reports every problem.
+    if (hostResources) undeclaredGrants(policy, *hostResources, found);
     if (!found.empty()) {
         addSorted(std::move(found), diags);
         return std::nullopt;
@@ -668,23 +692,8 @@ std::optional<Policy> parsePolicy(const std::string& file, std::string_view text
 
 void checkPolicyAgainstHost(const Policy& policy, const std::vector<std::string>& hostResources,
                             DiagnosticList& diags) {
-    if (policy.allowAll) return;
-    std::set<std::string_view> declared(hostResources.begin(), hostResources.end());
     std::vector<Diagnostic> found;
-    for (const auto& [resource, grant] : policy.grants) {
-        if (declared.count(resource)) continue;
-        Diagnostic d;
-        d.code = DiagCode::E0505;
-        d.message = fmt::format("policy grants '{}', which the host does not declare", resource);
-        d.file = policy.file;
-        d.span = grant.span;
-        d.details = {{"grant", resource}};  // as serve's E0505 names it
-        if (auto close = closestName(resource, hostResources))
-            d.hint = fmt::format("did you mean '{}'?", *close);
-        else
-            d.hint = "grant only capabilities and models declared in the host interface, or remove this grant";
-        found.push_back(std::move(d));
-    }
+    undeclaredGrants(policy, hostResources, found);
     addSorted(std::move(found), diags);
 }
 

@@ -62,9 +62,12 @@ struct Policy {
 
 // Parses and validates policy text read from `file`. Every problem is an E0504 with a position:
 // TOML syntax errors, unknown tables and keys (at the key, with a hint listing the valid keys and
-// a close match), and values of the wrong type or range (at the value). Returns nullopt when any
-// error was reported; problems are reported all at once, in file order.
-std::optional<Policy> parsePolicy(const std::string& file, std::string_view text, DiagnosticList& diags);
+// a close match), and values of the wrong type or range (at the value). With `hostResources`, also
+// E0505 for every grant (among those that parsed) of a resource the host does not declare, as
+// checkPolicyAgainstHost reports them. Returns nullopt when any error was reported; problems are
+// reported all at once, in file order.
+std::optional<Policy> parsePolicy(const std::string& file, std::string_view text, DiagnosticList& diags,
+                                  const std::vector<std::string>* hostResources = nullptr);
 
 // E0505 for each grant of a resource (capability or model name) that the host does not declare,
 // at the grant's table header, with a hint naming a close declared resource. Nothing for allow-all.

@@ -860,16 +860,22 @@ TEST_CASE("value_json: typed JSON mismatches name the path") {
     };
     CHECK(mismatch(R"({"sender": "a", "body": 5})", ticket, "input.ticket") ==
           "input.ticket.body: expected Str, found number");
-    CHECK(mismatch(R"({"sender": "a"})", ticket, "input.ticket") == "input.ticket: missing field \"body\"");
-    CHECK(mismatch(R"({"sender": "a", "body": "b", "cc": "c"})", ticket, "input.ticket") ==
-          "input.ticket: unexpected field \"cc\"");
+    CHECK(mismatch(R"({"sender": "a"})", ticket, "input.ticket") == "input.ticket: missing field 'body'");
+    CHECK(mismatch(R"({"sender": "a", "body": "b", "cc": "c", "bcc": "d"})", ticket, "input.ticket") ==
+          "input.ticket: unexpected field(s) ['bcc', 'cc']");
+    // The prototype's order: unexpected fields first, then each field in declaration order, so a
+    // field of the wrong type is reported before a later missing one.
+    CHECK(mismatch(R"({"sender": 1, "cc": "c"})", ticket, "input.ticket") ==
+          "input.ticket: unexpected field(s) ['cc']");
+    CHECK(mismatch(R"({"sender": 1})", ticket, "input.ticket") == "input.ticket.sender: expected Str, found number");
+    CHECK(mismatch(R"({"body": 1})", ticket, "input.ticket") == "input.ticket: missing field 'sender'");
     CHECK(mismatch(R"([1])", ticket, "input.ticket") == "input.ticket: expected Ticket, found array");
     CHECK(mismatch(R"([{"id": 1, "kind": "a"}, {"id": 2.5, "kind": "b"}])", items, "result") ==
           "result[1].id: expected Int, found non-integral number 2.5");
     CHECK(mismatch(R"([{"id": 1, "kind": "c"}])", items, "result") ==
-          "result[0].kind: expected one of \"a\" | \"b\", found \"c\"");
+          "result[0].kind: expected one of ['a', 'b'], found 'c'");
     CHECK(mismatch(R"([{"id": 1, "kind": 1}])", items, "result") ==
-          "result[0].kind: expected one of \"a\" | \"b\", found number");
+          "result[0].kind: expected one of ['a', 'b'], found number");
     CHECK(mismatch(R"([{"id": 1, "kind": "a"}, {"id": 1, "kind": "a"}, {"id": 1, "kind": "a"}])", items, "result") ==
           "result: expected at most 2 items, found 3");
     CHECK(mismatch("18446744073709551615", types.integer(), "input.n") ==
