@@ -47,6 +47,8 @@
 
 namespace remit {
 struct CheckOutcome;
+struct CheckOptions;
+struct AuthorityDiff;
 class LoadedProgram;
 }  // namespace remit
 
@@ -162,6 +164,11 @@ std::string tracePathFor(std::string_view tool, const Args& args, const std::str
 // Prints diagnostics on stderr with renderDiagnostics, each with its source excerpt when
 // `outcome` holds the file; `options` may cap how many are printed in full.
 void printDiagnostics(const DiagnosticList& diags, const CheckOutcome* outcome, const RenderOptions& options = {});
+// Prints an authority diff on stdout as `diff` does: `header` (red when it widened, else "no
+// authority widening" in green), then each change, + for a widening and - for a narrowing.
+void printAuthorityDiff(const AuthorityDiff& diff, std::string_view widenedHeader);
+// The check options of --host, --policy and --strict-flows.
+CheckOptions checkOptionsOf(const Args& args);
 // Compiles a checked program to bytecode; a bytecode limit (E0003) is added to `diags`.
 std::shared_ptr<const LoadedProgram> buildChecked(const CheckOutcome& outcome, DiagnosticList& diags);
 // The same, printing the E0003 like any diagnostic and setting `exit` to 1.
@@ -176,7 +183,10 @@ void readLines(size_t maxBytes, const std::function<void(std::string_view)>& onL
 int checkCommand(std::string_view tool, Args& args);
 int fmtCommand(std::string_view tool, Args& args);
 int manifestCommand(std::string_view tool, Args& args);
+int schemaCommand(std::string_view tool, Args& args);
 int diffCommand(std::string_view tool, Args& args);
+// cli/ask_command.cpp
+int askCommand(std::string_view tool, Args& args);
 // cli/run_commands.cpp
 int buildCommand(std::string_view tool, Args& args);
 int disCommand(std::string_view tool, Args& args);

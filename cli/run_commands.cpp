@@ -20,6 +20,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "broker/approvals.h"
 #include "broker/broker.h"
@@ -484,13 +485,15 @@ std::string liveShimPath() {
 #endif
 }
 
-// The adapters the flags choose (docs/adapters.md "Which adapters a run uses"): --adapter CMD,
-// --live, or fixtures (default fixtures/run.json next to the program), as specs a run records. A
-// program without host-call sites runs without any fixtures file. An --adapter process starts in
-// the current directory, which is recorded. `recorded` (a resume without adapter flags: the
-// run's recorded adapters, process directory included) replaces the flags. Prints the problem and returns
-// false on a usage error.
-bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSource& source,
+// The adapters the flags and the policy choose (docs/adapters.md "Which adapters a run uses"):
+// first a model adapter for each model the program calls that the policy's [models."NAME"] or a
+// --model flag configures (docs/models.md), then the one that serves everything else — --adapter
+// CMD, --live, or fixtures (default fixtures/run.json next to the program). A program without
+// host-call sites, or whose every call goes to a configured model, runs without a fixtures file.
+// An --adapter process starts in the current directory, which is recorded. `recorded` (a resume
+// without adapter flags: the run's recorded adapters, process directory included) replaces the
+// flags. Prints the problem and returns false on a usage error.
+bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSource& source, const Policy* policy,
                      const std::vector<AdapterSpec>* recorded, std::vector<AdapterSpec>& specs) {
     if (recorded) {
         specs = *recorded;
@@ -502,6 +505,34 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
         fmt::print(stderr, "{}: error: choose one of --fixtures, --live and --adapter\n", tool);
         return false;
     }
+    specs.clear();
+    // The configured models the program calls: --model flags over the policy's tables.
+    std::map<std::string, ModelConfig> models;
+    if (policy) models = policy->models;
+    for (const std::string& value : args.values("--model")) {
+        std::string error;
+        std::optional<ModelConfig> config = modelConfigFromFlag(value, error);
+        if (!config) {
+            fmt::print(stderr, "{}: error: --model {}: {}\n", tool, value, error);
+            fmt::print(stderr, "  hint: --model NAME=PROVIDER:MODEL[@BASE_URL], e.g. --model llm=openai:gpt-4o-mini\n");
+            return false;
+        }
+        models[config->name] = std::move(*config);
+    }
+    const Module& module = source.program->module();
+    bool everyCallServed = true;
+    std::set<std::string> used;
+    for (const Site& site : module.sites) {
+        bool served = site.kind != SiteKind::Capability && models.count(site.resource);
+        everyCallServed = everyCallServed && served;
+        if (served && used.insert(site.resource).second) {
+            AdapterSpec spec;
+            spec.kind = AdapterSpec::Kind::Model;
+            spec.model = models[site.resource];
+            specs.push_back(std::move(spec));
+        }
+    }
+
     std::filesystem::path programDir = std::filesystem::absolute(source.file).lexically_normal().parent_path();
     AdapterSpec spec;
     if (adapterFlag) {
@@ -518,14 +549,16 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
         if (std::filesystem::exists(path, ec)) {
             spec.kind = AdapterSpec::Kind::Fixtures;
             spec.path = path;
-        } else if (!args.value("--fixtures") && source.program->module().sites.empty()) {
-            spec.kind = AdapterSpec::Kind::None;  // nothing to perform: no fixtures needed
+        } else if (!args.value("--fixtures") && everyCallServed) {
+            // Nothing left to perform: no fixtures needed (the models serve every call, or there is none).
+            if (specs.empty()) specs.push_back(AdapterSpec{AdapterSpec::Kind::None, "", "", "", {}});
+            return true;
         } else {
             fmt::print(stderr, "error: no fixtures at {}; pass --fixtures or --live\n", path);
             return false;
         }
     }
-    specs = {spec};
+    specs.push_back(std::move(spec));
     return true;
 }
 
@@ -538,6 +571,10 @@ std::unique_ptr<Adapter> openRunAdapters(std::string_view tool, const std::vecto
     switch (specs[error.index].kind) {
         case AdapterSpec::Kind::Process: fmt::print(stderr, "{}: error: --adapter: {}\n", tool, error.message); break;
         case AdapterSpec::Kind::Live: fmt::print(stderr, "{}: error: --live: {}\n", tool, error.message); break;
+        case AdapterSpec::Kind::Model:
+            fmt::print(stderr, "{}: error: {}{}\n", tool, error.message,
+                       specs[error.index].model.span.line ? "" : " (configured by --model)");
+            break;
         default: fmt::print(stderr, "{}: error: {}\n", tool, error.message); break;
     }
     if (!error.hint.empty()) fmt::print(stderr, "  hint: {}\n", error.hint);
@@ -602,35 +639,20 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
         if (!source.program) return rejected(buildDiags);  // --json prints JSON for this too
     } else {
         // The policy before the file: its [artifacts] trust decides whether the file is read at all.
-        DiagnosticList policyDiags;
+        std::string policyText;
         if (!allowAll) {
             if (!policyPath) policyPath = findPolicy(source.file);
             if (!policyPath) {
                 fmt::print(stderr, "error: no policy.toml next to the program; pass --policy or --allow-all\n");
                 return kUsage;
             }
-            std::string policyText;
             if (auto err = readSource(*policyPath, size_t(1) << 20, policyText)) {
                 fmt::print(stderr, "{}: error: {}\n", tool, err->message);
                 return kUsage;
             }
-            setup.policy = parsePolicy(*policyPath, policyText, policyDiags);
-            if (policyDiags.hasErrors()) return rejected(policyDiags);
-        } else {
-            setup.policy = Policy::allowAllPolicy();
         }
-        // --trust replaces the policy's directory, as the limit flags replace its [limits].
-        std::optional<TrustStore> trust;
-        if (trustFlag || setup.policy->trustDir) {
-            trust.emplace();
-            bool loaded = trustFlag ? loadTrustStore(tool, *trustFlag, "--trust", *trust)
-                                    : loadTrustStore(tool, *setup.policy->trustDir,
-                                                     fmt::format("[artifacts] trust in {}", *policyPath), *trust);
-            if (!loaded) return kUsage;
-        }
-        if (!loadBytecodeFile(tool, source.file, trust ? &*trust : nullptr, source, exit)) return exit;
-        const Module& module = source.program->module();
-        // The host interface the artifact runs against: it must be the one it was built for.
+        // The host interface the artifact runs against (it must be the one it was built for), read
+        // before the policy is parsed so that the policy's problems, E0504 and E0505, come in one pass.
         std::optional<std::string> hostPath =
             args.value("--host") ? std::optional(*args.value("--host")) : findHostInterface(source.file);
         if (!hostPath) {
@@ -649,6 +671,25 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
         auto hostAst = parseHost(hostSource, diags);
         if (hostAst && !diags.hasErrors()) resolveHost(*hostAst, *hostPath, setup.host, diags);
         if (diags.hasErrors()) return rejected(diags);
+        if (!allowAll) {
+            std::vector<std::string> hostResources = setup.host.resourceNames();
+            std::vector<std::string> hostModels = setup.host.modelNames();
+            setup.policy = parsePolicy(*policyPath, policyText, diags, &hostResources, &hostModels);
+            if (diags.hasErrors()) return rejected(diags);
+        } else {
+            setup.policy = Policy::allowAllPolicy();
+        }
+        // --trust replaces the policy's directory, as the limit flags replace its [limits].
+        std::optional<TrustStore> trust;
+        if (trustFlag || setup.policy->trustDir) {
+            trust.emplace();
+            bool loaded = trustFlag ? loadTrustStore(tool, *trustFlag, "--trust", *trust)
+                                    : loadTrustStore(tool, *setup.policy->trustDir,
+                                                     fmt::format("[artifacts] trust in {}", *policyPath), *trust);
+            if (!loaded) return kUsage;
+        }
+        if (!loadBytecodeFile(tool, source.file, trust ? &*trust : nullptr, source, exit)) return exit;
+        const Module& module = source.program->module();
         if (setup.host.hash != module.hostHash) {
             auto [built, here] = distinctPrefixes(module.hostHash, setup.host.hash);
             fmt::print(stderr,
@@ -659,7 +700,6 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
             return kFailure;
         }
         if (!allowAll) {
-            checkPolicyAgainstHost(*setup.policy, setup.host.resourceNames(), diags);
             // A forged manifest gains nothing (the broker enforces every rule again), but an honest
             // one that exceeds the policy is refused before anything runs.
             std::optional<Manifest> manifest = manifestFromJson(nlohmann::json::parse(module.manifestJson));
@@ -741,8 +781,8 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     // The adapter, before anything runs: a bad flag or fixture file refuses the run (exit 2) and,
     // like every refusal before the start, writes no trace.
     std::vector<AdapterSpec> adapterSpecs;
-    if (!runAdapterSpecs(tool, args, source, continuation && continuation->adapters ? &*continuation->adapters : nullptr,
-                         adapterSpecs))
+    if (!runAdapterSpecs(tool, args, source, setup.policy ? &*setup.policy : nullptr,
+                         continuation && continuation->adapters ? &*continuation->adapters : nullptr, adapterSpecs))
         return kUsage;
     std::unique_ptr<Adapter> adapter = openRunAdapters(tool, adapterSpecs, setup.host);
     if (!adapter) return kUsage;
@@ -1009,7 +1049,7 @@ int resumeCommand(std::string_view tool, Args& args) {
     // Without adapter flags, the recorded adapters: the `adapters` a run records, or for a trace
     // written before they were, its mode (and for an adapter process, its command and directory).
     std::optional<std::vector<AdapterSpec>> recordedAdapters;
-    if (!args.value("--fixtures") && !args.has("--live") && !args.value("--adapter")) {
+    if (!args.value("--fixtures") && !args.has("--live") && !args.value("--adapter") && !args.value("--model")) {
         std::string mode = stringField(plan.start, "mode");
         if (plan.start.contains("adapters")) {
             std::string error;
@@ -1021,12 +1061,12 @@ int resumeCommand(std::string_view tool, Args& args) {
                 return kUsage;
             }
         } else if (mode.starts_with("fixtures:")) {
-            recordedAdapters = {{AdapterSpec::Kind::Fixtures, mode.substr(9), "", ""}};
+            recordedAdapters = {{AdapterSpec::Kind::Fixtures, mode.substr(9), "", "", {}}};
         } else if (mode == "live") {
             args.options.push_back({"--live", ""});
         } else if (mode == "adapter" && !stringField(plan.start, "adapter_command").empty()) {
             recordedAdapters = {{AdapterSpec::Kind::Process, "", stringField(plan.start, "adapter_command"),
-                                 stringField(plan.start, "adapter_cwd")}};
+                                 stringField(plan.start, "adapter_cwd"), {}}};
         }
     }
     // A run made in strict-flows mode resumes in it.

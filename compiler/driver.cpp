@@ -150,6 +150,7 @@ CheckOutcome checkSources(const std::string& programName, std::string programTex
     resolveHost(*out.host, *out.hostPath, host, out.diags);
     if (out.diags.hasErrors()) return out;
     std::vector<std::string> hostResources = host.resourceNames();
+    std::vector<std::string> hostModels = host.modelNames();
 
     // The policy is read before the program is checked: its [flows] strict decides how. Its own
     // problems are reported after the program's.
@@ -168,7 +169,7 @@ CheckOutcome checkSources(const std::string& programName, std::string programTex
                     *out.policyPath, {}, "a policy is a short list of grants; check that this is the right file"));
             } else {
                 out.sources[*out.policyPath] = std::make_unique<SourceFile>(*out.policyPath, policyText);
-                out.policy = parsePolicy(*out.policyPath, policyText, policyDiags, &hostResources);
+                out.policy = parsePolicy(*out.policyPath, policyText, policyDiags, &hostResources, &hostModels);
             }
         }
     }

@@ -246,7 +246,9 @@ CreateResult Run::create(const Program& program, const RunOptions& options) {
     } else {
         policyText = std::make_unique<SourceFile>("policy.toml", options.policyToml);
         std::vector<std::string> hostResources = p.host.resourceNames();
-        std::optional<Policy> parsed = parsePolicy("policy.toml", options.policyToml, diags, &hostResources);
+        std::vector<std::string> hostModels = p.host.modelNames();
+        std::optional<Policy> parsed =
+            parsePolicy("policy.toml", options.policyToml, diags, &hostResources, &hostModels);
         if (parsed) {
             std::optional<Manifest> manifest = manifestFromJson(Json::parse(p.manifestJson));
             if (manifest && !diags.hasErrors())
