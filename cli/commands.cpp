@@ -299,6 +299,10 @@ int diffCommand(std::string_view tool, Args& args) {
     }
     CheckOptions options;
     if (const std::string* host = args.value("--host")) options.hostPath = *host;
+    // The diff compares what the two versions ask for, whatever a deployment grants: a policy.toml
+    // beside them is not applied (as in the prototype), so a version that asks for more than the
+    // policy allows is still compared — that is the widening a reviewer must see.
+    options.checkPolicy = false;
     int exit = kOk;
     // As the prototype's diff: a side that does not check prints its diagnostics, and no count line.
     auto before = checkedOrReport(tool, args.positional[0], options, exit, false);

@@ -266,6 +266,15 @@ def test_a_side_that_does_not_check():
     expect(r.code == 1 and "error[E0100]" in r.err, "syntax error", r)
 
 
+def test_a_policy_beside_the_programs_is_not_applied():
+    # A policy that grants nothing and allows no spend: both versions still check and are compared.
+    policy = {"policy.toml": "[budget]\nmax_usd = 0.000001\n"}
+    r = diff(BASE, BASE, files=policy)
+    expect(r.code == 0 and "no authority widening" in r.out, "compared despite the policy", r)
+    r = diff(BASE, edit("range(2)", "range(5)"), files=policy)
+    expect(r.code == 4 and "E0501" not in r.err, "the widening is reported, not the policy", r)
+
+
 def test_usage_errors():
     with Workspace({"host.rmti": HOST, "old.rmt": BASE}) as ws:
         r = run(REMITC, "diff", "old.rmt", cwd=ws.path)
