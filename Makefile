@@ -6,7 +6,7 @@
 #   make test          build, then run every test (ctest)
 #   make sanitize      Debug build with ASan+UBSan in build/asan, then ctest
 #   make fuzz          libFuzzer harnesses with clang in build/fuzz
-#   make bench         build, then run the benchmarks, the side-by-side comparison with Lua and CPython,
+#   make bench         build, then run the benchmarks, the side-by-side comparison with Lua, LuaJIT and CPython,
 #                      and the load driver (a minute per scenario; docs/testing.md, "Load")
 #   make clean         remove the build trees this file creates
 #
