@@ -283,7 +283,8 @@ constexpr size_t kFlatCompareBytes = 256;
 // (structural, labelling) comparison is needed. Forced inline: GCC stopped inlining it into the
 // dispatch loop once five handlers used it, and the call was 15% of a string `match`.
 REMIT_ALWAYS_INLINE static int flatEqual(const Value& x, const Value& y) {
-    if (x.kind() != y.kind() || ((x.tags() | y.tags()) != kNoTags) || ((x.prov() | y.prov()) != kNoProv)) return -1;
+    // Same kind, and neither has tags or provenance: equal label words with nothing above the kind.
+    if (x.labelWord() != y.labelWord() || (x.labelWord() >> 8) != 0) return -1;
     switch (x.kind()) {
         case ValueKind::Int: return x.asInt() == y.asInt();
         case ValueKind::Bool: return x.asBool() == y.asBool();
@@ -367,11 +368,11 @@ RunStatus Run::Impl::execute() {
             (out) = *t_;                                   \
         }                                                  \
     } while (0)
-// Both values of `kind`, with no tags and no provenance: one comparison per header word.
-#define BOTH_UNLABELLED(x, y, kind)                                                                      \
-    ((x).kindAndTags() == Value::unlabelled(kind) && (y).kindAndTags() == Value::unlabelled(kind) &&    \
-     ((x).prov() | (y).prov()) == kNoProv)
-#define UNTAGGED2(x, y) (((x).tags() | (y).tags()) == 0 && ((x).prov() | (y).prov()) == 0)
+// Both values of `kind`, with no tags and no provenance: one comparison of each label word.
+#define BOTH_UNLABELLED(x, y, kind) \
+    ((x).labelWord() == Value::unlabelled(kind) && (y).labelWord() == Value::unlabelled(kind))
+// Neither has tags or provenance (whatever the kinds): nothing above the kind in either label word.
+#define UNTAGGED2(x, y) ((((x).labelWord() | (y).labelWord()) >> 8) == 0)
 
 #if defined(__GNUC__)
     static const void* const kLabels[] = {
@@ -502,7 +503,7 @@ dispatch:
     }
     CASE(NOT) {
         const Value& x = R[INS.b];
-        if (x.kind() == ValueKind::Bool && x.tags() == 0 && x.prov() == 0) {
+        if (x.labelWord() == Value::unlabelled(ValueKind::Bool)) {
             R[INS.a] = Value::boolean(!x.asBool());
             DISPATCH();
         }
@@ -643,7 +644,7 @@ dispatch:
         if (index < 0 || static_cast<uint64_t>(index) >= list.items.size())
             FAIL_WITH(malformed("a loop index outside its list"));
         const Value& item = list.items[static_cast<size_t>(index)];
-        if (w[0].tags() == kNoTags && w[0].prov() == kNoProv) {
+        if ((w[0].labelWord() >> 8) == 0) {
             R[INS.a] = item;
         } else {
             // The loop variable is read out of the list: it carries the list's labels too.
@@ -684,7 +685,20 @@ dispatch:
         DISPATCH();
     }
     CASE(INDEX) {
-        SET_FROM(R[INS.a], indexList(heap, R[INS.b], R[INS.c]));
+        // An unlabelled list at an unlabelled Int in range: the element as it is (indexList would
+        // add nothing to its labels); anything else, with its errors, through indexList.
+        const Value& list = R[INS.b];
+        const Value& index = R[INS.c];
+        if (list.labelWord() == Value::unlabelled(ValueKind::List) &&
+            index.labelWord() == Value::unlabelled(ValueKind::Int)) {
+            const std::vector<Value>& items = list.asList().items;
+            uint64_t at = static_cast<uint64_t>(index.asInt());
+            if (at < items.size()) {
+                R[INS.a] = items[at];
+                DISPATCH();
+            }
+        }
+        SET_FROM(R[INS.a], indexList(heap, list, index));
         DISPATCH();
     }
     CASE(GETFIELD) {
@@ -697,6 +711,11 @@ dispatch:
                 if (slot) fc = FieldCache{obj.shape, static_cast<uint32_t>(*slot)};
             }
             if (fc.shape == obj.shape) {
+                // An unlabelled record's field keeps its own labels: no union to make.
+                if ((rec.labelWord() >> 8) == 0 && fc.slot < obj.values.size()) {
+                    R[INS.a] = obj.values[fc.slot];
+                    DISPATCH();
+                }
                 SET_FROM(R[INS.a], getFieldAt(heap, rec, fc.slot));
                 DISPATCH();
             }
