@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -194,12 +195,25 @@ private:
     std::unordered_map<std::string, uint16_t> hoisted_;
     static constexpr size_t kMaxHoisted = 32;
 
+    // The function a call runs when it is to be inlined, or null.
+    const FnDecl* inlinedCallee(const CallExpr& e) {
+        auto it = check_.calls.find(static_cast<uint32_t>(e.id));
+        if (it == check_.calls.end() || it->second.target != CallTarget::Function) return nullptr;
+        const FnDecl* fn = prog_.findFn(it->second.name);
+        return fn && canInline(*fn) ? fn : nullptr;
+    }
     void hoistLoopConstants(const Block& body) {
         hoisted_.clear();
         std::vector<const Expr*> found;
         std::unordered_map<std::string, bool> seen;
-        auto visit = [&](const Expr& e, int depth) {
-            if (depth == 0 || e.kind != ExprKind::Binary) return;
+        std::function<void(const Expr&, int)> visit = [&](const Expr& e, int depth) {
+            if (depth == 0) return;
+            // The literals of a callee inlined into the loop are operands inside it too.
+            if (e.kind == ExprKind::Call) {
+                if (const FnDecl* callee = inlinedCallee(e.as<CallExpr>())) walkBlock(*callee->body, depth, visit);
+                return;
+            }
+            if (e.kind != ExprKind::Binary) return;
             const auto& b = e.as<BinaryExpr>();
             if (b.op == BinaryOp::And || b.op == BinaryOp::Or) return;
             for (const Expr* side : {b.left.get(), b.right.get()}) {
@@ -215,7 +229,27 @@ private:
         }
     }
     std::vector<Local> locals_;
+    size_t localsFloor_ = 0;  // findLocal looks no lower: an inlined callee sees only its own names
     std::vector<Loop> loops_;
+
+    // ---- inlining (docs/bytecode.md "Inlined calls"). A call of a small function that calls no
+    // other program function and no capability or model is compiled in place of its CALL: its
+    // parameters are bound to the argument registers (a local variable's own register when the
+    // argument names one), a `return` writes the call's destination and jumps to the end, and the
+    // callee's spans stay on its instructions, so errors point into the callee as before. Never in
+    // strict flows, where a callee's guarded exits raise the pc for the rest of the callee only.
+    struct Inline {
+        uint16_t dest;                // the call's destination
+        size_t pcMark;                // pcSaves_.size() at the call: a return restores the pc there
+        std::vector<size_t> returns;  // JMPs to the end, to be patched
+    };
+    std::vector<Inline> inlines_;
+    std::unordered_map<const FnDecl*, bool> inlinable_;
+    static constexpr size_t kMaxInlineNodes = 80;  // expressions and statements of the callee's body
+
+    bool canInline(const FnDecl& fn);
+    void inlineCall(const CallExpr& e, const FnDecl& fn, uint16_t dest);
+    void inlineReturn(const Stmt& s);
     uint32_t nextReg_ = 0;
     uint32_t peakReg_ = 0;  // the highest nextReg_ seen since it was last reset (a loop body's temporaries)
     Span span_;             // the span of the construct being compiled, given to each instruction
@@ -302,6 +336,16 @@ private:
         i = Instr::abx(i.op, i.a, static_cast<uint32_t>(target));
     }
     size_t emitJump(Op op, uint32_t a = 0) { return emitABx(op, a, 0); }
+    // Does an instruction from `from` on go to `target` (a jump, a match arm's skip)?
+    bool jumpsTo(size_t from, size_t target) const {
+        for (size_t i = from; i < fn_->code.size(); ++i) {
+            const Instr& in = fn_->code[i];
+            const OpInfo& info = opInfo(in.op);
+            if ((info.b == Operand::JumpBx && in.bx() == target) || (info.c == Operand::Skip && i + 1 + in.c == target))
+                return true;
+        }
+        return false;
+    }
 
     struct SpanScope {
         Generator& g;
@@ -443,8 +487,8 @@ private:
     void freeTo(uint32_t mark) { nextReg_ = mark; }
 
     const Local* findLocal(std::string_view name) const {
-        for (auto it = locals_.rbegin(); it != locals_.rend(); ++it)
-            if (it->name == name) return &*it;
+        for (size_t i = locals_.size(); i > localsFloor_; --i)
+            if (locals_[i - 1].name == name) return &locals_[i - 1];
         return nullptr;
     }
 
@@ -623,7 +667,9 @@ void Generator::statement(const Stmt& s) {
             break;
         }
         case StmtKind::Return:
-            if (s.value) {
+            if (!inlines_.empty()) {
+                inlineReturn(s);
+            } else if (s.value) {
                 emitABC(Op::RET, operand(*s.value));
             } else {
                 emitABC(Op::RETUNIT, 0);
@@ -1086,10 +1132,120 @@ uint16_t Generator::argumentWindow(const std::vector<CallArg>& args, const std::
 }
 
 void Generator::functionCall(const CallExpr& e, const FnDecl& fn, uint16_t dest) {
+    if (canInline(fn)) {
+        inlineCall(e, fn, dest);
+        return;
+    }
     std::vector<std::string> params;
     for (const Param& p : fn.params) params.push_back(p.name);
     uint16_t window = argumentWindow(e.args, params);
     emitABC(Op::CALL, dest, functionIndex_.at(fn.name), window);
+}
+
+bool Generator::canInline(const FnDecl& fn) {
+    if (strict_) return false;
+    auto [it, fresh] = inlinable_.try_emplace(&fn, false);
+    if (!fresh) return it->second;
+    size_t nodes = 0;
+    bool leaf = true;
+    auto visit = [&](const Expr& e, int) {
+        ++nodes;
+        if (e.kind != ExprKind::Call) return;
+        auto call = check_.calls.find(static_cast<uint32_t>(e.id));
+        leaf = leaf && call != check_.calls.end() && call->second.target == CallTarget::Builtin;
+    };
+    std::function<void(const Block&)> countStatements = [&](const Block& b) { nodes += b.stmts.size(); };
+    countStatements(*fn.body);
+    walkBlock(*fn.body, 0, visit);
+    // Statements of nested blocks count through their expressions; a rough size is enough.
+    it->second = leaf && nodes <= kMaxInlineNodes;
+    return it->second;
+}
+
+void Generator::inlineCall(const CallExpr& e, const FnDecl& fn, uint16_t dest) {
+    // Everything from here to the end (argument temporaries, the callee's locals) is the call's
+    // own and may be freed with CLEAR at its end, as RET frees a callee's frame.
+    uint32_t mark = nextReg_;
+    uint32_t outerPeak = peakReg_;
+    peakReg_ = nextReg_;
+    // Arguments in source order, bound by position then by name, as argumentWindow binds them.
+    std::vector<uint16_t> bound(fn.params.size(), kNoReg);
+    size_t positional = 0;
+    for (size_t k = 0; k < e.args.size(); ++k) {
+        const CallArg& a = e.args[k];
+        size_t slot = positional;
+        if (a.name) {
+            slot = fn.params.size();
+            for (size_t p = 0; p < fn.params.size(); ++p)
+                if (fn.params[p].name == *a.name) slot = p;
+        } else {
+            ++positional;
+        }
+        if (slot >= fn.params.size()) throw LimitExceeded{"internal: an argument does not bind to a parameter"};
+        // A variable's own register, unless a later argument may assign it (the callee cannot:
+        // parameters are immutable and it sees no other variable of the caller).
+        bool laterAssigns = false;
+        for (size_t later = k + 1; later < e.args.size(); ++later)
+            laterAssigns = laterAssigns || containsBlocks(*e.args[later].value);
+        if (a.value->kind == ExprKind::Name && !laterAssigns) {
+            bound[slot] = operand(*a.value);
+        } else if (!hoisted_.empty() && hoisted_.count(literalKey(*a.value))) {
+            bound[slot] = operand(*a.value);
+        } else {
+            bound[slot] = allocReg();
+            expr(*a.value, bound[slot]);
+        }
+    }
+    size_t savedFloor = localsFloor_;
+    size_t localsMark = locals_.size();
+    localsFloor_ = locals_.size();
+    for (size_t p = 0; p < fn.params.size(); ++p) {
+        if (bound[p] == kNoReg) throw LimitExceeded{"internal: a parameter has no argument"};
+        locals_.push_back(Local{fn.params[p].name, bound[p], std::nullopt});
+    }
+    size_t start = here();
+    inlines_.push_back(Inline{dest, pcSaves_.size(), {}});
+    block(*fn.body, kNoReg);
+    Inline done = std::move(inlines_.back());
+    inlines_.pop_back();
+    // Falling off the end returns Unit (RETUNIT); a final `return` falls through to the end instead
+    // of jumping there — unless something jumps past it (an if's other branch).
+    if (!done.returns.empty() && done.returns.back() + 1 == here() && !jumpsTo(start, here())) {
+        fn_->code.pop_back();
+        fn_->spans.pop_back();
+        done.returns.pop_back();
+    } else {
+        emitABC(Op::LOADUNIT, dest);
+    }
+    for (size_t j : done.returns) patchJump(j, here());
+    locals_.resize(localsMark);
+    localsFloor_ = savedFloor;
+    uint32_t bodyPeak = peakReg_;
+    peakReg_ = std::max(outerPeak, bodyPeak);
+    clearHeapRegisters(mark, bodyPeak);
+    freeTo(mark);
+}
+
+void Generator::inlineReturn(const Stmt& s) {
+    Inline& in = inlines_.back();
+    if (!s.value) {
+        emitABC(Op::LOADUNIT, in.dest);  // RETUNIT: Unit, without the pc's tags
+    } else {
+        // An expression that writes its destination before reading all it needs must not write
+        // the destination early: it may be the register a parameter is bound to (`x = f(x)`).
+        if (writesDestinationEarly(*s.value)) {
+            uint16_t tmp = allocReg();
+            expr(*s.value, tmp);
+            emitABC(Op::MOVE, in.dest, tmp);
+        } else {
+            expr(*s.value, in.dest);
+        }
+        // RET adds the pc's tags to the value.
+        if (inheritsPc_ || pcDepth_ > 0 || raised_) emitABC(Op::TAINTPC, in.dest);
+    }
+    // Leaving the callee's if, match or loop restores the pc they saved, as returning would.
+    if (pcSaves_.size() > in.pcMark) emitABC(Op::PCLEAVE, pcSaves_[in.pcMark]);
+    in.returns.push_back(emitJump(Op::JMP));
 }
 
 void Generator::builtinCall(const CallExpr& e, uint16_t dest) {

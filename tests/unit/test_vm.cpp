@@ -359,6 +359,76 @@ TEST_CASE("vm: a fused branch on operands of the wrong kinds is R0101, and its J
     }
 }
 
+// Labels of every node of a value, as text: two runs that label alike print alike.
+std::string labelled(Run& run, const Value& v) {
+    std::string out = valueToJson(v)->dump() + "<";
+    for (const std::string& t : tagNames(run, v.tags())) out += t + ",";
+    out += ">";
+    if (v.kind() == ValueKind::List)
+        for (const Value& item : v.asList().items) out += labelled(run, item);
+    if (v.kind() == ValueKind::Record)
+        for (const Value& field : v.asRecord().values) out += labelled(run, field);
+    return out;
+}
+
+TEST_CASE("vm: an inlined call computes and labels exactly as the call it replaces") {
+    // The same callees twice: small leaves, which the code generator inlines, and the same bodies
+    // with a call in front (a callee that calls is never inlined). Tagged data drives early returns
+    // under a tagged condition (the value takes the pc's tags), a return from inside a loop, a
+    // for-expression returned into the variable passed as the argument (x = f(x)), named
+    // arguments out of order, and a Unit function.
+    std::string callees =
+        "fn pick(t: Str, n: Int) -> Int {\n  PAD  if len(t) > n {\n    return 1\n  }\n  return 2\n}\n"
+        "fn grow(xs: List[Int], k: Int) -> List[Int] {\n  PAD  return for x in xs limit 10 {\n    x + k\n  }\n}\n"
+        "fn first_big(xs: List[Int], bound: Int) -> Int {\n  PAD  for x in xs limit 10 {\n"
+        "    if x > bound {\n      return x\n    }\n  }\n  return -1\n}\n"
+        "fn shout(t: Str) -> Str {\n  PAD  let u = upper(t)\n  return \"{u}!\"\n}\n"
+        "fn nothing(t: Str) {\n  PAD  let u = upper(t)\n}\n"
+        "fn one() -> Int {\n  return 1\n}\n";
+    std::string body =
+        "fn main(ticket: Str) -> { a: Int, b: Int, c: Str, d: Int, e: Int, xs: List[Int] } {\n"
+        "  var xs = [1, 5, 9, len(ticket)]\n"
+        "  xs = grow(xs, 1)\n"
+        "  let a = pick(ticket, 3)\n"
+        "  let b = first_big(xs, len(ticket) - 4)\n"
+        "  let c = shout(ticket)\n"
+        "  let d = pick(n: 100, t: \"abc\")\n"
+        "  nothing(ticket)\n"
+        "  var e = 0\n"
+        "  for t in [ticket, \"x\"] {\n    e = e + pick(t, 1)\n  }\n"
+        "  return { a: a, b: b, c: c, d: d, e: e, xs: xs }\n"
+        "}\n";
+    auto build = [&](const std::string& pad) {
+        std::string c = callees;
+        for (size_t at; (at = c.find("PAD")) != std::string::npos;) c.replace(at, 3, pad);
+        return compile("program p\n" + c + body);
+    };
+    auto inlined = build("");
+    auto called = build("let pad = one()\n  ");
+    auto mainCalls = [](const LoadedProgram& p) {
+        size_t n = 0;
+        for (const Instr& in : p.module().functions[p.entry()].code) n += in.op == Op::CALL;
+        return n;
+    };
+    CHECK(mainCalls(*inlined) == 0);
+    CHECK(mainCalls(*called) == 7);
+    for (const char* ticket : {"long ticket", "ab"}) {
+        CAPTURE(ticket);
+        std::string results[2];
+        for (int k = 0; k < 2; ++k) {
+            auto program = k == 0 ? inlined : called;
+            Run run(program, {});
+            std::vector<Value> args;
+            args.push_back(*run.heap().makeStr(ticket, *run.heap().internTags({"untrusted"})));
+            REQUIRE(run.start(program->entry(), std::move(args)) == RunStatus::Completed);
+            results[k] = labelled(run, run.result());
+        }
+        CHECK(results[0] == results[1]);
+        // The pc a tagged condition raised reaches the returned value.
+        CHECK(results[0].find("<untrusted,>") != std::string::npos);
+    }
+}
+
 TEST_CASE("vm: an expect in a test block fails with its message") {
     auto program = compile(
         "program p\nfn double(x: Int) -> Int {\n  return x * 2\n}\n"
