@@ -180,7 +180,34 @@ private:
         std::string name;
         uint16_t reg;
         std::optional<int64_t> declaredMax;  // a var's annotated list bound (R0113 when exceeded)
+        // What the code generator inferred where the checker's type is open (below): the element
+        // type of a `var xs = []`, and the type of a loop variable over such a list.
+        TypeRef elemHint = nullptr;
+        TypeRef typeHint = nullptr;
     };
+
+    // ---- element types of `var xs = []` from their uses. The checker types such a var as
+    // List[Never] (its elements are open: any list can be assigned to it), so its loop variable
+    // and arithmetic on it would get the generic opcodes and CLEARs. When every assignment to the
+    // var (within its function, where its name is declared once) gives it a list of one scalar
+    // type, that type picks the typed opcodes. A hint is only ever a choice of opcode: the typed
+    // opcodes check their operands and fall back to the generic operation, so a wrong hint could
+    // cost speed, never change a result.
+    std::unordered_map<std::string, TypeRef> listHints_;
+    void collectListHints(const FnDecl* fn, const Block& body);
+    TypeRef hinted(const Expr& e) const {
+        TypeRef t = typeOf(e);
+        if (t && t->kind != ValueType::Never) return t;
+        if (e.kind == ExprKind::Name) {
+            if (const Local* l = findLocal(e.as<NameExpr>().name); l && l->typeHint) return l->typeHint;
+        } else if (e.kind == ExprKind::Binary) {
+            const auto& b = e.as<BinaryExpr>();
+            bool arith = b.op == BinaryOp::Add || b.op == BinaryOp::Sub || b.op == BinaryOp::Mul || b.op == BinaryOp::Mod;
+            TypeRef l = hinted(*b.left), r = hinted(*b.right);
+            if (arith && isKind(l, ValueType::Int) && isKind(r, ValueType::Int)) return l;
+        }
+        return t;
+    }
     struct Loop {
         std::vector<size_t> breaks;  // JMPs to patch to the loop's exit
         size_t pcMark = 0;           // pcSaves_.size() in the loop's body: the PCENTERs a break jumps out of
@@ -412,6 +439,18 @@ private:
             }
         };
     }
+    // Did the checker prove that no tag can reach `e`'s value, in any context? Then a PCENTER on it
+    // would leave the pc as it is, and is left out with its PCLEAVE (and the TAINTPCs it would
+    // make necessary). Strict flows keep every instruction they had.
+    bool neverTagged(const Expr& e) const {
+        auto i = static_cast<size_t>(e.id);
+        return !strict_ && i < check_.exprTagged.size() && check_.exprTagged[i] == CheckResult::kNeverTagged;
+    }
+    // Can `e`'s value carry no label at all — no tag (neverTagged) and no provenance? Provenance
+    // comes only from the results of capability and model calls, so in a program that makes none
+    // no value has any. Then ADDLABELS from `e` would change nothing and is left out.
+    bool noHostCalls_ = false;
+    bool labelFree(const Expr& e) const { return noHostCalls_ && neverTagged(e); }
     bool readsPc(const Block& b) const {
         bool found = writesOrReturns(b);
         auto visit = pcReader(found);
@@ -551,6 +590,10 @@ private:
 
 void Generator::run() {
     strict_ = check_.manifest.strictFlows;
+    noHostCalls_ = std::none_of(check_.calls.begin(), check_.calls.end(), [](const auto& c) {
+        CallTarget t = c.second.target;
+        return t == CallTarget::Capability || t == CallTarget::Model || t == CallTarget::Agent;
+    });
     module_.programName = prog_.name;
     module_.budgetUsd = prog_.budgetUsd;
     // programHash is computed from the finished module (bytecode/rbc.h programHashOf), not the source.
@@ -580,7 +623,8 @@ void Generator::run() {
 void Generator::function(const FnDecl& f) {
     fnIndex_ = functionIndex_.at(f.name);
     fn_ = &module_.functions[fnIndex_];
-    inheritsPc_ = f.name != "main";
+    // A function runs under its caller's pc, unless the checker proved every caller's pc empty.
+    inheritsPc_ = f.name != "main" && (strict_ || !check_.pcFreeFns.count(f.name));
     pcDepth_ = 0;
     raised_ = false;
     pcSaves_.clear();
@@ -595,6 +639,7 @@ void Generator::function(const FnDecl& f) {
         noteHeap(locals_.back().reg, nodeType(p.type->id));
     }
     fn_->returnType = f.ret ? typeIndex(nodeType(f.ret->id)) : kNoType;
+    collectListHints(&f, *f.body);
     hoistLoopConstants(*f.body);
     block(*f.body, kNoReg);
     emitABC(Op::RETUNIT, 0);
@@ -615,9 +660,77 @@ void Generator::test(const TestDecl& t, const Span& span) {
     locals_.clear();
     nextReg_ = peakReg_ = 0;
     SpanScope at(*this, span);
+    collectListHints(nullptr, *t.body);
     hoistLoopConstants(*t.body);
     block(*t.body, kNoReg);
     emitABC(Op::RETUNIT, 0);
+}
+
+// Calls f(stmt) for every statement of `b` and of the blocks nested in it.
+template <class F>
+void forEachStatement(const Block& b, F&& f) {
+    for (const StmtPtr& s : b.stmts) f(*s);
+    auto visit = [&](const Expr& e, int) {
+        auto each = [&](const Block& inner) {
+            for (const StmtPtr& s : inner.stmts) f(*s);
+        };
+        switch (e.kind) {
+            case ExprKind::If: {
+                const auto& i = e.as<IfExpr>();
+                each(*i.thenBlock);
+                if (i.elseBlock) each(*i.elseBlock);
+                break;
+            }
+            case ExprKind::For: each(*e.as<ForExpr>().body); break;
+            case ExprKind::Match:
+                for (const MatchArm& a : e.as<MatchExpr>().arms) each(*a.body);
+                break;
+            default: break;
+        }
+    };
+    walkBlock(b, 0, visit);
+}
+
+void Generator::collectListHints(const FnDecl* fn, const Block& body) {
+    listHints_.clear();
+    std::unordered_map<std::string, int> declarations;  // of every kind: a hint needs a name declared once
+    std::unordered_map<std::string, const Stmt*> openVars;
+    std::unordered_map<std::string, std::vector<TypeRef>> assigned;
+    if (fn)
+        for (const Param& p : fn->params) ++declarations[p.name];
+    forEachStatement(body, [&](const Stmt& s) {
+        if (s.kind == StmtKind::Let) {
+            ++declarations[s.name];
+            TypeRef t = typeOf(*s.value);
+            if (s.isVar && !s.type && isKind(t, ValueType::List) && isKind(t->elem, ValueType::Never)) openVars[s.name] = &s;
+        } else if (s.kind == StmtKind::Assign) {
+            assigned[s.name].push_back(typeOf(*s.value));
+        }
+    });
+    auto countLoopVariables = [&](const Expr& e, int) {
+        if (e.kind == ExprKind::For) ++declarations[e.as<ForExpr>().var];
+    };
+    walkBlock(body, 0, countLoopVariables);
+    for (const auto& [name, decl] : openVars) {
+        if (declarations[name] != 1) continue;
+        TypeRef elem = nullptr;
+        bool agree = true;
+        for (TypeRef t : assigned[name]) {
+            if (!isKind(t, ValueType::List) || !t->elem) {
+                agree = false;
+                break;
+            }
+            if (t->elem->kind == ValueType::Never) continue;  // another empty list
+            bool scalar = t->elem->kind == ValueType::Int || t->elem->kind == ValueType::Float ||
+                          t->elem->kind == ValueType::Bool;
+            if (!scalar || (elem && elem->kind != t->elem->kind)) {
+                agree = false;
+                break;
+            }
+            elem = t->elem;
+        }
+        if (agree && elem) listHints_[name] = elem;
+    }
 }
 
 void Generator::block(const Block& b, uint16_t dest) {
@@ -649,6 +762,8 @@ void Generator::statement(const Stmt& s) {
             uint16_t reg = allocReg();
             expr(*s.value, reg);
             Local local{s.name, reg, std::nullopt};
+            if (s.isVar)
+                if (auto hint = listHints_.find(s.name); hint != listHints_.end()) local.elemHint = hint->second;
             if (s.isVar && s.type) {
                 TypeRef declared = nodeType(s.type->id);
                 if (isKind(declared, ValueType::List) && declared->max) local.declaredMax = declared->max;
@@ -734,7 +849,7 @@ void Generator::expr(const Expr& e, uint16_t dest) {
     // a scratch register (if/for/match handle kNoReg themselves and skip building their value).
     bool handlesNoDest = e.kind == ExprKind::If || e.kind == ExprKind::For || e.kind == ExprKind::Match;
     if (dest == kNoReg && !handlesNoDest) dest = allocReg();
-    noteHeap(dest, typeOf(e));
+    noteHeap(dest, hinted(e));
     switch (e.kind) {
         case ExprKind::Int: {
             int64_t v = e.as<IntLit>().value;
@@ -816,6 +931,11 @@ void Generator::binary(const BinaryExpr& e, uint16_t dest) {
         // let `trusted_test and untrusted_test` hide the untrusted half from the broker.
         expr(*e.left, dest);
         size_t skip = emitJump(e.op == BinaryOp::And ? Op::JMPIFNOT : Op::JMPIF, dest);
+        if (labelFree(*e.left)) {  // not in strict flows (neverTagged): nothing to carry over
+            expr(*e.right, dest);
+            patchJump(skip, here());
+            return;
+        }
         uint32_t mark = nextReg_;
         // Strict flows: the right side runs under the left side's tags.
         uint16_t savedPc = pcEnter(strict_ && readsPc(*e.right), dest);
@@ -828,7 +948,7 @@ void Generator::binary(const BinaryExpr& e, uint16_t dest) {
         patchJump(skip, here());
         return;
     }
-    TypeRef lt = typeOf(*e.left), rt = typeOf(*e.right);
+    TypeRef lt = hinted(*e.left), rt = hinted(*e.right);
     bool ints = isKind(lt, ValueType::Int) && isKind(rt, ValueType::Int);
     bool floats = isNumberType(lt) && isNumberType(rt) && !ints;
     auto [l, r] = operands(*e.left, *e.right);
@@ -886,7 +1006,8 @@ void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
     bool needValue = dest != kNoReg;
     bool wantValue = needValue && !isKind(typeOf(e), ValueType::Unit);
     uint16_t branchDest = wantValue ? dest : kNoReg;
-    bool tracksPc = readsPc(*e.thenBlock) || (e.elseBlock && readsPc(*e.elseBlock)) || (e.elseIf && readsPc(*e.elseIf));
+    bool tracksPc = (readsPc(*e.thenBlock) || (e.elseBlock && readsPc(*e.elseBlock)) || (e.elseIf && readsPc(*e.elseIf))) &&
+                    !neverTagged(*e.cond);
     // `if a < b { break }`: the fused branch's own JMP is the break (to the loop's exit), taken
     // when the comparison holds — one instruction per iteration instead of a branch and a JMP.
     const Block& then = *e.thenBlock;
@@ -897,9 +1018,10 @@ void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
             return;
         }
     }
-    // The condition's Bool is needed after the branch only for its tags: by PCENTER, or by the
+    // The condition's Bool is needed after the branch only for its labels: by PCENTER, or by the
     // value's ADDLABELS. Otherwise a comparison compiles to a fused compare-and-branch.
-    std::optional<size_t> fused = needValue || tracksPc ? std::nullopt : branchUnless(*e.cond);
+    bool labelsValue = needValue && !labelFree(*e.cond);
+    std::optional<size_t> fused = labelsValue || tracksPc ? std::nullopt : branchUnless(*e.cond);
     uint16_t cond = kNoReg;
     uint16_t savedPc = kNoReg;
     size_t toElse;
@@ -908,7 +1030,7 @@ void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
     } else {
         // The condition is copied when its tags are needed after the branches, which may reassign
         // it: by the value's ADDLABELS, or (strict flows) by the raise after an if that guards an exit.
-        if (needValue || (strict_ && ifGuardsExit(e))) {
+        if (labelsValue || (strict_ && ifGuardsExit(e))) {
             cond = allocReg();
             expr(*e.cond, cond);
         } else {
@@ -935,7 +1057,7 @@ void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
     if (strict_ && cond != kNoReg && ifGuardsExit(e)) raisePc(cond);
     if (!needValue) return;
     if (!wantValue) emitABC(Op::LOADUNIT, dest);
-    emitABC(Op::ADDLABELS, dest, cond);
+    if (labelsValue) emitABC(Op::ADDLABELS, dest, cond);
 }
 
 void Generator::matchExpr(const MatchExpr& e, uint16_t dest) {
@@ -959,6 +1081,7 @@ void Generator::matchExpr(const MatchExpr& e, uint16_t dest) {
     }
     bool tracksPc = false;
     for (const MatchArm& arm : e.arms) tracksPc = tracksPc || readsPc(*arm.body);
+    tracksPc = tracksPc && !neverTagged(*e.subject);
     uint16_t savedPc = pcEnter(tracksPc, subject);
     std::vector<size_t> toEnd;
     bool hasDefault = false;
@@ -967,11 +1090,11 @@ void Generator::matchExpr(const MatchExpr& e, uint16_t dest) {
         size_t test = 0;
         if (arm.pattern) test = emitABC(Op::JMPNEK, subject, strConstant16(*arm.pattern));
         block(*arm.body, armDest);
-        toEnd.push_back(emitJump(Op::JMP));
         if (!arm.pattern) {
             hasDefault = true;
-            break;  // `_` takes every value that reaches it; later arms are unreachable
+            break;  // `_` takes every value that reaches it; later arms are unreachable; its end is the match's
         }
+        toEnd.push_back(emitJump(Op::JMP));
         size_t skip = here() - test - 1;
         if (skip > 0xffff) throw LimitExceeded{"a match arm compiles to more than 65,535 instructions"};
         fn_->code[test].c = static_cast<uint16_t>(skip);
@@ -986,7 +1109,7 @@ void Generator::matchExpr(const MatchExpr& e, uint16_t dest) {
     }
     if (!needValue) return;
     if (!wantValue) emitABC(Op::LOADUNIT, dest);
-    emitABC(Op::ADDLABELS, dest, subject);
+    if (!labelFree(*e.subject)) emitABC(Op::ADDLABELS, dest, subject);
 }
 
 void Generator::forExpr(const ForExpr& e, uint16_t dest) {
@@ -1020,7 +1143,7 @@ void Generator::forExpr(const ForExpr& e, uint16_t dest) {
     loadInt(static_cast<uint16_t>(window + 1), 0);
     // The pc in the body includes the iterated list's tags (a range is untagged).
     bool bodyReadsPc = readsPc(*e.body) || (e.filter && readsPc(*e.filter));
-    uint16_t savedPc = pcEnter(bodyReadsPc && !isRange, window);
+    uint16_t savedPc = pcEnter(bodyReadsPc && !isRange && !neverTagged(iter), window);
     bool collect = dest != kNoReg;
     if (collect) emitABC(Op::NEWLIST, dest, 0, 0);
     size_t prep = emitABx(Op::FORPREP, window, 0);
@@ -1034,17 +1157,22 @@ void Generator::forExpr(const ForExpr& e, uint16_t dest) {
     // A range loop's variable is its counter register (the body cannot assign it); a list loop
     // loads each element.
     uint16_t var = static_cast<uint16_t>(window + 1);
+    TypeRef varHint = nullptr;
     if (!isRange) {
         var = allocReg();
-        if (isKind(typeOf(iter), ValueType::List)) noteHeap(var, typeOf(iter)->elem);
+        if (iter.kind == ExprKind::Name)
+            if (const Local* list = findLocal(iter.as<NameExpr>().name)) varHint = list->elemHint;
+        if (varHint) noteHeap(var, varHint);
+        else if (isKind(typeOf(iter), ValueType::List)) noteHeap(var, typeOf(iter)->elem);
         emitABC(Op::FORITEM, var, window);
     }
     locals_.push_back(Local{e.var, var, std::nullopt});
+    locals_.back().typeHint = varHint;
     size_t toContinue = 0;
     uint16_t filterPc = kNoReg;
     if (e.filter) {
         SpanScope at(*this, e.filter->span);
-        bool bodyReadsFilterPc = readsPc(*e.body);
+        bool bodyReadsFilterPc = readsPc(*e.body) && !neverTagged(*e.filter);
         // Strict flows: the list carries every evaluation of the filter, so it needs the Bool.
         bool labelsList = strict_ && collect;
         std::optional<size_t> fused = bodyReadsFilterPc || labelsList ? std::nullopt : branchUnless(*e.filter);
@@ -1082,7 +1210,8 @@ void Generator::forExpr(const ForExpr& e, uint16_t dest) {
     peakReg_ = std::max(outerPeak, bodyPeak);
 
     pcLeave(savedPc);
-    if (collect && !isRange) emitABC(Op::ADDLABELS, dest, window);  // the result carries the list's own tags
+    // The result carries the list's own labels.
+    if (collect && !isRange && !labelFree(iter)) emitABC(Op::ADDLABELS, dest, window);
     if (strict_) {
         // A loop that ended without returning did so because its list ran out; and the list's
         // length reveals the pc it ended under (its breaks' guards included).
@@ -1205,7 +1334,10 @@ void Generator::inlineCall(const CallExpr& e, const FnDecl& fn, uint16_t dest) {
     }
     size_t start = here();
     inlines_.push_back(Inline{dest, pcSaves_.size(), {}});
+    std::unordered_map<std::string, TypeRef> callerHints = std::exchange(listHints_, {});
+    collectListHints(&fn, *fn.body);
     block(*fn.body, kNoReg);
+    listHints_ = std::move(callerHints);
     Inline done = std::move(inlines_.back());
     inlines_.pop_back();
     // Falling off the end returns Unit (RETUNIT); a final `return` falls through to the end instead

@@ -429,6 +429,75 @@ TEST_CASE("vm: an inlined call computes and labels exactly as the call it replac
     }
 }
 
+TEST_CASE("vm: label instructions the checker proves idle are left out, and labels stay exact") {
+    // main's conditions on untagged values need no PCENTER (the pc stays empty), so neither do the
+    // writes under them; `helper` is only called under an empty pc, so its writes need no TAINTPC;
+    // `tagged` is called under a tagged pc, so its writes keep theirs; the untrusted input's
+    // condition keeps its PCENTER.
+    auto program = compile(
+        "program p\n"
+        "fn helper(n: Int) -> Int {\n  var t = 0\n  for i in range(50) if i < n {\n    if i % 2 == 0 {\n"
+        "      t = t + i\n    }\n  }\n  return t\n}\n"
+        "fn tagged(n: Int) -> Int {\n  var t = 0\n  for i in range(50) if i < n {\n    t = t + 1\n  }\n  return t\n}\n"
+        "fn main(ticket: Str) -> { a: Int, b: Int, c: Int } {\n"
+        "  var a = 0\n"
+        "  for i in range(10) {\n    if i > 4 {\n      a = a + helper(i)\n    }\n  }\n"
+        "  var b = 0\n"
+        "  if len(ticket) > 3 {\n    b = tagged(20)\n  }\n"
+        "  return { a: a, b: b, c: helper(7) }\n"
+        "}\n");
+    const Module& m = program->module();
+    auto ops = [&](const std::string& fn, Op op) {
+        size_t n = 0;
+        for (const Function& f : m.functions)
+            if (f.name == fn)
+                for (const Instr& in : f.code) n += in.op == op;
+        return n;
+    };
+    CHECK(ops("helper", Op::TAINTPC) == 0);
+    CHECK(ops("helper", Op::PCENTER) == 0);
+    CHECK(ops("tagged", Op::TAINTPC) > 0);
+    CHECK(ops("main", Op::PCENTER) == 1);
+    Run run(program, {});
+    std::vector<Value> args;
+    args.push_back(*run.heap().makeStr("long ticket", *run.heap().internTags({"untrusted"})));
+    REQUIRE(run.start(program->entry(), std::move(args)) == RunStatus::Completed);
+    const RecordObject& r = run.result().asRecord();
+    CHECK(resultJson(run) == "{\"a\":56,\"b\":20,\"c\":12}");
+    CHECK(tagNames(run, r.values[0].tags()).empty());
+    CHECK(tagNames(run, r.values[1].tags()) == std::vector<std::string>{"untrusted"});
+    CHECK(tagNames(run, r.values[2].tags()).empty());
+}
+
+TEST_CASE("vm: a var list's element type comes from its assignments") {
+    // `var primes = []` is List[Never] to the checker; every assignment gives it Ints, so the loop
+    // variable's arithmetic is typed (MULI, MODI) and its register is never CLEARed.
+    auto program = compile(
+        "program p\n"
+        "fn main() -> Int {\n"
+        "  var primes = []\n"
+        "  var total = 0\n"
+        "  for n in range(50) if n >= 2 {\n"
+        "    var isprime = true\n"
+        "    for p in primes limit 50 {\n"
+        "      if n % p == 0 {\n        isprime = false\n        break\n      }\n"
+        "    }\n"
+        "    if isprime {\n      primes = primes + [n]\n      total = total + n * n\n    }\n"
+        "  }\n"
+        "  var mixed = []\n"
+        "  mixed = mixed + [1]\n"
+        "  var sq = 0\n"
+        "  for p in primes limit 50 {\n    sq = sq + p * p\n  }\n"
+        "  return total + len(mixed) + sq\n"
+        "}\n");
+    CHECK(countOps(*program, Op::MODI) == 1);
+    CHECK(countOps(*program, Op::MOD) == 0);
+    CHECK(countOps(*program, Op::MUL) == 0);
+    Run run(program, {});
+    REQUIRE(run.start(program->entry(), {}) == RunStatus::Completed);
+    CHECK(resultJson(run) == "20933");
+}
+
 TEST_CASE("vm: an expect in a test block fails with its message") {
     auto program = compile(
         "program p\nfn double(x: Int) -> Int {\n  return x * 2\n}\n"
