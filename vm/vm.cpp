@@ -28,6 +28,16 @@
 #include "runtime/value_json.h"
 #include "bytecode/rbc.h"
 
+// The fast paths are the likely ones: GCC then lays the handlers out with them falling through and
+// the generic operations and errors out of line.
+#if defined(__GNUC__)
+#define REMIT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define REMIT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define REMIT_LIKELY(x) (x)
+#define REMIT_UNLIKELY(x) (x)
+#endif
+
 namespace remit {
 
 // ---------------------------------------------------------------- LoadedProgram
@@ -144,7 +154,7 @@ struct Run::Impl final : WorkMeter {
     REMIT_ALWAYS_INLINE bool charge(uint64_t steps) {
         stepsLeft -= static_cast<int64_t>(steps);
         stepsCharged += steps;
-        if (stepsLeft > checkAt) return true;
+        if (REMIT_LIKELY(stepsLeft > checkAt)) return true;
         return checkLimits();
     }
     bool checkLimits();
@@ -346,12 +356,12 @@ RunStatus Run::Impl::execute() {
 #define FAIL_HEAP() FAIL_WITH(heap.takeError())
 #define CHECK(opt)               \
     do {                         \
-        if (!(opt)) FAIL_HEAP(); \
+        if (REMIT_UNLIKELY(!(opt))) FAIL_HEAP(); \
     } while (0)
 #define SET_FROM(reg, opt)            \
     do {                              \
         auto result_ = (opt);         \
-        if (!result_) FAIL_HEAP();    \
+        if (REMIT_UNLIKELY(!result_)) FAIL_HEAP(); \
         (reg) = std::move(*result_);  \
     } while (0)
 // out = a ∪ b without the heap's optional (whose flag byte stalls store forwarding on this hot path).
@@ -424,17 +434,17 @@ dispatch:
     // picks (ADDI, ADDF, ...) order the checks for the type it proved; a forged operand only ever
     // reaches the generic path.
 #define ARITH_INT(x, y, builtin)                                                                        \
-    if (BOTH_UNLABELLED(x, y, ValueKind::Int)) {                                                         \
+    if (REMIT_LIKELY(BOTH_UNLABELLED(x, y, ValueKind::Int))) {                                           \
         int64_t out_;                                                                                    \
-        if (!builtin(x.asInt(), y.asInt(), &out_)) {                                                     \
+        if (REMIT_LIKELY(!builtin(x.asInt(), y.asInt(), &out_))) {                                                   \
             R[INS.a] = Value::integer(out_);                                                               \
             DISPATCH();                                                                                  \
         }                                                                                                \
     }
 #define ARITH_FLOAT(x, y, op)                                                                            \
-    if (BOTH_UNLABELLED(x, y, ValueKind::Float) || (isFloatPair(x, y) && UNTAGGED2(x, y))) {             \
+    if (REMIT_LIKELY(BOTH_UNLABELLED(x, y, ValueKind::Float) || (isFloatPair(x, y) && UNTAGGED2(x, y)))) { \
         double out_ = x.asNumber() op y.asNumber();                                                      \
-        if (std::isfinite(out_)) {                                                                       \
+        if (REMIT_LIKELY(std::isfinite(out_))) {                                                         \
             R[INS.a] = Value::floating(out_);                                                              \
             DISPATCH();                                                                                  \
         }                                                                                                \
