@@ -578,8 +578,8 @@ struct DedupAdapter final : remit::Adapter {
         ++performed;
         std::string id = r.args.value("id", "");
         bool fail = id == "u0" && tried.insert(id).second;
-        remit::AdapterReply reply = fail ? remit::AdapterReply{false, nullptr, std::nullopt, nullptr, "CapabilityFailed", "flaky"}
-                                         : remit::AdapterReply{true, Json("page " + id), std::nullopt, Json::object(), "", ""};
+        remit::AdapterReply reply = fail ? remit::AdapterReply::failure("CapabilityFailed", "flaky")
+                                         : remit::AdapterReply::success(Json("page " + id));
         replies[r.idempotencyKey] = reply;
         return reply;
     }
