@@ -77,6 +77,7 @@ bench: deps build
 	@echo "==> bench"
 	@$(RELEASE_DIR)/bench/remit_bench_frontend
 	@$(RELEASE_DIR)/bench/remit_bench_vm
+	@$(RELEASE_DIR)/bench/remit_bench_broker
 	@python3 bench/compare/run.py --remitvm $(RELEASE_DIR)/cli/remitvm --remitc $(RELEASE_DIR)/cli/remitc
 	@$(RELEASE_DIR)/bench/remit_bench_load --remitvm $(RELEASE_DIR)/cli/remitvm
 
