@@ -61,6 +61,10 @@ struct HeapObject {
     // 2^32 references cannot be alive at once.
     uint32_t refCount = 1;
     ValueKind kind;
+    // A string of the run's constant pool, which the VM interned: no other interned string has
+    // the same bytes, so two interned strings are equal exactly when they are the same object. A
+    // constant is always also held by the pool, so it is never unique and never grown in place.
+    bool interned = false;
     Heap* heap;           // frees the object and credits its bytes back
     size_t chargedBytes;  // what the Heap charged for it, credited back exactly on free
 

@@ -21,6 +21,7 @@
 
 #include <cstring>
 #include <limits>
+#include <unordered_map>
 
 #include "vm/run.h"
 #include "runtime/builtins.h"
@@ -186,6 +187,9 @@ bool Run::Impl::prepare() {
     for (const std::vector<std::string>& names : module.shapes)
         shapes.push_back(heap.recordShape(std::span<const std::string>(names)));
     constants.reserve(module.constants.size());
+    // Equal strings share one interned object (a forged file may repeat a constant), so a match
+    // on strings compares pointers (flatEqual).
+    std::unordered_map<std::string_view, size_t> strings;
     for (const Constant& k : module.constants) {
         switch (k.kind) {
             case Constant::Kind::Int: constants.push_back(Value::integer(k.i)); break;
@@ -197,8 +201,14 @@ bool Run::Impl::prepare() {
                 constants.push_back(Value::floating(k.f));
                 break;
             case Constant::Kind::Str: {
+                if (auto same = strings.find(k.s); same != strings.end()) {
+                    constants.push_back(constants[same->second]);
+                    break;
+                }
                 std::optional<Value> s = heap.makeStr(k.s);
                 if (!s) return false;
+                s->object()->interned = true;
+                strings.emplace(k.s, constants.size());
                 constants.push_back(std::move(*s));
                 break;
             }
@@ -299,8 +309,10 @@ REMIT_ALWAYS_INLINE static int flatEqual(const Value& x, const Value& y) {
         case ValueKind::Int: return x.asInt() == y.asInt();
         case ValueKind::Bool: return x.asBool() == y.asBool();
         case ValueKind::Str: {
-            // Strings that came from the same constant share one object.
+            // Strings that came from the same constant share one object, and two different
+            // constants differ.
             if (x.object() == y.object()) return 1;
+            if (x.object()->interned && y.object()->interned) return 0;
             std::string_view a = x.asStr(), b = y.asStr();
             if (a.size() != b.size()) return 0;
             // A long comparison is work the generic path charges (valuesEqual with the heap).

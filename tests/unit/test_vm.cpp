@@ -498,6 +498,25 @@ TEST_CASE("vm: a var list's element type comes from its assignments") {
     CHECK(resultJson(run) == "20933");
 }
 
+TEST_CASE("vm: constant strings compare by identity, and equal constants are one object") {
+    // The VM interns the constant pool's strings: two different interned strings are unequal
+    // without comparing bytes. A forged file may hold the same string twice; both must still be
+    // equal (the pool keeps one object per content), through IFEQ, EQ and JMPNEK alike.
+    Constant same1{Constant::Kind::Str, 0, 0, "state"}, same2{Constant::Kind::Str, 0, 0, "state"};
+    Constant other{Constant::Kind::Str, 0, 0, "stale"};
+    for (uint16_t second : {1, 2}) {
+        CAPTURE(second);
+        auto program = forged({Instr::abx(Op::LOADK, 0, 0), Instr::abx(Op::LOADK, 1, second), Instr::abc(Op::IFEQ, 0, 1),
+                               Instr::abx(Op::JMP, 0, 7), Instr::abc(Op::EQ, 2, 0, 1), Instr::abc(Op::JMPNEK, 0, second, 1),
+                               Instr::abc(Op::RET, 2), Instr::abc(Op::LOADI, 2, 9), Instr::abc(Op::RET, 2)},
+                              3, {same1, same2, other});
+        Run run(program, {});
+        REQUIRE(run.start(0, {}) == RunStatus::Completed);
+        // Equal: IFEQ falls through, EQ is true, JMPNEK does not skip. Unequal: IFEQ takes its JMP.
+        CHECK(resultJson(run) == (second == 1 ? "true" : "9"));
+    }
+}
+
 TEST_CASE("vm: an expect in a test block fails with its message") {
     auto program = compile(
         "program p\nfn double(x: Int) -> Int {\n  return x * 2\n}\n"
