@@ -985,30 +985,17 @@ TEST_CASE("canonical_json: strings escape as json.dumps does, on generated text"
     // Runs of plain bytes are copied whole by appendJsonString, so the text mixes long runs,
     // escapes and multi-byte characters at every position. Without ensure_ascii, bytes that are
     // not UTF-8 pass through unchanged (nothing Remit makes holds them).
-    auto utf8 = [](uint32_t cp) {
-        std::string out;
-        if (cp < 0x80) {
-            out += static_cast<char>(cp);
-        } else if (cp < 0x800) {
-            out += static_cast<char>(0xc0 | (cp >> 6));
-            out += static_cast<char>(0x80 | (cp & 0x3f));
-        } else if (cp < 0x10000) {
-            out += static_cast<char>(0xe0 | (cp >> 12));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-            out += static_cast<char>(0x80 | (cp & 0x3f));
-        } else {
-            out += static_cast<char>(0xf0 | (cp >> 18));
-            out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-            out += static_cast<char>(0x80 | (cp & 0x3f));
-        }
-        return out;
-    };
     auto unit = [](uint32_t u) {
         char buf[16];
         std::snprintf(buf, sizeof buf, "\\u%04x", u & 0xffffu);
         return std::string(buf);
     };
+    // A code point as \u escapes (a surrogate pair above U+FFFF).
+    auto units = [&](uint32_t cp) {
+        return cp < 0x10000 ? unit(cp) : unit(0xd800 | ((cp - 0x10000) >> 10)) + unit(0xdc00 | ((cp - 0x10000) & 0x3ff));
+    };
+    // Its UTF-8, by nlohmann's JSON parser (an encoder independent of Remit's).
+    auto utf8 = [&](uint32_t cp) { return nlohmann::json::parse("\"" + units(cp) + "\"").get<std::string>(); };
     auto escaped = [&](uint32_t cp, bool ascii) -> std::string {
         switch (cp) {
             case '"': return "\\\"";
@@ -1021,8 +1008,7 @@ TEST_CASE("canonical_json: strings escape as json.dumps does, on generated text"
             default: break;
         }
         if (cp < 0x20 || (ascii && cp == 0x7f)) return unit(cp);
-        if (ascii && cp >= 0x10000) return unit(0xd800 | ((cp - 0x10000) >> 10)) + unit(0xdc00 | ((cp - 0x10000) & 0x3ff));
-        if (ascii && cp >= 0x80) return unit(cp);
+        if (ascii && cp >= 0x80) return units(cp);
         return utf8(cp);
     };
     std::mt19937 rng(2222);
