@@ -172,12 +172,14 @@ private:
         ProvId prov = kNoProv;
         uint64_t k = 0;
         std::string key, argsSha, digest;
+        std::string argsText;  // canonicalJson(rawArgs): hashed for argsSha, written in the call record
         std::optional<size_t> inFlight;  // the plan's in-flight call this attempt sends again
         std::vector<std::string> reasons;
         Json approval = nullptr;
         double reserve = 0;
         std::chrono::steady_clock::time_point sent;
         enum class State : uint8_t { Checking, AwaitingApproval, Dispatched } state = State::Checking;
+        mutable std::optional<std::pair<Json, Json>> provenance;  // provenanceOf's
     };
 
     BrokerOptions options_;
@@ -207,13 +209,15 @@ private:
     Decision reserveAndDispatch();
     Decision replayRecorded(const Attempt& a);
     nlohmann::json approvalRequest(const Attempt& a) const;
-    // A call's provenance as events record it: {param: [tag]} and the seqs its arguments derive from.
-    std::pair<Json, Json> provenanceOf(const Attempt& a) const;
+    // A call's provenance as events record it: {param: [tag]} and the seqs its arguments derive from
+    // (made once per attempt: the request and the records share it).
+    const std::pair<Json, Json>& provenanceOf(const Attempt& a) const;
     AdapterRequest requestFor(const Attempt& a) const;
     // (declared ∪ deep argument tags ∪ pc) − clears.
     std::optional<TagSetId> resultTagsFor(const HostCall& call, TagSetId allArgTags);
     // Writes an event to the trace (and fsyncs it when `durable`); false when the trace failed.
     bool record(const Json& event, bool durable = false);
+    bool record(const CanonicalObject& event, bool durable = false);
     // Stops the run: R0702, non-operational (no retry, no else), `why` kept for ioError().
     Decision stop(std::string why);
     Decision stopForTrace(const std::string& what);

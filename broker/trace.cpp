@@ -80,13 +80,19 @@ bool TraceWriter::fail(int errorNumber) {
 
 bool TraceWriter::emit(const Json& event) {
     if (fd_ < 0) return true;  // not opened: tests without a trace
+    CanonicalObject record;
+    if (event.is_object())
+        for (auto it = event.begin(); it != event.end(); ++it) record.add(it.key(), it.value());
+    return emit(record);
+}
+
+bool TraceWriter::emit(const CanonicalObject& event) {
+    if (fd_ < 0) return true;
     if (!ok_) return false;
     ++emitted_;
-    Json record = event;
-    record.erase("chain");
-    std::string chain = traceChain(chain_, canonicalJson(record));
-    record["chain"] = chain;
-    std::string line = canonicalJson(record);
+    // The chain covers the record without its own `chain` member; the line is the same text with it.
+    std::string chain = traceChain(chain_, event.text("chain"));
+    std::string line = event.textWith("chain", chain);
     line += '\n';
     if (failAt_ && emitted_ >= failAt_) return fail(failErrno_);
     for (size_t done = 0; done < line.size();) {

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/canonical_json.h"
 #include "runtime/json_text.h"
 
 namespace remit {
@@ -48,6 +49,9 @@ public:
     // Appends one event (plus its `chain` field) as a canonical JSON line. False if it could not
     // be written completely, or if an earlier write failed.
     bool emit(const Json& event);
+    // The same for a record built as canonical text (the broker's per-call records): it is
+    // serialised once, and its `chain` member goes into that text.
+    bool emit(const CanonicalObject& event);
     // Forces what was written to stable storage. False if that failed, or if anything failed before.
     bool sync();
     bool ok() const { return ok_; }

@@ -339,6 +339,10 @@ public:
           resolver_(arena_, options.programFile, diags) {}
 
     void run();
+    void notePcFreeFns() {
+        for (const std::string& name : analysedAnyFn_)
+            if (!calledUnderPc_.count(name)) result_.pcFreeFns.insert(name);
+    }
 
 private:
     const Program& prog_;
@@ -467,6 +471,17 @@ private:
         auto index = static_cast<size_t>(id);
         return index < result_.exprTypes.size() ? result_.exprTypes[index] : nullptr;
     }
+    // CheckResult::exprTagged: once tagged in any context (dry passes included: their taint only
+    // grows towards the last pass's), always maybe tagged.
+    void noteTagged(NodeId id, bool tagged) {
+        auto index = static_cast<size_t>(id);
+        if (index >= result_.exprTagged.size()) result_.exprTagged.resize(index + 1, CheckResult::kNotAnalysed);
+        uint8_t& proof = result_.exprTagged[index];
+        if (tagged) proof = CheckResult::kMaybeTagged;
+        else if (proof == CheckResult::kNotAnalysed) proof = CheckResult::kNeverTagged;
+    }
+    // CheckResult::pcFreeFns: functions analysed only under an empty pc.
+    std::set<std::string> calledUnderPc_, analysedAnyFn_;
     void noteNodeType(NodeId id, TypeRef t) {
         auto index = static_cast<size_t>(id);
         if (index >= result_.exprTypes.size()) result_.exprTypes.resize(index + 1);
@@ -513,6 +528,7 @@ private:
         if (interrupted()) return Info{arena_.never(), {}, {}};
         Info info = exprInner(e, ctx);
         noteType(e, info.type);
+        noteTagged(e.id, !info.taint.empty());
         if (opts_.recordFacts && !dry_ && !stopped_) noteFacts(e, info);
         return info;
     }
@@ -699,6 +715,8 @@ FnSummary Checker::analyseFn(const FnDecl& fn, const std::vector<Info>& args, co
     std::string key = fn.name + "|" + (dry_ ? "d|" : record ? "r|" : "t|") + freeze(pc);
     for (const Info& a : args) key += "|" + freeze(a.taint);
     if (auto it = fnCache_.find(key); it != fnCache_.end()) return it->second;
+    analysedAnyFn_.insert(fn.name);
+    if (!pc.empty()) calledUnderPc_.insert(fn.name);
     TypeRef ret = fn.ret ? resolve(*fn.ret) : arena_.unit();
     fnCache_[key] = FnSummary{ret, {}, {}};  // a guard while the body is analysed (recursion is E0402)
     if (record) analysedFns_.insert(fn.name);
@@ -2404,6 +2422,7 @@ CheckResult checkProgram(const Program& program, HostModel host, DiagnosticList&
     Checker checker(program, result.host, diags, options, result);
     // The walk nests at most once per node along a call chain (no function repeats on it).
     runDeep(program.nodeCount, [&] { checker.run(); });
+    checker.notePcFreeFns();
     diags.sortByPosition();
     result.ok = diags.errorCount() == errorsBefore;
     return result;
