@@ -31,8 +31,12 @@ struct AdapterRequest {
     std::string prompt;
     Json context;                  // null when no context was given
     std::string renderedPrompt;    // the prototype's rendering (docs/broker.md); fixtures `match` on it
-    Json schema;                   // JSON Schema of the requested type
-    std::string typeName;          // how the type is written, e.g. "Verdict" or "List[Str] max 5"
+    // Both kinds: the JSON Schema of the requested type (Ask) or of the capability's declared return
+    // type (Call), and how that type is written, e.g. "Verdict" or "List[Str] max 5". The process
+    // protocol sends them for asks only (docs/adapters.md "Requests"); an MCP server's answer is
+    // shaped into the declared type with them (broker/mcp_adapter.h).
+    Json schema;
+    std::string typeName;
 };
 
 struct AdapterReply {
@@ -79,7 +83,15 @@ public:
         (void)name;
         return true;
     }
-    // "fixture", "process" or "live": the trace's `adapter` field.
+    // Why this adapter does not serve `name` when that is worth telling the operator, or empty: an
+    // MCP server that could not be started cannot say which tools it has. A RoutingAdapter that
+    // finds no adapter for a call puts these reasons in its failure.
+    virtual std::string whyNotServed(AdapterRequest::Kind kind, const std::string& name) const {
+        (void)kind;
+        (void)name;
+        return {};
+    }
+    // "fixture", "process", "live" or "mcp": the trace's `adapter` field.
     virtual const char* kind() const = 0;
 };
 

@@ -93,6 +93,8 @@ int replayCommand(std::string_view tool, const std::vector<std::string>& argv);
 int testCommand(std::string_view tool, const std::vector<std::string>& argv);
 // cli/serve_command.cpp
 int serveCommand(std::string_view tool, const std::vector<std::string>& argv);
+// cli/import_command.cpp: a draft host interface from an MCP server's tools (docs/import.md)
+int importCommand(std::string_view tool, const std::vector<std::string>& argv);
 // cli/mcp_command.cpp: the MCP server over stdio (docs/mcp.md)
 int mcpCommand(std::string_view tool, const std::vector<std::string>& argv);
 // `manifest PROG.rbc`: the manifest stored in a verified artifact.

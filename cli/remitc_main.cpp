@@ -20,6 +20,8 @@ constexpr const char* kUsageText =
     "  manifest PROG.rmt|PROG.rbc [--host H] [--policy P] [--strict-flows]\n"
     "                                                        print the manifest as JSON\n"
     "  diff OLD NEW [--host H] [--json]                      did the edit widen authority? (exit 4 if so)\n"
+    "  import mcp \"CMD ARGS\" [--as NS] [-o host.rmti] [--timeout-ms N]\n"
+    "                                                        draft a host interface from an MCP server's tools\n"
     "\n"
     "--strict-flows: decisions on tagged data count for deny parameters too, and early exits taint what\n"
     "follows (docs/language.md \"Strict flows\"); a policy's [flows] strict = true does the same.\n";
@@ -35,6 +37,7 @@ int main(int argc, char** argv) {
                     {"dis", disCommand},
                     {"keygen", keygenCommand},
                     {"manifest", manifestCommand},
-                    {"diff", diffCommand}},
+                    {"diff", diffCommand},
+                    {"import", importCommand}},
                    argc, argv);
 }

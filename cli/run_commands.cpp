@@ -43,6 +43,10 @@
 #include "session/run_lifecycle.h"
 #include "vm/run.h"
 
+#ifndef REMIT_VERSION
+#define REMIT_VERSION "0.1.0"
+#endif
+
 namespace remit::cli {
 
 namespace {
@@ -440,31 +444,84 @@ std::string liveShimPath() {
 #endif
 }
 
-// The adapters the flags choose (docs/adapters.md "Which adapters a run uses"): --adapter CMD,
-// --live, or fixtures (default fixtures/run.json next to the program), as specs a run records. A
-// program without host-call sites runs without any fixtures file. An --adapter process starts in
-// the current directory, which is recorded. `recorded` (a resume without adapter flags: the
-// run's recorded adapters, process directory included) replaces the flags. Prints the problem and returns
-// false on a usage error.
+// `--adapter mcp:CMD` or `--adapter mcp.NS:CMD` (docs/adapters.md "MCP servers as capabilities"):
+// an MCP server spec, started in `cwd`. Returns false for any other --adapter value (a process);
+// sets `error` when the value is an MCP server written wrongly.
+bool mcpAdapterSpec(const std::string& value, const std::string& cwd, AdapterSpec& spec, std::string& error) {
+    if (!value.starts_with("mcp:") && !value.starts_with("mcp.") && !value.starts_with("mcp+")) return false;
+    spec.kind = AdapterSpec::Kind::Mcp;
+    spec.workingDir = cwd;
+    if (value.starts_with("mcp+")) {
+        error = fmt::format("'{}': streamable HTTP servers are not supported yet; start the server over stdio with "
+                            "mcp:\"CMD ARGS\"",
+                            value.substr(0, value.find_first_of(" /") == std::string::npos ? value.size() : 12));
+        return true;
+    }
+    std::size_t colon = value.find(':');
+    if (value.starts_with("mcp.")) {
+        spec.scope = value.substr(4, colon == std::string::npos ? std::string::npos : colon - 4);
+        bool valid = !spec.scope.empty() && !(spec.scope[0] >= '0' && spec.scope[0] <= '9') &&
+                     spec.scope.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
+                         std::string::npos;
+        if (colon == std::string::npos || !valid) {
+            error = "write an MCP server for one namespace as mcp.NS:\"CMD ARGS\", NS being the namespace of its "
+                    "capabilities (e.g. mcp.files:\"npx @modelcontextprotocol/server-filesystem /data\")";
+            return true;
+        }
+    }
+    spec.command = value.substr(colon + 1);
+    if (spec.command.find_first_not_of(" \t") == std::string::npos)
+        error = "mcp: needs the command that starts the server, e.g. mcp:\"npx @modelcontextprotocol/server-memory\"";
+    return true;
+}
+
+// The adapters the flags choose (docs/adapters.md "Which adapters a run uses"): MCP servers
+// (--adapter mcp:CMD, any number) first, then the one adapter that serves everything else —
+// --adapter CMD, --live, or fixtures (default fixtures/run.json next to the program) — as specs a
+// run records. A program without host-call sites runs without any fixtures file, and one served by
+// MCP servers needs none. An --adapter process or server starts in the current directory, which is
+// recorded. `recorded` (a resume without adapter flags: the run's recorded adapters, process
+// directory included) replaces the flags. Prints the problem and returns false on a usage error.
 bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSource& source,
                      const std::vector<AdapterSpec>* recorded, std::vector<AdapterSpec>& specs) {
     if (recorded) {
         specs = *recorded;
         return true;
     }
-    const std::string* adapterFlag = args.value("--adapter");
-    int chosen = (adapterFlag ? 1 : 0) + (args.has("--live") ? 1 : 0) + (args.value("--fixtures") ? 1 : 0);
+    std::error_code cwdError;
+    const std::string cwd = std::filesystem::current_path(cwdError).string();
+    std::vector<AdapterSpec> servers;
+    std::vector<const std::string*> processes;
+    for (const auto& [flag, value] : args.options) {
+        if (flag != "--adapter") continue;
+        AdapterSpec server;
+        std::string error;
+        if (!mcpAdapterSpec(value, cwd, server, error)) {
+            processes.push_back(&value);
+        } else if (!error.empty()) {
+            fmt::print(stderr, "{}: error: --adapter {}\n", tool, error);
+            return false;
+        } else {
+            servers.push_back(std::move(server));
+        }
+    }
+    if (processes.size() > 1) {
+        fmt::print(stderr, "{}: error: one --adapter process per run; more --adapter flags must be MCP servers (mcp:CMD)\n",
+                   tool);
+        return false;
+    }
+    int chosen = static_cast<int>(processes.size()) + (args.has("--live") ? 1 : 0) + (args.value("--fixtures") ? 1 : 0);
     if (chosen > 1) {
         fmt::print(stderr, "{}: error: choose one of --fixtures, --live and --adapter\n", tool);
         return false;
     }
     std::filesystem::path programDir = std::filesystem::absolute(source.file).lexically_normal().parent_path();
+    specs = std::move(servers);
     AdapterSpec spec;
-    if (adapterFlag) {
-        std::error_code ec;
+    if (!processes.empty()) {
         spec.kind = AdapterSpec::Kind::Process;
-        spec.command = *adapterFlag;
-        spec.workingDir = std::filesystem::current_path(ec).string();
+        spec.command = *processes.front();
+        spec.workingDir = cwd;
     } else if (args.has("--live")) {
         spec.kind = AdapterSpec::Kind::Live;
         spec.path = programDir.string();
@@ -474,6 +531,8 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
         if (std::filesystem::exists(path, ec)) {
             spec.kind = AdapterSpec::Kind::Fixtures;
             spec.path = path;
+        } else if (!specs.empty()) {
+            return true;  // MCP servers only: a call none of them serves fails operationally
         } else if (!args.value("--fixtures") && source.program->module().sites.empty()) {
             spec.kind = AdapterSpec::Kind::None;  // nothing to perform: no fixtures needed
         } else {
@@ -481,17 +540,25 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
             return false;
         }
     }
-    specs = {spec};
+    specs.push_back(std::move(spec));
     return true;
 }
 
-// Opens the specs, printing why one cannot be opened (under the flag that chose it).
-std::unique_ptr<Adapter> openRunAdapters(std::string_view tool, const std::vector<AdapterSpec>& specs) {
+// Opens the specs, printing why one cannot be opened (under the flag that chose it). MCP servers
+// take the policy's [mcp] settings and append their stderr to `mcpLog`.
+std::unique_ptr<Adapter> openRunAdapters(std::string_view tool, const std::vector<AdapterSpec>& specs,
+                                         const Policy* policy, const std::string& mcpLog) {
     AdapterOpenError error;
-    std::unique_ptr<Adapter> adapter = openAdapters(specs, AdapterOpenOptions{liveShimPath()}, error);
+    AdapterOpenOptions options;
+    options.liveShim = liveShimPath();
+    options.mcp = policy ? &policy->mcp : nullptr;
+    options.mcpStderrLog = mcpLog;
+    options.clientVersion = REMIT_VERSION;
+    std::unique_ptr<Adapter> adapter = openAdapters(specs, options, error);
     if (adapter) return adapter;
     switch (specs[error.index].kind) {
         case AdapterSpec::Kind::Process: fmt::print(stderr, "{}: error: --adapter: {}\n", tool, error.message); break;
+        case AdapterSpec::Kind::Mcp: fmt::print(stderr, "{}: error: --adapter mcp: {}\n", tool, error.message); break;
         case AdapterSpec::Kind::Live: fmt::print(stderr, "{}: error: --live: {}\n", tool, error.message); break;
         default: fmt::print(stderr, "{}: error: {}\n", tool, error.message); break;
     }
@@ -699,11 +766,13 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     if (!runAdapterSpecs(tool, args, source, continuation && continuation->adapters ? &*continuation->adapters : nullptr,
                          adapterSpecs))
         return kUsage;
-    std::unique_ptr<Adapter> adapter = openRunAdapters(tool, adapterSpecs);
+    std::filesystem::path stateDir = stateDirOf(args);
+    std::string runId = newRunId();
+    std::unique_ptr<Adapter> adapter = openRunAdapters(tool, adapterSpecs, setup.policy ? &*setup.policy : nullptr,
+                                                       mcpLogPath(stateDir, runId).string());
     if (!adapter) return kUsage;
     std::string mode = adapterMode(adapterSpecs);
 
-    std::filesystem::path stateDir = stateDirOf(args);
     bool approveAll = args.has("--approve-all");
     ApprovalStore approvals(approvalStorePath(stateDir).string());
     if (!approveAll) {
@@ -717,7 +786,6 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     Run run(source.program, setup.limits);
     std::vector<Value> inputs;  // after `run`: values go before the heap that holds them
     if (!inputValues(tool, program, setup.host, run.heap(), givenInputs, inputs)) return kUsage;
-    std::string runId = newRunId();
     std::string root = continuation ? continuation->idempotencyRoot : runId;
     std::string tracePath = runTracePath(stateDir, runId).string();
     TraceWriter trace;

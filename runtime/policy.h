@@ -41,6 +41,16 @@ struct RunLimits {
     std::optional<int64_t> maxWallMs;  // milliseconds of VM time, adapter time excluded
 };
 
+// [mcp] (extension): how MCP servers serve capabilities (docs/adapters.md "MCP servers as
+// capabilities").
+struct McpSettings {
+    // [mcp.tools]: capability → the tool that performs it, instead of the tool named like it.
+    std::map<std::string, std::string, std::less<>> tools;
+    std::map<std::string, Span> toolSpans;  // where each capability is written (E0505)
+    // How long a server may take to start, answer initialize and list its tools (default 30 s).
+    std::optional<int64_t> startupTimeoutMs;
+};
+
 struct Policy {
     std::string file;                     // the path as given (reported in diagnostics and check --json)
     std::optional<double> maxUsd;         // [budget] max_usd; none: only the program's budget applies
@@ -51,6 +61,7 @@ struct Policy {
     // [artifacts] trust: .rbc files run under this policy must be signed by a key in this
     // directory (resolved against the policy file's directory; docs/policy.md "[artifacts]").
     std::optional<std::string> trustDir;
+    McpSettings mcp;
     bool allowAll = false;  // --allow-all: every resource granted, no limits, no max_usd
     std::string sha256;     // policy_hash: hex SHA-256 of the file's bytes; empty for allow-all
 
@@ -67,7 +78,8 @@ struct Policy {
 std::optional<Policy> parsePolicy(const std::string& file, std::string_view text, DiagnosticList& diags);
 
 // E0505 for each grant of a resource (capability or model name) that the host does not declare,
-// at the grant's table header, with a hint naming a close declared resource. Nothing for allow-all.
+// at the grant's table header, and for each [mcp.tools] entry mapping an undeclared capability, with
+// a hint naming a close declared resource. Nothing for allow-all.
 void checkPolicyAgainstHost(const Policy& policy, const std::vector<std::string>& hostResources,
                             DiagnosticList& diags);
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "broker/fixture_adapter.h"
+#include "broker/mcp_adapter.h"
 #include "broker/process_adapter.h"
 #include "broker/routing_adapter.h"
 
@@ -17,6 +18,7 @@ const char* kindName(AdapterSpec::Kind kind) {
         case AdapterSpec::Kind::Process: return "process";
         case AdapterSpec::Kind::Live: return "live";
         case AdapterSpec::Kind::None: return "none";
+        case AdapterSpec::Kind::Mcp: return "mcp";
     }
     return "none";
 }
@@ -32,6 +34,21 @@ std::unique_ptr<Adapter> openOne(const AdapterSpec& spec, const AdapterOpenOptio
         }
         case AdapterSpec::Kind::Live: return makeLiveAdapter(options.liveShim, spec.path, error);
         case AdapterSpec::Kind::None: return FixtureAdapter::empty();
+        case AdapterSpec::Kind::Mcp: {
+            ChildProcessOptions process;
+            process.workingDir = spec.workingDir;
+            process.stderrPath = options.mcpStderrLog;
+            McpAdapterOptions mcp;
+            mcp.scope = spec.scope;
+            if (options.mcp) {
+                mcp.toolMap = options.mcp->tools;
+                if (options.mcp->startupTimeoutMs)
+                    mcp.startupTimeoutMs = static_cast<uint64_t>(*options.mcp->startupTimeoutMs);
+            }
+            mcp.client.clientName = "remitvm";
+            mcp.client.clientVersion = options.clientVersion;
+            return makeMcpStdioAdapter(spec.command, process, std::move(mcp), error);
+        }
     }
     error = "unknown adapter kind";
     return nullptr;
@@ -47,6 +64,7 @@ std::string adapterMode(const std::vector<AdapterSpec>& specs) {
         case AdapterSpec::Kind::Process: return "adapter";
         case AdapterSpec::Kind::Live: return "live";
         case AdapterSpec::Kind::None: return "none";
+        case AdapterSpec::Kind::Mcp: return "mcp";
     }
     return "none";
 }
@@ -63,6 +81,11 @@ Json adapterSpecsJson(const std::vector<AdapterSpec>& specs) {
                 entry["cwd"] = spec.workingDir;
                 break;
             case AdapterSpec::Kind::None: break;
+            case AdapterSpec::Kind::Mcp:
+                entry["command"] = spec.command;
+                entry["cwd"] = spec.workingDir;
+                if (!spec.scope.empty()) entry["namespace"] = spec.scope;
+                break;
         }
         out.push_back(std::move(entry));
     }
@@ -97,6 +120,10 @@ std::optional<std::vector<AdapterSpec>> adapterSpecsFromJson(const Json& value, 
         } else if (kind == "process") {
             spec.kind = AdapterSpec::Kind::Process;
             if (!text("command", spec.command) || !text("cwd", spec.workingDir)) return std::nullopt;
+        } else if (kind == "mcp") {
+            spec.kind = AdapterSpec::Kind::Mcp;
+            if (!text("command", spec.command) || !text("cwd", spec.workingDir)) return std::nullopt;
+            if (entry.contains("namespace") && !text("namespace", spec.scope)) return std::nullopt;
         } else if (kind == "none") {
             spec.kind = AdapterSpec::Kind::None;
         } else {

@@ -15,6 +15,7 @@
 
 #include "broker/adapter.h"
 #include "runtime/json_text.h"
+#include "runtime/policy.h"
 
 namespace remit {
 
@@ -24,14 +25,16 @@ struct AdapterSpec {
         Process,   // an adapter process speaking JSON lines (broker/process_adapter.h)
         Live,      // a prototype-style adapters.py through the Python shim
         None,      // nothing performs calls: a program without host-call sites
+        Mcp,       // an MCP server's tools (broker/mcp_adapter.h)
     } kind = Kind::None;
     std::string path;        // Fixtures: the fixture file; Live: the program's folder (where adapters.py is)
-    std::string command;     // Process: the command line, as the operator wrote it
-    std::string workingDir;  // Process: the absolute directory the process starts in
+    std::string command;     // Process, Mcp over stdio: the command line, as the operator wrote it
+    std::string workingDir;  // Process, Mcp over stdio: the absolute directory the process starts in
+    std::string scope;       // Mcp: the one namespace it serves (`mcp.NS:CMD`), or empty for any
 };
 
 // The run's `mode` as `run_start` and the `trace:` line show it (docs/broker.md "Traces"): that of
-// the last spec — `fixtures:PATH`, `adapter`, `live` or `none`.
+// the last spec — `fixtures:PATH`, `adapter`, `live`, `mcp` or `none`.
 std::string adapterMode(const std::vector<AdapterSpec>& specs);
 
 // The `adapters` array `run_start` records, and back. fromJson refuses (nullopt, `error` saying
@@ -41,6 +44,11 @@ std::optional<std::vector<AdapterSpec>> adapterSpecsFromJson(const Json& value, 
 
 struct AdapterOpenOptions {
     std::string liveShim;  // the Python shim `Live` runs (scripts/remit-py-adapter)
+    // Mcp: the policy's [mcp] settings (its tool map and start-up timeout), the file each server's
+    // stderr is appended to (empty: inherited), and the version the client announces.
+    const McpSettings* mcp = nullptr;
+    std::string mcpStderrLog;
+    std::string clientVersion = "0";
 };
 
 // Why a spec could not be opened: which one, the message (naming the file, not the flag) and a hint.

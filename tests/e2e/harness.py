@@ -33,8 +33,9 @@ class Result:
         return f"exit {self.code}\n--- stdout\n{self.out}\n--- stderr\n{self.err}"
 
 
-def run(tool, *args, cwd=None, timeout=60, stdin=None):
-    proc = subprocess.run([tool, *map(str, args)], cwd=cwd, capture_output=True, timeout=timeout, input=stdin)
+def run(tool, *args, cwd=None, timeout=60, stdin=None, env=None):
+    proc = subprocess.run([tool, *map(str, args)], cwd=cwd, capture_output=True, timeout=timeout, input=stdin,
+                          env=env)
     return Result(proc)
 
 
