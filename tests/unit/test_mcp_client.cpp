@@ -16,6 +16,7 @@
 #include "broker/mcp_adapter.h"
 #include "broker/routing_adapter.h"
 #include "runtime/imported_names.h"
+#include "temp_dir.h"
 
 using namespace remit;
 
@@ -23,15 +24,7 @@ namespace {
 
 const std::string kServer = std::string(REMIT_SOURCE_DIR) + "/tests/e2e/adapters/hostile_mcp.py";
 
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char tmpl[] = "/tmp/remit-mcp-XXXXXX";
-        path = ::mkdtemp(tmpl);
-    }
-    ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-    std::string file(const std::string& name) const { return path + "/" + name; }
-};
+using test::TempDir;
 
 std::unique_ptr<Adapter> server(const std::string& flags = "", McpAdapterOptions options = {},
                                 const std::string& stderrPath = "/dev/null") {

@@ -22,6 +22,7 @@
 
 #include "broker/process_adapter.h"
 #include "runtime/json_text.h"
+#include "temp_dir.h"
 
 using namespace remit;
 
@@ -69,15 +70,7 @@ AdapterRequest ask(const std::string& model) {
     return r;
 }
 
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char tmpl[] = "/tmp/remit-pa-XXXXXX";
-        path = ::mkdtemp(tmpl);
-    }
-    ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-    std::string file(const std::string& name) const { return path + "/" + name; }
-};
+using test::TempDir;
 
 int lineCount(const std::string& path) {
     std::ifstream in(path);
