@@ -1050,12 +1050,12 @@ int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
                 return kUsage;
             }
         } else if (mode.starts_with("fixtures:")) {
-            recordedAdapters = {{AdapterSpec::Kind::Fixtures, mode.substr(9), "", ""}};
+            recordedAdapters = {{AdapterSpec::Kind::Fixtures, mode.substr(9), "", "", ""}};
         } else if (mode == "live") {
             args.options.push_back({"--live", ""});
         } else if (mode == "adapter" && !stringField(plan.start, "adapter_command").empty()) {
             recordedAdapters = {{AdapterSpec::Kind::Process, "", stringField(plan.start, "adapter_command"),
-                                 stringField(plan.start, "adapter_cwd")}};
+                                 stringField(plan.start, "adapter_cwd"), ""}};
         }
     }
     // A run made in strict-flows mode resumes in it.
