@@ -445,6 +445,7 @@ HostDraft draftHostInterface(const std::string& ns, const std::vector<std::strin
     pending.push_back("#     `approval always` for calls a person must confirm (writes, deletes, payments),");
     pending.push_back("#   - its `cost` in USD per call.");
     pending.push_back("# Then grant what a program may use in policy.toml.");
+    pending.push_back("#");
     std::map<std::string, std::string> capabilityOf;  // capability name → the operation it came from
     // Each declaration gets the comments pending before it (the header, notes on operations left
     // out), then its own.
