@@ -25,9 +25,7 @@
 namespace remit::cli {
 
 
-int traceCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--full"}, {"--why", "--state-dir"}, args)) return kUsage;
+int traceCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: trace needs exactly one RUN_ID (or trace path)\n", tool);
         return kUsage;
@@ -147,9 +145,7 @@ int approveResolved(std::string_view tool, const Args& args, ApprovalStore& stor
 
 }  // namespace
 
-int approveCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {}, {"--by", "--state-dir"}, args)) return kUsage;
+int approveCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 1 || args.positional[0].empty()) {
         fmt::print(stderr, "{}: error: approve needs a DIGEST (or a unique prefix of one) or a RUN_ID\n", tool);
         return kUsage;
@@ -286,7 +282,7 @@ int approvalsList(std::string_view tool, const Args& args, const ApprovalStore& 
             fmt::print("    approved by {}; the run uses it when it resumes\n", r["approved_by"].get<std::string>());
     }
     fmt::print("\nto decide: {} approvals show|approve|deny DIGEST-PREFIX{}\n", tool,
-               args.value("--state-dir") ? " --state-dir " + *args.value("--state-dir") : "");
+               stateFlags(args));
     return kOk;
 }
 
@@ -372,7 +368,7 @@ int approvalsShow(std::string_view tool, const Args& args, const ApprovalStore& 
         fmt::print("  (the program {} cannot be read or checked any more, so its manifest is not shown)\n",
                    programPath);
     }
-    std::string stateFlag = args.value("--state-dir") ? " --state-dir " + *args.value("--state-dir") : "";
+    std::string stateFlag = stateFlags(args);
     fmt::print("\nto decide: {} approvals approve {}{}   or   {} approvals deny {} --reason \"...\"{}\n", tool,
                digest.substr(0, 16), stateFlag, tool, digest.substr(0, 16), stateFlag);
     return kOk;
@@ -380,43 +376,48 @@ int approvalsShow(std::string_view tool, const Args& args, const ApprovalStore& 
 
 }  // namespace
 
-int approvalsCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    constexpr const char* kUsage_ = "approvals needs a subcommand: list, show ID, approve ID or deny ID [--reason R]";
-    if (argv.empty()) {
-        fmt::print(stderr, "{}: error: {}\n", tool, kUsage_);
-        return kUsage;
+namespace {
+
+// The store of the state directory and the pending request `approvals SUB ID` names; prints why
+// not and returns empty (exit 2).
+std::string resolveOperand(std::string_view tool, std::string_view sub, const Args& args, ApprovalStore& store) {
+    if (args.positional.size() != 1 || args.positional[0].empty()) {
+        fmt::print(stderr, "{}: error: approvals {} needs one ID: a digest (or a unique prefix of one) or a run id\n",
+                   tool, sub);
+        return {};
     }
-    std::string sub = argv[0];
-    std::vector<std::string> rest(argv.begin() + 1, argv.end());
-    Args args;
-    if (sub == "list") {
-        if (!parseArgs(tool, rest, {"--json"}, {"--state-dir"}, args)) return kUsage;
-        if (!args.positional.empty()) {
-            fmt::print(stderr, "{}: error: approvals list takes no arguments\n", tool);
-            return kUsage;
-        }
-    } else if (sub == "show") {
-        if (!parseArgs(tool, rest, {"--json"}, {"--state-dir"}, args)) return kUsage;
-    } else if (sub == "approve") {
-        if (!parseArgs(tool, rest, {}, {"--by", "--state-dir"}, args)) return kUsage;
-    } else if (sub == "deny") {
-        if (!parseArgs(tool, rest, {}, {"--by", "--reason", "--state-dir"}, args)) return kUsage;
-    } else {
-        fmt::print(stderr, "{}: error: unknown approvals subcommand '{}'; {}\n", tool, sub, kUsage_);
+    if (!loadStore(tool, store)) return {};
+    return resolvePending(tool, args, store, args.positional[0]);
+}
+
+}  // namespace
+
+int approvalsListCommand(std::string_view tool, Args& args) {
+    if (!args.positional.empty()) {
+        fmt::print(stderr, "{}: error: approvals list takes no arguments\n", tool);
         return kUsage;
     }
     ApprovalStore store(approvalStorePath(stateDirOf(args)).string());
     if (!loadStore(tool, store)) return kUsage;
-    if (sub == "list") return approvalsList(tool, args, store);
-    if (args.positional.size() != 1 || args.positional[0].empty()) {
-        fmt::print(stderr, "{}: error: approvals {} needs one ID: a digest (or a unique prefix of one) or a run id\n",
-                   tool, sub);
-        return kUsage;
-    }
-    std::string digest = resolvePending(tool, args, store, args.positional[0]);
+    return approvalsList(tool, args, store);
+}
+
+int approvalsShowCommand(std::string_view tool, Args& args) {
+    ApprovalStore store(approvalStorePath(stateDirOf(args)).string());
+    std::string digest = resolveOperand(tool, "show", args, store);
+    return digest.empty() ? kUsage : approvalsShow(tool, args, store, digest);
+}
+
+int approvalsApproveCommand(std::string_view tool, Args& args) {
+    ApprovalStore store(approvalStorePath(stateDirOf(args)).string());
+    std::string digest = resolveOperand(tool, "approve", args, store);
+    return digest.empty() ? kUsage : approveResolved(tool, args, store, digest);
+}
+
+int approvalsDenyCommand(std::string_view tool, Args& args) {
+    ApprovalStore store(approvalStorePath(stateDirOf(args)).string());
+    std::string digest = resolveOperand(tool, "deny", args, store);
     if (digest.empty()) return kUsage;
-    if (sub == "show") return approvalsShow(tool, args, store, digest);
-    if (sub == "approve") return approveResolved(tool, args, store, digest);
     std::string error;
     std::string by = approverName(args);
     std::string reason = args.value("--reason") ? *args.value("--reason") : "";

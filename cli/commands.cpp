@@ -19,19 +19,6 @@
 
 namespace remit::cli {
 
-bool Args::has(std::string_view name) const {
-    for (const auto& [key, value] : options)
-        if (key == name) return true;
-    return false;
-}
-
-const std::string* Args::value(std::string_view name) const {
-    const std::string* found = nullptr;
-    for (const auto& [key, value] : options)
-        if (key == name) found = &value;  // the last one wins, as with argparse
-    return found;
-}
-
 std::filesystem::path stateDirOf(const Args& args) {
     return args.value("--state-dir") ? std::filesystem::path(*args.value("--state-dir")) : ".remit";
 }
@@ -103,56 +90,6 @@ void readLines(size_t maxBytes, const std::function<void(std::string_view)>& onL
     if (!overlong) onLine(line);
 }
 
-bool parseArgs(std::string_view tool, const std::vector<std::string>& argv, const std::vector<std::string>& switches,
-               const std::vector<std::string>& valued, Args& out) {
-    auto contains = [](const std::vector<std::string>& list, const std::string& s) {
-        for (const std::string& item : list)
-            if (item == s) return true;
-        return false;
-    };
-    bool onlyPositional = false;
-    for (size_t i = 0; i < argv.size(); ++i) {
-        const std::string& arg = argv[i];
-        if (onlyPositional || arg.size() < 2 || arg[0] != '-') {
-            out.positional.push_back(arg);
-            continue;
-        }
-        if (arg == "--") {
-            onlyPositional = true;
-            continue;
-        }
-        std::string name = arg, value;
-        bool inlineValue = false;
-        if (size_t eq = arg.find('='); eq != std::string::npos && arg.rfind("--", 0) == 0) {
-            name = arg.substr(0, eq);
-            value = arg.substr(eq + 1);
-            inlineValue = true;
-        }
-        if (contains(switches, name) && !inlineValue) {
-            out.options.emplace_back(name, "");
-        } else if (contains(valued, name)) {
-            if (!inlineValue) {
-                if (i + 1 >= argv.size()) {
-                    fmt::print(stderr, "{}: error: option {} needs a value\n", tool, name);
-                    return false;
-                }
-                value = argv[++i];
-            }
-            // An empty state directory would put runs, locks and approvals in the current directory.
-            if (name == "--state-dir" && value.empty()) {
-                fmt::print(stderr, "{}: error: --state-dir needs a directory, not an empty string\n", tool);
-                fmt::print(stderr, "  hint: leave it out to use .remit, or pass --state-dir DIR\n");
-                return false;
-            }
-            out.options.emplace_back(name, value);
-        } else {
-            fmt::print(stderr, "{}: error: unknown option {}\n", tool, arg);
-            return false;
-        }
-    }
-    return true;
-}
-
 void printDiagnostics(const DiagnosticList& diags, const CheckOutcome* outcome, const RenderOptions& options) {
     SourceLookup sources = [outcome](const std::string& file) { return outcome ? outcome->sourceFor(file) : nullptr; };
     fmt::print(stderr, "{}", renderDiagnostics(diags.items(), sources, options));
@@ -188,33 +125,7 @@ Json checkJson(const CheckOutcome& outcome) {
 
 }  // namespace
 
-int runTool(std::string_view tool, std::string_view usage,
-            const std::vector<std::pair<std::string_view, Command>>& commands, int argc, char** argv) {
-    std::vector<std::string> args(argv + 1, argv + argc);
-    if (args.empty() || args[0] == "-h" || args[0] == "--help") {
-        fmt::print(args.empty() ? stderr : stdout, "{}", usage);
-        return args.empty() ? kUsage : kOk;
-    }
-    std::string command = args[0];
-    args.erase(args.begin());
-    for (const auto& [name, run] : commands) {
-        if (name != command) continue;
-        try {
-            return run(tool, args);
-        } catch (const std::exception&) {
-            fmt::print(stderr, "{}: internal error while running '{}'; please report it with the input file\n", tool,
-                       command);
-            return kFailure;
-        }
-    }
-    fmt::print(stderr, "{}: error: unknown command '{}'\n\n{}", tool, command, usage);
-    return kUsage;
-}
-
-int checkCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--json", "--strict-flows"}, {"--host", "--policy", "--max-diagnostics"}, args))
-        return kUsage;
+int checkCommand(std::string_view tool, Args& args) {
     if (args.positional.empty()) {
         fmt::print(stderr, "{}: error: check needs at least one FILE or directory\n", tool);
         return kUsage;
@@ -296,9 +207,7 @@ static std::optional<CheckOutcome> checkedOrReport(std::string_view tool, const 
     return outcome;
 }
 
-int manifestCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--strict-flows"}, {"--host", "--policy"}, args)) return kUsage;
+int manifestCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: manifest needs exactly one PROGRAM\n", tool);
         return kUsage;
@@ -316,9 +225,7 @@ int manifestCommand(std::string_view tool, const std::vector<std::string>& argv)
     return kOk;
 }
 
-int diffCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--json"}, {"--host"}, args)) return kUsage;
+int diffCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 2) {
         fmt::print(stderr, "{}: error: diff needs OLD and NEW programs\n", tool);
         return kUsage;
@@ -344,9 +251,7 @@ int diffCommand(std::string_view tool, const std::vector<std::string>& argv) {
     return diff.widened ? kWidened : kOk;
 }
 
-int fmtCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--check"}, {}, args)) return kUsage;
+int fmtCommand(std::string_view tool, Args& args) {
     if (args.positional.empty()) {
         fmt::print(stderr, "{}: error: fmt needs at least one FILE\n", tool);
         return kUsage;

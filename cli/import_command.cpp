@@ -1,6 +1,7 @@
 // `remitc import mcp "CMD ARGS" [--as NS] [-o host.rmti] [--timeout-ms N]` (docs/import.md): starts an
 // MCP server (broker/mcp_client.h), lists its tools and prints a draft host interface for them
-// (compiler/host_import.h), or writes it to -o. Flag parsing and printing only.
+// (compiler/host_import.h), or writes it to -o. Its flags are declared in cli/command_table.cpp;
+// this is printing only.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -14,10 +15,6 @@
 #include "compiler/driver.h"
 #include "compiler/host_import.h"
 #include "runtime/files.h"
-
-#ifndef REMIT_VERSION
-#define REMIT_VERSION "0.1.0"
-#endif
 
 namespace remit::cli {
 
@@ -75,25 +72,14 @@ bool validNamespace(const std::string& ns) {
 
 }  // namespace
 
-int importCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {}, {"--as", "-o", "--timeout-ms"}, args)) return kUsage;
-    const char* usage = "usage: remitc import mcp \"CMD ARGS\" [--as NS] [-o host.rmti] [--timeout-ms N]";
-    if (args.positional.empty() || args.positional[0] != "mcp") {
-        if (!args.positional.empty() && args.positional[0] == "openapi")
-            fmt::print(stderr, "{}: error: import openapi is not available yet; only MCP servers can be imported\n", tool);
-        else
-            fmt::print(stderr, "{}: error: import needs the kind of service: mcp\n", tool);
-        fmt::print(stderr, "{}\n", usage);
-        return kUsage;
-    }
-    if (args.positional.size() != 2) {
+int importMcpCommand(std::string_view tool, Args& args) {
+    if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: import mcp needs exactly one command, quoted: the command that starts the server\n",
                    tool);
-        fmt::print(stderr, "{}\n", usage);
+        fmt::print(stderr, "  hint: e.g. {} import mcp \"npx -y @modelcontextprotocol/server-memory\" --as notes\n", tool);
         return kUsage;
     }
-    const std::string& command = args.positional[1];
+    const std::string& command = args.positional[0];
     std::string ns;
     if (const std::string* as = args.value("--as")) {
         ns = *as;
@@ -125,7 +111,7 @@ int importCommand(std::string_view tool, const std::vector<std::string>& argv) {
     process.stderrPath = log.path;
     McpClientOptions clientOptions;
     clientOptions.clientName = "remitc";
-    clientOptions.clientVersion = REMIT_VERSION;
+    clientOptions.clientVersion = std::string(remitVersion());
     McpClient client(makeStdioTransport(serverArgv, process), clientOptions);
     if (!client.connect(McpClient::Clock::now() + std::chrono::milliseconds(timeoutMs), error)) {
         fmt::print(stderr, "{}: error: {}\n", tool, error);

@@ -320,21 +320,11 @@ std::optional<McpHttpOptions> httpOptions(std::string_view tool, const Args& arg
 
 }  // namespace
 
-int mcpCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--http"},
-                   {"--host", "--port", "--keys", "--usage", "--free-monthly", "--approvals", "--state-dir"}, args))
-        return kUsage;
+int mcpCommand(std::string_view tool, Args& args) {
     // Who approves the calls paused runs wait for (docs/mcp.md, "Runs and approvals").
     mcp::ToolsOptions toolsOptions;
-    if (const std::string* approvals = args.value("--approvals")) {
-        if (*approvals != "client" && *approvals != "operator") {
-            fmt::print(stderr, "{}: error: --approvals must be client or operator, not '{}'\n", tool,
-                       firstCodePoints(*approvals, 40));
-            return kUsage;
-        }
+    if (const std::string* approvals = args.value("--approvals"))  // client|operator, checked by the parser
         toolsOptions.operatorApprovals = *approvals == "operator";
-    }
     if (const std::string* dir = args.value("--state-dir")) {
         if (!toolsOptions.operatorApprovals) {
             fmt::print(stderr, "{}: error: --state-dir is where the operator approves calls; it needs --approvals "

@@ -43,10 +43,6 @@
 #include "session/run_lifecycle.h"
 #include "vm/run.h"
 
-#ifndef REMIT_VERSION
-#define REMIT_VERSION "0.1.0"
-#endif
-
 namespace remit::cli {
 
 namespace {
@@ -162,10 +158,8 @@ std::string sourceTextFor(const ProgramSource& source) {
 
 }  // namespace
 
-int buildCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
+int buildCommand(std::string_view tool, Args& args) {
     // `-o OUT.rbc` (remitc) or `--out DIR` (the prototype's `remit build`, default `build`).
-    if (!parseArgs(tool, argv, {"--strict-flows"}, {"--host", "-o", "--out", "--sign"}, args)) return kUsage;
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: build needs exactly one PROGRAM.rmt\n", tool);
         return kUsage;
@@ -251,9 +245,7 @@ std::optional<std::string> writeNewFile(const std::string& path, const std::stri
 
 }  // namespace
 
-int keygenCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {}, {}, args)) return kUsage;
+int keygenCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 1 || !args.positional[0].ends_with(".pem") ||
         args.positional[0].ends_with(".pub.pem")) {
         fmt::print(stderr, "{}: error: keygen needs exactly one KEY.pem (the private key to write)\n", tool);
@@ -291,9 +283,7 @@ int keygenCommand(std::string_view tool, const std::vector<std::string>& argv) {
     return kOk;
 }
 
-int disCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--strict-flows"}, {"--host"}, args)) return kUsage;
+int disCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: dis needs exactly one PROGRAM (.rbc, or .rmt to compile first)\n", tool);
         return kUsage;
@@ -371,7 +361,7 @@ bool collectInputs(std::string_view tool, const Args& args, const LoadedProgram&
         given = std::move(*parsed);
     }
     for (const auto& [flag, value] : args.options) {
-        if (flag != "-i" && flag != "--input") continue;
+        if (flag != "--input") continue;
         size_t eq = value.find('=');
         if (eq == std::string::npos || eq == 0) {
             fmt::print(stderr, "{}: error: input '{}' must be written NAME=VALUE\n", tool, value);
@@ -553,7 +543,7 @@ std::unique_ptr<Adapter> openRunAdapters(std::string_view tool, const std::vecto
     options.liveShim = liveShimPath();
     options.mcp = policy ? &policy->mcp : nullptr;
     options.mcpStderrLog = mcpLog;
-    options.clientVersion = REMIT_VERSION;
+    options.clientVersion = std::string(remitVersion());
     std::unique_ptr<Adapter> adapter = openAdapters(specs, options, error);
     if (adapter) return adapter;
     switch (specs[error.index].kind) {
@@ -923,12 +913,6 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     return kOk;
 }
 
-const std::vector<std::string> kRunSwitches = {"--json",        "--allow-all",   "--approve-all",
-                                               "--live",        "--interactive", "--strict-flows"};
-const std::vector<std::string> kRunOptions = {"--host",       "--policy",      "--fixtures",
-                                              "--adapter",    "--state-dir",   "--max-steps",
-                                              "--max-memory", "--max-wall-ms", "--trust"};
-
 // A recorded run read for `resume` or `replay`. Prints the problem and returns false (exit 2).
 bool readRecordedRun(std::string_view tool, const Args& args, const std::string& run, ReplayPurpose purpose,
                      ReplayPlan& plan) {
@@ -977,11 +961,7 @@ bool readResumePlan(std::string_view tool, const Args& args, const std::string& 
 
 }  // namespace
 
-int runCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    std::vector<std::string> options = kRunOptions;
-    options.insert(options.end(), {"-i", "--input", "--inputs"});
-    if (!parseArgs(tool, argv, kRunSwitches, options, args)) return kUsage;
+int runCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: run needs exactly one PROGRAM (.rmt or .rbc)\n", tool);
         return kUsage;
@@ -993,11 +973,7 @@ int runCommand(std::string_view tool, const std::vector<std::string>& argv) {
     return executeRun(tool, args, setup, given, nullptr);
 }
 
-int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    std::vector<std::string> options = kRunOptions;
-    options.push_back("--file");
-    if (!parseArgs(tool, argv, kRunSwitches, options, args)) return kUsage;
+int resumeCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: resume needs exactly one RUN_ID (or trace path)\n", tool);
         return kUsage;
@@ -1084,11 +1060,7 @@ int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
     return executeRun(tool, args, setup, plan.start["inputs"], &continuation);
 }
 
-int replayCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--json", "--strict-flows"},
-                   {"--file", "--host", "--state-dir", "--max-steps", "--max-memory", "--max-wall-ms"}, args))
-        return kUsage;
+int replayCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: replay needs exactly one RUN_ID (or trace path)\n", tool);
         return kUsage;

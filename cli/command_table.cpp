@@ -1,0 +1,295 @@
+// THE command table: every command of remitc, remitvm and remit with its operands, summary, flags
+// (each with one line of help) and handler, and each tool's list of commands. The parser, every
+// --help, the completion scripts and the help test are generated from this file, so a flag exists
+// exactly when it is declared here (cli/commands.h says how to add one). The command lines are the
+// contract of docs/compatibility.md ("Command lines"); `remit` offers the prototype's commands with
+// the same tables, so its flags are a superset of the prototype's.
+#include "cli/commands.h"
+
+namespace remit::cli {
+
+namespace {
+
+// Flags several commands share, so their help reads the same everywhere.
+constexpr Flag kHost{"--host", "H", "the host interface (.rmti); default: host.rmti next to the program or above it"};
+constexpr Flag kPolicy{"--policy", "P", "the deployment policy (.toml); default: policy.toml next to the program"};
+constexpr Flag kStrictFlows{"--strict-flows", "",
+                            "decisions on tagged data count for deny parameters, and early exits taint what follows"};
+constexpr Flag kStateDir = Flag{"--state-dir", "D", "where runs and approvals are kept; default: .remit"}.completes(
+    Complete::Dirs);
+constexpr Flag kMaxSteps = Flag{"--max-steps", "N", "stop the run after N VM steps (R0701)"}.completes(Complete::Nothing);
+constexpr Flag kMaxMemory =
+    Flag{"--max-memory", "BYTES", "stop the run when its live memory exceeds BYTES (R0701)"}.completes(Complete::Nothing);
+constexpr Flag kMaxWallMs =
+    Flag{"--max-wall-ms", "N", "stop the run after N ms of VM time (R0701)"}.completes(Complete::Nothing);
+constexpr Flag kFile{"--file", "PROG", "the program to run; default: the path the run recorded"};
+constexpr Flag kBy = Flag{"--by", "NAME", "who decides, as recorded in the store; default: $USER"}.completes(
+    Complete::Nothing);
+
+// The flags `run` and `resume` share: where calls go, who approves them, the limits.
+std::vector<Flag> runFlags() {
+    return {
+        kHost,
+        kPolicy,
+        Flag{"--allow-all", "", "grant every host capability without a policy (development only)"},
+        Flag{"--approve-all", "", "grant every approval as auto-approve(test) (development and fixtures only)"},
+        Flag{"--interactive", "", "ask at the terminal for approvals the store does not hold"},
+        Flag{"--fixtures", "F.json", "answer host calls from this fixtures file; default: fixtures/run.json"},
+        Flag{"--live", "", "perform host calls with the program folder's adapters.py"},
+        Flag{"--adapter", "\"CMD ARGS\"",
+             "perform host calls with this adapter process, or mcp:\"CMD ARGS\" (mcp.NS:…) with an MCP server's tools"}
+            .repeatable()
+            .completes(Complete::Nothing),
+        Flag{"--json", "", "print the outcome as one JSON envelope on stdout"},
+        kStateDir,
+        kMaxSteps,
+        kMaxMemory,
+        kMaxWallMs,
+        kStrictFlows,
+        Flag{"--trust", "KEYS_DIR", "run a .rbc only if signed by a public key in KEYS_DIR"}.completes(Complete::Dirs),
+    };
+}
+
+// `flags` followed by `more`.
+std::vector<Flag> with(std::vector<Flag> flags, const std::vector<Flag>& more) {
+    flags.insert(flags.end(), more.begin(), more.end());
+    return flags;
+}
+
+// ---- remitc ----
+
+const Command kCheck{
+    .name = "check",
+    .operands = "FILE|DIR...",
+    .summary = "check programs (directories are searched) and report their diagnostics",
+    .flags = {kHost, kPolicy, Flag{"--json", "", "print one JSON object per file (a list for several) on stdout"},
+              Flag{"--max-diagnostics", "N", "print at most N diagnostics in full per file (text only)"}.completes(
+                  Complete::Nothing),
+              kStrictFlows},
+    .run = checkCommand,
+};
+
+const Command kFmt{
+    .name = "fmt",
+    .operands = "FILE...",
+    .summary = "format .rmt and .rmti files in place",
+    .flags = {Flag{"--check", "", "change nothing; list the files that would be reformatted (exit 1 if any)"}},
+    .run = fmtCommand,
+};
+
+const Command kBuild{
+    .name = "build",
+    .operands = "PROG.rmt",
+    .summary = "compile a program to a verified .rbc",
+    .flags = {Flag{"-o", "OUT.rbc", "write the .rbc here; default (remitc): PROG.rbc beside PROG.rmt"},
+              Flag{"--out", "DIR", "write DIR/<program>.rbc and DIR/<program>.manifest.json (remit's default: build)"}
+                  .completes(Complete::Dirs),
+              kHost, kStrictFlows, Flag{"--sign", "KEY.pem", "sign the .rbc with this Ed25519 key (remitc keygen)"}},
+    .run = buildCommand,
+};
+
+const Command kKeygen{
+    .name = "keygen",
+    .operands = "KEY.pem",
+    .summary = "make an Ed25519 signing key: KEY.pem (private) and KEY.pub.pem",
+    .flags = {},
+    .run = keygenCommand,
+};
+
+const Command kDis{
+    .name = "dis",
+    .operands = "PROG.rbc|PROG.rmt",
+    .summary = "disassemble a program, each instruction with its source line",
+    .flags = {kHost, kStrictFlows},
+    .run = disCommand,
+};
+
+const Command kManifest{
+    .name = "manifest",
+    .operands = "PROG.rmt|PROG.rbc",
+    .summary = "print a program's manifest as JSON",
+    .flags = {kHost, kPolicy, kStrictFlows},
+    .run = manifestCommand,
+};
+
+const Command kDiff{
+    .name = "diff",
+    .operands = "OLD NEW",
+    .summary = "did the edit from OLD to NEW widen authority? (exit 4 if so)",
+    .flags = {kHost, Flag{"--json", "", "print {\"widened\", \"changes\"} as JSON on stdout"}},
+    .run = diffCommand,
+};
+
+const Command kImport{
+    .name = "import",
+    .operands = "",
+    .summary = "draft a host interface from a service's own description (docs/import.md)",
+    .flags = {},
+    .run = nullptr,
+    .subcommands =
+        {
+            Command{.name = "mcp",
+                    .operands = "\"CMD ARGS\"",
+                    .summary = "from the tools of the MCP server CMD starts",
+                    .flags = {Flag{"--as", "NS", "the capabilities' namespace; default: from the server's name"}
+                                  .completes(Complete::Nothing),
+                              Flag{"-o", "host.rmti", "write the draft here; default: stdout"},
+                              Flag{"--timeout-ms", "N",
+                                   "how long the server may take to start and list its tools; default: 30000"}
+                                  .completes(Complete::Nothing)},
+                    .run = importMcpCommand,
+                    .details = "The draft's capabilities are NS.TOOL; `remitvm run --adapter mcp.NS:\"CMD ARGS\"`\n"
+                               "performs them with the same server. Decide the tags, approvals and costs its TODO\n"
+                               "lists before granting them."},
+        },
+};
+
+// ---- remitvm ----
+
+const Command kRun{
+    .name = "run",
+    .operands = "PROG.rmt|PROG.rbc",
+    .summary = "run main through the broker and print its result as JSON",
+    .flags = with({Flag{"--input", "NAME=VALUE", "one of main's inputs: a Str as written, another type as JSON"}
+                       .alias("-i")
+                       .repeatable()
+                       .completes(Complete::Nothing),
+                   Flag{"--inputs", "FILE.json", "main's inputs as a JSON object (name: value); -i overrides"}},
+                  runFlags()),
+    .run = runCommand,
+};
+
+const Command kResume{
+    .name = "resume",
+    .operands = "RUN_ID|TRACE.jsonl",
+    .summary = "continue a paused or stopped run; recorded calls are answered from its trace",
+    .flags = with({kFile}, runFlags()),
+    .run = resumeCommand,
+    .details = "Without --fixtures, --live or --adapter the run resumes in the mode it was recorded in.",
+};
+
+const Command kReplay{
+    .name = "replay",
+    .operands = "RUN_ID|TRACE.jsonl",
+    .summary = "re-execute a run against its trace only and check that it reproduces (no live effects)",
+    .flags = {kFile, kHost, Flag{"--json", "", "print the outcome as one JSON envelope on stdout"}, kStateDir,
+              kMaxSteps, kMaxMemory, kMaxWallMs, kStrictFlows},
+    .run = replayCommand,
+};
+
+const Command kTrace{
+    .name = "trace",
+    .operands = "RUN_ID|TRACE.jsonl",
+    .summary = "print a run's timeline, or what one call derives from and who approved it",
+    .flags = {Flag{"--why", "SEQ", "explain call SEQ: the calls it derives from and its approval"}.completes(
+                  Complete::Nothing),
+              Flag{"--full", "", "print values whole instead of cut"}, kStateDir},
+    .run = traceCommand,
+};
+
+const Command kApprove{
+    .name = "approve",
+    .operands = "DIGEST-PREFIX|RUN_ID",
+    .summary = "approve one pending call (single use)",
+    .flags = {kBy, kStateDir},
+    .run = approveCommand,
+};
+
+const Command kApprovals{
+    .name = "approvals",
+    .operands = "",
+    .summary = "the pending approval requests: list them, show one in full, approve or deny one",
+    .flags = {},
+    .run = nullptr,
+    .subcommands =
+        {
+            Command{.name = "list",
+                    .operands = "",
+                    .summary = "list the pending requests",
+                    .flags = {Flag{"--json", "", "print them as JSON on stdout"}, kStateDir},
+                    .run = approvalsListCommand},
+            Command{.name = "show",
+                    .operands = "ID",
+                    .summary = "show one request in full: arguments, provenance, the program's manifest",
+                    .flags = {Flag{"--json", "", "print it as JSON on stdout"}, kStateDir},
+                    .run = approvalsShowCommand},
+            Command{.name = "approve",
+                    .operands = "ID",
+                    .summary = "approve one request (single use)",
+                    .flags = {kBy, kStateDir},
+                    .run = approvalsApproveCommand},
+            Command{.name = "deny",
+                    .operands = "ID",
+                    .summary = "deny one request: the run fails at that call when it resumes",
+                    .flags = {Flag{"--reason", "R", "why, as recorded in the store"}.completes(Complete::Nothing), kBy,
+                              kStateDir},
+                    .run = approvalsDenyCommand},
+        },
+    .details = "ID is a digest, a unique prefix of one, or a run id (that run's pending call) (docs/operators.md).",
+};
+
+const Command kTest{
+    .name = "test",
+    .operands = "[PATH...]",
+    .summary = "run the test blocks of .rmt files (directories are searched; default: .)",
+    .flags = {kHost},
+    .run = testCommand,
+};
+
+const Command kServe{
+    .name = "serve",
+    .operands = "",
+    .summary = "checked runs over JSON lines on stdin/stdout (docs/serve.md)",
+    .flags = {},
+    .run = serveCommand,
+};
+
+const Command kMcp{
+    .name = "mcp",
+    .operands = "",
+    .summary = "Model Context Protocol server on stdin/stdout, or over HTTP with --http (docs/mcp.md)",
+    .flags =
+        {
+            Flag{"--http", "", "serve streamable HTTP instead of stdio, with API keys and metering"},
+            Flag{"--host", "ADDR", "the address to listen on (--http); default: 127.0.0.1"}.completes(Complete::Nothing),
+            Flag{"--port", "N", "the port to listen on (--http); 0 picks a free one"}.completes(Complete::Nothing),
+            Flag{"--keys", "keys.json", "the API keys file (--http)"},
+            Flag{"--usage", "usage.sqlite", "where requests are metered (--http)"},
+            Flag{"--free-monthly", "N", "requests per key and month before a key is refused (--http)"}.completes(
+                Complete::Nothing),
+            Flag{"--approvals", "client|operator", "who approves the calls paused runs wait for; default: client"},
+            Flag{"--state-dir", "D", "where the operator approves calls (with --approvals operator)"}.completes(
+                Complete::Dirs),
+        },
+    .run = mcpCommand,
+};
+
+}  // namespace
+
+const std::vector<Flag>& commonFlags() {
+    static const std::vector<Flag> flags = {
+        Flag{"--help", "", "print this help and exit"}.alias("-h"),
+    };
+    return flags;
+}
+
+const std::vector<Tool>& allTools() {
+    static const std::vector<Tool> tools = {
+        Tool{.name = "remitc",
+             .summary = "remitc: check, format, compile and compare Remit programs",
+             .commands = {&kCheck, &kFmt, &kBuild, &kKeygen, &kDis, &kManifest, &kDiff, &kImport},
+             .details = "--strict-flows: decisions on tagged data count for deny parameters too, and early exits\n"
+                        "taint what follows (docs/language.md \"Strict flows\"); a policy's [flows] strict = true\n"
+                        "does the same."},
+        Tool{.name = "remitvm",
+             .summary = "remitvm: run Remit programs through the broker, and resume, replay and inspect runs",
+             .commands = {&kRun, &kApprove, &kApprovals, &kResume, &kReplay, &kTrace, &kTest, &kServe, &kMcp}},
+        Tool{.name = "remit",
+             .summary = "remit: the Remit prototype's command lines (docs/compatibility.md)",
+             .commands = {&kCheck, &kFmt, &kDiff, &kBuild, &kRun, &kApprove, &kApprovals, &kResume, &kReplay, &kTest,
+                          &kMcp}},
+    };
+    return tools;
+}
+
+}  // namespace remit::cli
