@@ -3,11 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <utility>
 #include <vector>
 
+#include "broker/http_client.h"
 #include "runtime/imported_names.h"
 #include "runtime/source.h"
 
@@ -285,6 +287,23 @@ std::unique_ptr<Adapter> makeMcpStdioAdapter(const std::string& command, const C
     if (!splitCommand(command, argv, error)) return nullptr;
     if (!checkProgram(argv, process.workingDir, "MCP server", error)) return nullptr;
     return makeMcpAdapter(makeStdioTransport(std::move(argv), process), std::move(options));
+}
+
+std::unique_ptr<Adapter> makeMcpHttpAdapter(const std::string& url, const std::string& tokenEnv,
+                                            McpAdapterOptions options, std::string& error) {
+    if (!checkMcpUrl(url, error)) return nullptr;
+    std::string token;
+    if (!tokenEnv.empty()) {
+        const char* value = std::getenv(tokenEnv.c_str());
+        if (!value || !*value) {
+            error = fmt::format("the environment variable {} (the bearer token for {}) is not set", tokenEnv,
+                                redactedUrl(url));
+            return nullptr;
+        }
+        token = value;
+    }
+    if (!httpClientAvailable(error)) return nullptr;
+    return makeMcpAdapter(makeHttpTransport(url, std::move(token)), std::move(options));
 }
 
 }  // namespace remit

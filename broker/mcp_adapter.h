@@ -1,6 +1,7 @@
 // MCP servers as capabilities (docs/adapters.md "MCP servers as capabilities"): `--adapter
-// mcp:CMD` makes the tools of a Model Context Protocol server perform a run's capability calls,
-// through the MCP client of broker/mcp_client.h.
+// mcp:CMD` (a server over stdio) or `--adapter mcp+https://URL` (streamable HTTP) makes the tools of
+// a Model Context Protocol server perform a run's capability calls, through the MCP client of
+// broker/mcp_client.h.
 //
 // Which calls it performs (serves): capability `NS.TOOL` goes to the server's tool `TOOL` — the
 // same name, or the name `remitc import mcp` wrote for it (runtime/imported_names.h: `get-sum`
@@ -16,7 +17,7 @@
 // when it does not fit) — a `Str` result is the text content, a `Unit` one null. `isError`, a
 // JSON-RPC error, a timeout (Timeout, R0503), a server that does not start, exits, or sends
 // something malformed or oversized are operational failures naming the server, so `retry` and
-// `else` apply. The server's stderr goes to a log file, never to the program.
+// `else` apply. A stdio server's stderr goes to a log file, never to the program.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +51,12 @@ std::unique_ptr<Adapter> makeMcpAdapter(std::unique_ptr<McpTransport> transport,
 // `error` when the command does not split or its program is not found.
 std::unique_ptr<Adapter> makeMcpStdioAdapter(const std::string& command, const ChildProcessOptions& process,
                                              McpAdapterOptions options, std::string& error);
+
+// `--adapter mcp+https://…`: a server over streamable HTTP. `tokenEnv`, when not empty, names the
+// environment variable that holds its bearer token, read now. Null with `error` when the URL is not
+// one (checkMcpUrl), the variable is not set, or libcurl cannot be loaded.
+std::unique_ptr<Adapter> makeMcpHttpAdapter(const std::string& url, const std::string& tokenEnv,
+                                            McpAdapterOptions options, std::string& error);
 
 // The JSON value `value` keeps of what `schema` (runtime/json_schema.h's form) declares: an object
 // only the declared properties (deeply, through lists), anything else unchanged. How a server's

@@ -5,11 +5,14 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <set>
 #include <utility>
 
+#include "broker/http_client.h"
 #include "runtime/files.h"
 #include "runtime/source.h"
 
@@ -56,7 +59,7 @@ public:
     }
     bool isOpen() const override { return child_.running() && !child_.hasExited(); }
     std::string close(bool gently) override { return child_.stop(gently); }
-    void send(std::string message, Clock::time_point) override {
+    void send(std::string message, bool, Clock::time_point) override {
         message += '\n';
         child_.send(message);
     }
@@ -82,7 +85,7 @@ public:
                 case Io::Kind::Oversized: event.kind = Event::Kind::Oversized; return event;
                 case Io::Kind::Failed:
                     event.kind = Event::Kind::Failed;
-                    event.detail = io.error;
+                    event.detail = "I/O failed: " + io.error;
                     return event;
             }
         }
@@ -105,7 +108,212 @@ private:
     std::size_t stderrFrom_ = 0;
 };
 
+// Streamable HTTP: every message is a POST; what comes back is queued for next().
+class HttpTransport final : public McpTransport {
+public:
+    HttpTransport(std::string url, std::string token) : url_(std::move(url)), token_(std::move(token)) {}
+
+    bool open(std::string& error) override {
+        if (!checkMcpUrl(url_, error)) return false;
+        if (!httpClientAvailable(error)) return false;
+        session_.clear();
+        version_.clear();
+        inbox_.clear();
+        open_ = true;
+        return true;
+    }
+    bool isOpen() const override { return open_; }
+    std::string close(bool) override {
+        if (open_ && !session_.empty()) {
+            // Ending the session is a courtesy to the server: a short wait, and no matter the answer.
+            HttpRequest request = base("DELETE");
+            request.timeoutMs = kCloseTimeoutMs;
+            client_.perform(request);
+        }
+        open_ = false;
+        session_.clear();
+        inbox_.clear();
+        return {};
+    }
+    void agreed(const std::string& protocolVersion) override { version_ = protocolVersion; }
+    bool isolatesRequests() const override { return true; }
+
+    void send(std::string message, bool isRequest, Clock::time_point deadline) override {
+        // What is left of an earlier exchange (events after its answer) is not this request's.
+        if (isRequest) inbox_.clear();
+        HttpRequest request = base("POST");
+        request.headers.push_back({"Content-Type", "application/json"});
+        request.headers.push_back({"Accept", "application/json, text/event-stream"});
+        request.body = std::move(message);
+        // A notification or an answer to the server may outlive the call's deadline by a second
+        // (a cancellation is sent after it passed); a request gets what is left of it.
+        int64_t left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        request.timeoutMs = static_cast<uint64_t>(std::max<int64_t>(left, isRequest ? 1 : kCloseTimeoutMs));
+        request.maxResponseBytes = maxBytes_;
+        HttpResult result = client_.perform(request);
+        if (!isRequest) {
+            // A notification or an answer to the server: 202 Accepted, nothing to read. Only a
+            // forgotten session matters (the next request finds out too).
+            if (result.ok() && result.response->status == 404 && !session_.empty()) forgetSession();
+            return;
+        }
+        if (!result.ok()) {
+            Event event;
+            switch (result.error.kind) {
+                case HttpError::Kind::Timeout: event.kind = Event::Kind::Timeout; break;
+                case HttpError::Kind::TooLarge: event.kind = Event::Kind::Oversized; break;
+                default: event.kind = Event::Kind::Failed; break;
+            }
+            event.detail = result.error.kind == HttpError::Kind::Timeout ? "" : "failed: " + result.error.message;
+            inbox_.push_back(std::move(event));
+            return;
+        }
+        const HttpResponse& response = *result.response;
+        if (const std::string* session = response.header("mcp-session-id"); session && session_.empty())
+            session_ = *session;
+        if (response.status == 202 || response.status == 204) return;  // a notification or answer accepted
+        if (response.status == 404 && !session_.empty()) {
+            forgetSession();
+            inbox_.push_back(event(Event::Kind::Closed, "ended the session (HTTP 404)"));
+            return;
+        }
+        if (response.status == 401 || response.status == 403) {
+            inbox_.push_back(event(Event::Kind::Failed,
+                                   fmt::format("refused the request with HTTP {} ({})", response.status,
+                                               token_.empty() ? "it wants a bearer token: name the environment "
+                                                                "variable that holds it"
+                                                              : "check the bearer token")));
+            return;
+        }
+        if (response.status < 200 || response.status > 299) {
+            inbox_.push_back(event(Event::Kind::Failed, fmt::format("answered HTTP {}: {}", response.status,
+                                                                     printableExcerpt(response.body, 200))));
+            return;
+        }
+        const std::string* type = response.header("content-type");
+        std::string contentType = type ? *type : "";
+        std::transform(contentType.begin(), contentType.end(), contentType.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        if (contentType.starts_with("text/event-stream")) {
+            for (std::string& data : serverSentEvents(response.body)) inbox_.push_back(event(Event::Kind::Message, "", std::move(data)));
+        } else if (contentType.starts_with("application/json")) {
+            inbox_.push_back(event(Event::Kind::Message, "", response.body));
+        } else {
+            inbox_.push_back(event(Event::Kind::Failed, fmt::format("answered with Content-Type '{}', neither JSON "
+                                                                    "nor an event stream",
+                                                                    printableExcerpt(contentType, 60))));
+        }
+    }
+
+    Event next(Clock::time_point deadline, std::size_t maxBytes) override {
+        maxBytes_ = maxBytes;
+        if (!inbox_.empty()) {
+            Event out = std::move(inbox_.front());
+            inbox_.pop_front();
+            if (out.kind == Event::Kind::Message && out.text.size() > maxBytes) return event(Event::Kind::Oversized, "");
+            return out;
+        }
+        if (Clock::now() >= deadline) return event(Event::Kind::Timeout, "");
+        // Every answer to a POST has been read: what was asked will not be answered.
+        return event(Event::Kind::Failed, "answered without a response to the request");
+    }
+
+    std::string describe() const override { return "[" + redactedUrl(url_) + "]"; }
+
+private:
+    static constexpr int64_t kCloseTimeoutMs = 1000;
+
+    std::string url_, token_;
+    HttpClient client_;
+    bool open_ = false;
+    std::string session_, version_;
+    std::deque<Event> inbox_;
+    std::size_t maxBytes_ = std::size_t{64} << 20;
+
+    // The server forgot the session: the next call initializes a new one.
+    void forgetSession() {
+        open_ = false;
+        session_.clear();
+    }
+
+    static Event event(Event::Kind kind, std::string detail, std::string text = {}) {
+        Event e;
+        e.kind = kind;
+        e.detail = std::move(detail);
+        e.text = std::move(text);
+        return e;
+    }
+
+    HttpRequest base(const char* method) const {
+        HttpRequest request;
+        request.method = method;
+        request.url = url_;
+        if (!session_.empty()) request.headers.push_back({"Mcp-Session-Id", session_});
+        if (!version_.empty()) request.headers.push_back({"MCP-Protocol-Version", version_});
+        if (!token_.empty()) request.headers.push_back({"Authorization", "Bearer " + token_});
+        return request;
+    }
+};
+
 }  // namespace
+
+std::vector<std::string> serverSentEvents(std::string_view body) {
+    std::vector<std::string> out;
+    std::string data, type;
+    bool hasData = false;
+    std::size_t pos = 0;
+    while (pos < body.size()) {
+        std::size_t end = body.find_first_of("\r\n", pos);
+        if (end == std::string_view::npos) break;  // a last line without its end: the event is incomplete
+        std::string_view line = body.substr(pos, end - pos);
+        pos = end + (body[end] == '\r' && end + 1 < body.size() && body[end + 1] == '\n' ? 2 : 1);
+        if (line.empty()) {  // the end of an event
+            if (hasData && (type.empty() || type == "message")) out.push_back(std::move(data));
+            data.clear();
+            type.clear();
+            hasData = false;
+            continue;
+        }
+        if (line.front() == ':') continue;  // a comment
+        std::size_t colon = line.find(':');
+        std::string_view field = line.substr(0, colon);
+        std::string_view value = colon == std::string_view::npos ? std::string_view() : line.substr(colon + 1);
+        if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+        if (field == "data") {
+            if (hasData) data += '\n';
+            data.append(value);
+            hasData = true;
+        } else if (field == "event") {
+            type = value;
+        }
+    }
+    return out;
+}
+
+bool checkMcpUrl(const std::string& url, std::string& error) {
+    std::string_view rest = url;
+    if (rest.starts_with("http://")) rest.remove_prefix(7);
+    else if (rest.starts_with("https://")) rest.remove_prefix(8);
+    else {
+        error = "an MCP server's URL starts with http:// or https://";
+        return false;
+    }
+    std::string_view authority = rest.substr(0, rest.find_first_of("/?#"));
+    if (authority.find('@') != std::string_view::npos) {
+        error = "an MCP server's URL must not hold a user or password (it is recorded in the run's trace); put a "
+                "bearer token in an environment variable and name it with token_env=NAME";
+        return false;
+    }
+    if (authority.empty() || authority.front() == ':') {
+        error = "an MCP server's URL needs a host";
+        return false;
+    }
+    return true;
+}
+
+std::unique_ptr<McpTransport> makeHttpTransport(std::string url, std::string bearerToken) {
+    return std::make_unique<HttpTransport>(std::move(url), std::move(bearerToken));
+}
 
 std::unique_ptr<McpTransport> makeStdioTransport(std::vector<std::string> argv, ChildProcessOptions options) {
     return std::make_unique<StdioTransport>(std::move(argv), std::move(options));
@@ -121,7 +329,8 @@ void McpClient::disconnect() {
     initialized_ = false;
 }
 
-std::string McpClient::brokenMessage(const std::string& what) {
+std::string McpClient::brokenMessage(const std::string& what, bool keep) {
+    if (keep) return what;
     // The connection is over: stop the server (its state is unknown) and say how it ended.
     std::string how = transport_->close(false);
     initialized_ = false;
@@ -134,7 +343,7 @@ std::string McpClient::brokenMessage(const std::string& what) {
 void McpClient::notify(const std::string& method, Json params, Clock::time_point deadline) {
     Json message = {{"jsonrpc", "2.0"}, {"method", method}};
     if (!params.is_null()) message["params"] = std::move(params);
-    transport_->send(dumpMessage(message), deadline);
+    transport_->send(dumpMessage(message), false, deadline);
 }
 
 void McpClient::answerServerRequest(const Json& message, Clock::time_point deadline) {
@@ -151,13 +360,13 @@ void McpClient::answerServerRequest(const Json& message, Clock::time_point deadl
                           {"message", fmt::format("remit's MCP client does not support '{}'",
                                                   printableExcerpt(method, 80))}};
     }
-    transport_->send(dumpMessage(reply), deadline);
+    transport_->send(dumpMessage(reply), false, deadline);
 }
 
 McpClient::Answer McpClient::request(const std::string& method, Json params, Clock::time_point deadline) {
     const int64_t id = nextId_++;
     Json message = {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}};
-    transport_->send(dumpMessage(message), deadline);
+    transport_->send(dumpMessage(message), true, deadline);
     auto broken = [](std::string why) {
         Answer a;
         a.kind = Answer::Kind::Broken;
@@ -176,7 +385,7 @@ McpClient::Answer McpClient::request(const std::string& method, Json params, Clo
             case McpTransport::Event::Kind::Closed: return broken(event.detail.empty() ? "closed the connection" : event.detail);
             case McpTransport::Event::Kind::Oversized:
                 return broken(fmt::format("sent a message longer than {} bytes", options_.maxMessageBytes));
-            case McpTransport::Event::Kind::Failed: return broken("I/O failed: " + event.detail);
+            case McpTransport::Event::Kind::Failed: return broken(event.detail);
         }
         if (jsonNestsDeeperThan(event.text, kMaxMessageDepth))
             return broken(fmt::format("sent a message nested deeper than {} levels", kMaxMessageDepth));
@@ -281,6 +490,7 @@ bool McpClient::connect(Clock::time_point deadline, std::string& error) {
         server_.version = text("version");
         server_.title = text("title");
     }
+    transport_->agreed(versionText);
     notify("notifications/initialized", nullptr, deadline);
     initialized_ = true;
     return listTools(deadline, error);
@@ -411,11 +621,13 @@ McpClient::CallOutcome McpClient::callTool(const std::string& tool, const Json& 
             out.message = fmt::format("{} did not answer tools/call '{}' within {} ms; the request was cancelled", who,
                                       printableExcerpt(tool), millisUntil(deadline, started));
             return out;
-        case Answer::Kind::Broken:
-            out.message = brokenMessage(fmt::format("{} {} during tools/call '{}'", who, answer.message,
-                                                    printableExcerpt(tool)));
-            out.message += "; it is started again on the next call";
+        case Answer::Kind::Broken: {
+            bool keep = transport_->isolatesRequests() && transport_->isOpen();
+            out.message = brokenMessage(
+                fmt::format("{} {} during tools/call '{}'", who, answer.message, printableExcerpt(tool)), keep);
+            if (!keep) out.message += "; it is started again on the next call";
             return out;
+        }
     }
     return out;
 }

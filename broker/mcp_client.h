@@ -1,8 +1,9 @@
 // An MCP client (docs/adapters.md "MCP servers as capabilities"): what `remitvm` uses to call the
 // tools of a Model Context Protocol server as capabilities (broker/mcp_adapter.h) and what
 // `remitc import mcp` uses to list them (cli/import_command.cpp). It starts a server over stdio
-// (a child process speaking one JSON-RPC message per line, broker/child_process.h), initializes
-// it, lists its tools and calls them, one request at a time.
+// (a child process speaking one JSON-RPC message per line, broker/child_process.h) or reaches one
+// over streamable HTTP (broker/http_client.h), initializes it, lists its tools and calls them, one
+// request at a time.
 //
 // Everything a server sends is hostile input: a message that is not JSON, nests too deep, is
 // larger than the limit or answers another request is a failure naming the problem, never a crash
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "broker/child_process.h"
@@ -69,17 +71,42 @@ public:
     virtual bool isOpen() const = 0;
     // Ends the connection and returns how the server ended, when that is known ("exit status 1").
     virtual std::string close(bool gently) = 0;
-    virtual void send(std::string message, Clock::time_point deadline) = 0;
+    // `request`: the message is a request, whose answer the caller waits for until `deadline`
+    // (a notification or an answer to the server may be sent a little after it).
+    virtual void send(std::string message, bool request, Clock::time_point deadline) = 0;
     virtual Event next(Clock::time_point deadline, std::size_t maxBytes) = 0;
     // "[CMD ARGS]" or the URL: which server, for messages.
     virtual std::string describe() const = 0;
     // The last line the server wrote to its stderr log, when there is one (for messages on
     // failures to start): printable ASCII, at most 200 bytes.
     virtual std::string lastStderrLine() const { return {}; }
+    // The protocol version initialize agreed on (HTTP sends it with every later message).
+    virtual void agreed(const std::string& protocolVersion) { (void)protocolVersion; }
+    // Whether each request is an exchange of its own (HTTP), so a request answered wrongly spoils
+    // only itself; over stdio it leaves the stream out of step, and the connection is ended.
+    virtual bool isolatesRequests() const { return false; }
 };
 
 // A server started from a command line (splitCommand), without a shell.
 std::unique_ptr<McpTransport> makeStdioTransport(std::vector<std::string> argv, ChildProcessOptions options);
+
+// A server at an http:// or https:// URL, over streamable HTTP: each message is POSTed, and the
+// answer comes back as one JSON message or as a stream of server-sent events (read to its end);
+// the session the server assigns (Mcp-Session-Id) is sent back and ended (DELETE) on close, and a
+// session the server forgot (HTTP 404) is a closed connection, which the next call initializes
+// again. `bearerToken`, when not empty, goes in every request's Authorization header and never
+// into a message. A server-to-client stream (GET) is not opened: requests are answered on their
+// own POST.
+std::unique_ptr<McpTransport> makeHttpTransport(std::string url, std::string bearerToken);
+
+// The data of each complete `message` event in a text/event-stream body, in order (multi-line
+// data joined by newlines; comments, other events and an unfinished last event left out).
+std::vector<std::string> serverSentEvents(std::string_view body);
+
+// Whether `url` can name a streamable HTTP server: http:// or https://, a host, and no user
+// information (a credential belongs in an environment variable, never in a URL that is recorded).
+// False with `error` saying why.
+bool checkMcpUrl(const std::string& url, std::string& error);
 
 struct McpClientOptions {
     // The largest message accepted from the server.
@@ -138,7 +165,9 @@ private:
     void notify(const std::string& method, Json params, Clock::time_point deadline);
     void answerServerRequest(const Json& message, Clock::time_point deadline);
     bool listTools(Clock::time_point deadline, std::string& error);
-    std::string brokenMessage(const std::string& what);
+    // `what`, after ending the connection (unless `keep`) with how the server ended and its last
+    // stderr line.
+    std::string brokenMessage(const std::string& what, bool keep = false);
 
     std::unique_ptr<McpTransport> transport_;
     McpClientOptions options_;

@@ -37,7 +37,8 @@ std::vector<Flag> runFlags() {
         Flag{"--fixtures", "F.json", "answer host calls from this fixtures file; default: fixtures/run.json"},
         Flag{"--live", "", "perform host calls with the program folder's adapters.py"},
         Flag{"--adapter", "\"CMD ARGS\"",
-             "perform host calls with this adapter process, or mcp:\"CMD ARGS\" (mcp.NS:…) with an MCP server's tools"}
+             "perform host calls with this adapter process; or, repeatable, with an MCP server's tools: "
+             "mcp[.NS]:\"CMD ARGS\" or \"mcp[.NS]+URL [token_env=NAME]\""}
             .repeatable()
             .completes(Complete::Nothing),
         Flag{"--json", "", "print the outcome as one JSON envelope on stdout"},
@@ -129,13 +130,16 @@ const Command kImport{
     .subcommands =
         {
             Command{.name = "mcp",
-                    .operands = "\"CMD ARGS\"",
-                    .summary = "from the tools of the MCP server CMD starts",
+                    .operands = "\"CMD ARGS\"|URL",
+                    .summary = "from the tools of the MCP server CMD starts, or the one at URL (streamable HTTP)",
                     .flags = {Flag{"--as", "NS", "the capabilities' namespace; default: from the server's name"}
                                   .completes(Complete::Nothing),
                               Flag{"-o", "host.rmti", "write the draft here; default: stdout"},
                               Flag{"--timeout-ms", "N",
                                    "how long the server may take to start and list its tools; default: 30000"}
+                                  .completes(Complete::Nothing),
+                              Flag{"--token-env", "NAME",
+                                   "a server at a URL: the environment variable that holds its bearer token"}
                                   .completes(Complete::Nothing)},
                     .run = importMcpCommand,
                     .details = "The draft's capabilities are NS.TOOL; `remitvm run --adapter mcp.NS:\"CMD ARGS\"`\n"

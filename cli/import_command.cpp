@@ -1,6 +1,6 @@
-// `remitc import mcp "CMD ARGS" [--as NS] [-o host.rmti] [--timeout-ms N]` (docs/import.md): starts an
-// MCP server (broker/mcp_client.h), lists its tools and prints a draft host interface for them
-// (compiler/host_import.h), or writes it to -o. Its flags are declared in cli/command_table.cpp;
+// `remitc import mcp "CMD ARGS"|URL [--as NS] [-o host.rmti] [--timeout-ms N] [--token-env NAME]`
+// (docs/import.md): starts an MCP server or reaches one by URL (broker/mcp_client.h), lists its
+// tools and prints a draft host interface for them (compiler/host_import.h), or writes it to -o. Its flags are declared in cli/command_table.cpp;
 // this is printing only.
 #include <fmt/format.h>
 #include <unistd.h>
@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "broker/http_client.h"
 #include "broker/mcp_client.h"
 #include "cli/commands.h"
 #include "compiler/driver.h"
@@ -66,10 +67,6 @@ ImportedOperation operationOf(const McpTool& tool) {
     return op;
 }
 
-bool validNamespace(const std::string& ns) {
-    return !ns.empty() && !(ns[0] >= '0' && ns[0] <= '9') && remitIdentifierFrom(ns) == ns;
-}
-
 }  // namespace
 
 int importMcpCommand(std::string_view tool, Args& args) {
@@ -83,7 +80,7 @@ int importMcpCommand(std::string_view tool, Args& args) {
     std::string ns;
     if (const std::string* as = args.value("--as")) {
         ns = *as;
-        if (!validNamespace(ns)) {
+        if (!isCapabilityNamespace(ns)) {
             fmt::print(stderr, "{}: error: --as '{}' is not a namespace: it must be an identifier that is not a keyword\n",
                        tool, ns);
             fmt::print(stderr, "  hint: e.g. --as files (capabilities become files.read_file, ...)\n");
@@ -99,9 +96,30 @@ int importMcpCommand(std::string_view tool, Args& args) {
             return kUsage;
         }
     }
+    // A command starts a server over stdio; a URL reaches one over streamable HTTP.
+    const bool overHttp = command.starts_with("http://") || command.starts_with("https://");
     std::vector<std::string> serverArgv;
-    std::string error;
-    if (!splitCommand(command, serverArgv, error) || !checkProgram(serverArgv, "", "MCP server", error)) {
+    std::string error, token;
+    const std::string* tokenEnv = args.value("--token-env");
+    if (overHttp) {
+        if (!checkMcpUrl(command, error)) {
+            fmt::print(stderr, "{}: error: {}\n", tool, error);
+            return kUsage;
+        }
+        if (tokenEnv) {
+            const char* value = std::getenv(tokenEnv->c_str());
+            if (!value || !*value) {
+                fmt::print(stderr, "{}: error: the environment variable {} (--token-env) is not set\n", tool, *tokenEnv);
+                return kUsage;
+            }
+            token = value;
+        }
+    } else if (tokenEnv) {
+        fmt::print(stderr, "{}: error: --token-env is for servers reached by URL; a server started by a command "
+                           "gets what it needs from its environment\n",
+                   tool);
+        return kUsage;
+    } else if (!splitCommand(command, serverArgv, error) || !checkProgram(serverArgv, "", "MCP server", error)) {
         fmt::print(stderr, "{}: error: {}\n", tool, error);
         return kUsage;
     }
@@ -112,11 +130,13 @@ int importMcpCommand(std::string_view tool, Args& args) {
     McpClientOptions clientOptions;
     clientOptions.clientName = "remitc";
     clientOptions.clientVersion = std::string(remitVersion());
-    McpClient client(makeStdioTransport(serverArgv, process), clientOptions);
+    McpClient client(overHttp ? makeHttpTransport(command, token) : makeStdioTransport(serverArgv, process),
+                     clientOptions);
     if (!client.connect(McpClient::Clock::now() + std::chrono::milliseconds(timeoutMs), error)) {
         fmt::print(stderr, "{}: error: {}\n", tool, error);
-        fmt::print(stderr, "  hint: check that the command starts an MCP server over stdio (try running it); "
-                           "a slow first start (npx downloading) may need --timeout-ms 120000\n");
+        if (!overHttp)
+            fmt::print(stderr, "  hint: check that the command starts an MCP server over stdio (try running it); "
+                               "a slow first start (npx downloading) may need --timeout-ms 120000\n");
         return kFailure;
     }
     const McpServerInfo server = client.server();
@@ -125,8 +145,7 @@ int importMcpCommand(std::string_view tool, Args& args) {
     std::vector<std::string> skipped = client.skippedTools();
     client.disconnect();
     if (operations.empty()) {
-        fmt::print(stderr, "{}: error: MCP server {} lists no tools to import\n", tool,
-                   server.name.empty() ? quoteForDisplay(serverArgv) : server.name);
+        fmt::print(stderr, "{}: error: MCP server {} lists no tools to import\n", tool, client.describe());
         return kFailure;
     }
 
@@ -135,9 +154,12 @@ int importMcpCommand(std::string_view tool, Args& args) {
         fmt::format("Host interface drafted by `remitc import mcp` from the MCP server '{}'{} ({} tools).",
                     server.name.empty() ? "?" : server.name, server.version.empty() ? "" : " " + server.version,
                     operations.size()),
-        "Server command: " + quoteForDisplay(serverArgv),
+        overHttp ? "Server: " + redactedUrl(command) : "Server command: " + quoteForDisplay(serverArgv),
     };
-    if (command.find('\'') == std::string::npos)
+    if (overHttp)
+        header.push_back(fmt::format("Run programs against it with: remitvm run PROG.rmt --adapter \"mcp.{}+{}{}\"", ns,
+                                     redactedUrl(command), tokenEnv ? " token_env=" + *tokenEnv : std::string()));
+    else if (command.find('\'') == std::string::npos)
         header.push_back(fmt::format("Run programs against it with: remitvm run PROG.rmt --adapter mcp.{}:'{}'", ns,
                                      quoteForDisplay(serverArgv)));
     HostDraft draft = draftHostInterface(ns, header, operations);

@@ -24,6 +24,7 @@
 #include "broker/approvals.h"
 #include "broker/broker.h"
 #include "broker/fixture_adapter.h"
+#include "broker/mcp_client.h"
 #include "broker/process_adapter.h"
 #include "session/run_adapters.h"
 #include "broker/replay.h"
@@ -33,6 +34,7 @@
 #include "bytecode/signature.h"
 #include "cli/commands.h"
 #include "compiler/driver.h"
+#include "compiler/host_import.h"
 #include "compiler/manifest.h"
 #include "compiler/parser.h"
 #include "runtime/canonical_json.h"
@@ -434,34 +436,59 @@ std::string liveShimPath() {
 #endif
 }
 
-// `--adapter mcp:CMD` or `--adapter mcp.NS:CMD` (docs/adapters.md "MCP servers as capabilities"):
-// an MCP server spec, started in `cwd`. Returns false for any other --adapter value (a process);
-// sets `error` when the value is an MCP server written wrongly.
+// `--adapter mcp[.NS]:CMD` (a server over stdio) or `--adapter "mcp[.NS]+https://URL [token_env=NAME]"`
+// (streamable HTTP; docs/adapters.md "MCP servers as capabilities"): an MCP server's spec, a stdio
+// server started in `cwd`. Returns false for any other --adapter value (a process); sets `error`
+// when the value is an MCP server written wrongly.
 bool mcpAdapterSpec(const std::string& value, const std::string& cwd, AdapterSpec& spec, std::string& error) {
     if (!value.starts_with("mcp:") && !value.starts_with("mcp.") && !value.starts_with("mcp+")) return false;
     spec.kind = AdapterSpec::Kind::Mcp;
-    spec.workingDir = cwd;
-    if (value.starts_with("mcp+")) {
-        error = fmt::format("'{}': streamable HTTP servers are not supported yet; start the server over stdio with "
-                            "mcp:\"CMD ARGS\"",
-                            value.substr(0, value.find_first_of(" /") == std::string::npos ? value.size() : 12));
-        return true;
-    }
-    std::size_t colon = value.find(':');
+    std::size_t end = value.find_first_of(":+");
     if (value.starts_with("mcp.")) {
-        spec.scope = value.substr(4, colon == std::string::npos ? std::string::npos : colon - 4);
-        bool valid = !spec.scope.empty() && !(spec.scope[0] >= '0' && spec.scope[0] <= '9') &&
-                     spec.scope.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
-                         std::string::npos;
-        if (colon == std::string::npos || !valid) {
-            error = "write an MCP server for one namespace as mcp.NS:\"CMD ARGS\", NS being the namespace of its "
-                    "capabilities (e.g. mcp.files:\"npx @modelcontextprotocol/server-filesystem /data\")";
+        spec.scope = value.substr(4, end == std::string::npos ? std::string::npos : end - 4);
+        if (end == std::string::npos || !isCapabilityNamespace(spec.scope)) {
+            error = "write an MCP server for one namespace as mcp.NS:\"CMD ARGS\" or mcp.NS+https://URL, NS being the "
+                    "namespace of its capabilities (e.g. mcp.files:\"npx @modelcontextprotocol/server-filesystem /data\")";
             return true;
         }
     }
-    spec.command = value.substr(colon + 1);
-    if (spec.command.find_first_not_of(" \t") == std::string::npos)
-        error = "mcp: needs the command that starts the server, e.g. mcp:\"npx @modelcontextprotocol/server-memory\"";
+    std::string rest = value.substr(end + 1);
+    if (value[end] == ':') {
+        spec.command = rest;
+        spec.workingDir = cwd;
+        if (spec.command.find_first_not_of(" \t") == std::string::npos)
+            error = "mcp: needs the command that starts the server, e.g. mcp:\"npx @modelcontextprotocol/server-memory\"";
+        return true;
+    }
+    // Streamable HTTP: the URL, then settings as NAME=VALUE words.
+    std::vector<std::string> words;
+    for (std::size_t at = 0; at < rest.size();) {
+        std::size_t start = rest.find_first_not_of(" \t", at);
+        if (start == std::string::npos) break;
+        std::size_t stop = rest.find_first_of(" \t", start);
+        words.push_back(rest.substr(start, stop == std::string::npos ? std::string::npos : stop - start));
+        at = stop == std::string::npos ? rest.size() : stop;
+    }
+    if (words.empty() || !checkMcpUrl(words[0], error)) {
+        if (error.empty()) error = "an MCP server's URL starts with http:// or https://";
+        error = fmt::format("mcp+URL: {}, as in \"mcp+https://mcp.example.com/mcp token_env=EXAMPLE_TOKEN\"", error);
+        return true;
+    }
+    spec.url = words[0];
+    for (std::size_t i = 1; i < words.size(); ++i) {
+        const std::string& word = words[i];
+        std::string name = word.starts_with("token_env=") ? word.substr(10) : std::string();
+        bool valid = !name.empty() && !(name[0] >= '0' && name[0] <= '9') &&
+                     name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+                         std::string::npos;
+        if (!valid) {
+            error = fmt::format("after an MCP server's URL only token_env=NAME may follow (NAME: the environment "
+                                "variable that holds its bearer token), not '{}'",
+                                firstCodePoints(word, 40));
+            return true;
+        }
+        spec.tokenEnv = name;
+    }
     return true;
 }
 

@@ -174,6 +174,10 @@ std::string remitIdentifierFrom(std::string_view name) {
     return id;
 }
 
+bool isCapabilityNamespace(std::string_view name) {
+    return !name.empty() && !(name[0] >= '0' && name[0] <= '9') && identifierFrom(name) == name && !isRemitKeyword(name);
+}
+
 std::string upperCamelFrom(std::string_view name) {
     std::string out;
     bool up = true;

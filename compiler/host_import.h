@@ -30,6 +30,8 @@ bool isRemitKeyword(std::string_view word);
 // An outside name as a Remit identifier: runtime/imported_names.h's identifierFrom, plus a `_`
 // after a keyword (`limit` → `limit_`), which adapters also accept (matchesImportedName).
 std::string remitIdentifierFrom(std::string_view name);
+// Whether `name` can be the namespace of capabilities (`NS.tool`): an identifier, not a keyword.
+bool isCapabilityNamespace(std::string_view name);
 // A type name from words: `read_text_file` → `ReadTextFile`, `entityType` → `EntityType`.
 std::string upperCamelFrom(std::string_view name);
 // A capability namespace from a service's name: its last `/` part, lower-cased, in words joined by

@@ -47,6 +47,7 @@ std::unique_ptr<Adapter> openOne(const AdapterSpec& spec, const AdapterOpenOptio
             }
             mcp.client.clientName = "remitvm";
             mcp.client.clientVersion = options.clientVersion;
+            if (!spec.url.empty()) return makeMcpHttpAdapter(spec.url, spec.tokenEnv, std::move(mcp), error);
             return makeMcpStdioAdapter(spec.command, process, std::move(mcp), error);
         }
     }
@@ -82,8 +83,13 @@ Json adapterSpecsJson(const std::vector<AdapterSpec>& specs) {
                 break;
             case AdapterSpec::Kind::None: break;
             case AdapterSpec::Kind::Mcp:
-                entry["command"] = spec.command;
-                entry["cwd"] = spec.workingDir;
+                if (!spec.url.empty()) {
+                    entry["url"] = spec.url;
+                    if (!spec.tokenEnv.empty()) entry["token_env"] = spec.tokenEnv;
+                } else {
+                    entry["command"] = spec.command;
+                    entry["cwd"] = spec.workingDir;
+                }
                 if (!spec.scope.empty()) entry["namespace"] = spec.scope;
                 break;
         }
@@ -122,7 +128,16 @@ std::optional<std::vector<AdapterSpec>> adapterSpecsFromJson(const Json& value, 
             if (!text("command", spec.command) || !text("cwd", spec.workingDir)) return std::nullopt;
         } else if (kind == "mcp") {
             spec.kind = AdapterSpec::Kind::Mcp;
-            if (!text("command", spec.command) || !text("cwd", spec.workingDir)) return std::nullopt;
+            if (entry.contains("url")) {
+                if (!text("url", spec.url)) return std::nullopt;
+                if (spec.url.empty()) {
+                    error = "an MCP server's `url` is empty";
+                    return std::nullopt;
+                }
+                if (entry.contains("token_env") && !text("token_env", spec.tokenEnv)) return std::nullopt;
+            } else if (!text("command", spec.command) || !text("cwd", spec.workingDir)) {
+                return std::nullopt;
+            }
             if (entry.contains("namespace") && !text("namespace", spec.scope)) return std::nullopt;
         } else if (kind == "none") {
             spec.kind = AdapterSpec::Kind::None;

@@ -31,6 +31,8 @@ struct AdapterSpec {
     std::string command;     // Process, Mcp over stdio: the command line, as the operator wrote it
     std::string workingDir;  // Process, Mcp over stdio: the absolute directory the process starts in
     std::string scope;       // Mcp: the one namespace it serves (`mcp.NS:CMD`), or empty for any
+    std::string url = {};       // Mcp over streamable HTTP: the server's URL (then no command)
+    std::string tokenEnv = {};  // Mcp over HTTP: the environment variable holding its bearer token, or empty
 };
 
 // The run's `mode` as `run_start` and the `trace:` line show it (docs/broker.md "Traces"): that of

@@ -8,11 +8,14 @@ runs live through `remitvm run --adapter mcp:…`, a write pauses for approval a
 after it, the run resumes with the servers it recorded and replays without them; two servers serve
 one run; a server that hangs, exits or cannot start is an operational failure the program's `else`
 handles, with the server's stderr in the state directory's log, never on the program's output."""
+import hashlib
 import json
 import os
-import pathlib
 import shlex
+import socket
+import subprocess
 import sys
+import time
 
 from harness import REMITC, REMITVM, REPO, Workspace, expect, main, read_trace, run
 
@@ -280,6 +283,115 @@ def test_servers_that_cannot_start_and_bad_flags():
             bad = run(REMITC, "import", *args, "-o", "out.rmti", cwd=ws.path)
             expect(bad.code == code and message in bad.err, f"import {args} fails clearly", bad)
             expect(not (ws.path / "out.rmti").exists(), "nothing is written")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Background:
+    """A server process for one test, stopped (and reaped) when the test ends; `wait_for` reads its
+    stderr until a line contains a text."""
+
+    def __init__(self, argv, env=None, cwd=None):
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd,
+                                     text=True)
+
+    def wait_for(self, text, seconds=30):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            line = self.proc.stderr.readline()
+            if text in line:
+                return line
+            if not line and self.proc.poll() is not None:
+                break
+        raise AssertionError(f"the server did not print {text!r}")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait()
+
+
+HTTP_PROGRAM = """program weather
+uses ev.get_structured_content, ev.echo
+
+fn main(city: "New York" | "Chicago" | "Los Angeles") -> Str {
+  let w = ev.get_structured_content(city)
+  let e = ev.echo("{w.conditions} in {city}")
+  return e
+}
+"""
+
+FORMAT_PROGRAM = """program tidy
+uses rm.remit_format
+
+fn main(src: Str) -> Str {
+  return rm.remit_format(src) else "no server"
+}
+"""
+
+
+def test_servers_over_streamable_http():
+    port = free_port()
+    everything = SERVERS / "mcp-server-everything"
+    with Workspace({"weather.rmt": HTTP_PROGRAM}) as ws, \
+            Background(["node", str(everything), "streamableHttp"], env=dict(os.environ, PORT=str(port))) as server:
+        server.wait_for("listening on port")
+        url = f"http://127.0.0.1:{port}/mcp"
+        imported = run(REMITC, "import", "mcp", url, "--as", "ev", "-o", "host.rmti", cwd=ws.path)
+        expect(imported.code == 0, "import over HTTP", imported)
+        host = ws.read("host.rmti")
+        expect(f"# Server: {url}\n" in host and f'--adapter "mcp.ev+{url}"' in host, "the header names the URL", host)
+        result, done = run_json("run", "weather.rmt", "--allow-all", "-i", 'city="Chicago"', "--state-dir", "st",
+                                "--adapter", f"mcp.ev+{url}", cwd=ws.path)
+        # The server's weather is random; its shape is not.
+        expect(result.code == 0 and done["result"].startswith("Echo: ") and done["result"].endswith(" in Chicago"),
+               "the run used the HTTP server", result)
+        start = read_trace(ws.path / "st" / "runs" / f"{done['run_id']}.jsonl")[0]
+        expect(start["adapters"] == [{"kind": "mcp", "url": url, "namespace": "ev"}], "run_start records the URL", start)
+
+    # Our own server over HTTP, which wants a bearer token.
+    keys = json.dumps({"keys": [{"id": "t", "sha256": hashlib.sha256(b"e2e-secret-token").hexdigest(),
+                                 "monthly_limit": 1000}]})
+    with Workspace({"tidy.rmt": FORMAT_PROGRAM, "keys.json": keys}) as ws, \
+            Background([REMITVM, "mcp", "--http", "--port", "0", "--keys", "keys.json"], cwd=ws.path) as server:
+        url = server.wait_for("listening on").split("listening on ")[1].strip()
+        env = dict(os.environ, REMIT_E2E_TOKEN="e2e-secret-token")
+        refused = run(REMITC, "import", "mcp", url, cwd=ws.path)
+        expect(refused.code == 1 and "refused the request with HTTP 401" in refused.err, "no token, no import", refused)
+        imported = run(REMITC, "import", "mcp", url, "--as", "rm", "--token-env", "REMIT_E2E_TOKEN", "-o", "host.rmti",
+                       cwd=ws.path, env=env)
+        expect(imported.code == 0 and "capability rm.remit_format(program_: Str) -> Str\n" in ws.read("host.rmti"),
+               "a parameter named like a keyword gets a _", imported)
+        expect("not imported: 'remit_run': parameter 'fixtures' is a union of types (object or string)" in imported.err,
+               "what cannot be expressed is reported", imported)
+        flag = f"mcp.rm+{url} token_env=REMIT_E2E_TOKEN"
+        result, done = run_json("run", "tidy.rmt", "--allow-all", "-i", "src=program x\nfn main() -> Int {\nreturn   1\n}",
+                                "--state-dir", "st", "--adapter", flag, cwd=ws.path, env=env)
+        expect(result.code == 0, "the run completes", result)
+        expect(json.loads(done["result"])["program"] == "program x\n\nfn main() -> Int {\n  return 1\n}\n",
+               "remit_format answered through the adapter", result)
+        trace = (ws.path / "st" / "runs" / f"{done['run_id']}.jsonl").read_text()
+        expect("e2e-secret-token" not in trace and '"token_env":"REMIT_E2E_TOKEN"' in trace,
+               "the trace names the variable, never the token", trace)
+        missing = run(REMITVM, "run", "tidy.rmt", "--allow-all", "-i", "src=x", "--state-dir", "st", "--adapter", flag,
+                      cwd=ws.path)
+        expect(missing.code == 2 and "the environment variable REMIT_E2E_TOKEN (the bearer token for" in missing.err,
+               "a missing token refuses the run before it starts", missing)
+        wrong = dict(os.environ, REMIT_E2E_TOKEN="not-the-token")
+        result, done = run_json("run", "tidy.rmt", "--allow-all", "-i", "src=x", "--state-dir", "st", "--adapter", flag,
+                                cwd=ws.path, env=wrong)
+        expect(result.code == 0 and done["result"] == "no server", "a refused token is an operational failure", result)
+        for value, message in [(f"mcp+ftp://{url[7:]}", "an MCP server's URL starts with http:// or https://"),
+                               ("mcp+https://me:pw@example.com/mcp", "must not hold a user or password"),
+                               (f"mcp+{url} token=X", "only token_env=NAME may follow")]:
+            bad = run(REMITVM, "run", "tidy.rmt", "--allow-all", "-i", "src=x", "--adapter", value, cwd=ws.path)
+            expect(bad.code == 2 and message in bad.err, f"--adapter {value!r} is refused", bad)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 // The MCP client and the MCP adapter (broker/mcp_client.h, broker/mcp_adapter.h) against a hostile
-// server of our own (tests/e2e/adapters/hostile_mcp.py): answers shaped into declared types, names
-// mapped back, the idempotency key in _meta, routing among several servers, and every failure mode
-// — bad JSON, oversized and deep messages, wrong ids, hangs, exits, failed starts — as an
-// operational failure that names the server, never a hang. The reference servers are driven end to
+// server of our own over stdio (tests/e2e/adapters/hostile_mcp.py) and the scriptable HTTP server
+// over streamable HTTP (tests/e2e/adapters/fake_http.py): answers shaped into declared types, names
+// mapped back, the idempotency key in _meta, sessions and bearer tokens, routing among several
+// servers, and every failure mode — bad JSON, oversized and deep messages, wrong ids, hangs, exits,
+// failed starts, HTTP errors — as an operational failure that names the server, never a hang. The reference servers are driven end to
 // end by tests/e2e/test_mcp_client.py.
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 
 #include "broker/mcp_adapter.h"
 #include "broker/routing_adapter.h"
+#include "fake_http.h"
 #include "runtime/imported_names.h"
 #include "temp_dir.h"
 
@@ -280,4 +282,148 @@ TEST_CASE("imported names: outside names as identifiers, and back") {
     CHECK(matchesImportedName("limit", "limit"));
     CHECK_FALSE(matchesImportedName("limit", "limit__"));
     CHECK_FALSE(matchesImportedName("get-sum", "getsum"));
+}
+
+// ---------------------------------------------------------------- streamable HTTP
+
+namespace {
+
+using testing::FakeHttp;
+
+Json rpcResult(int id, Json result) { return Json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}}; }
+
+Json initializeAnswer(int id) {
+    return rpcResult(id, {{"protocolVersion", "2025-06-18"},
+                          {"capabilities", {{"tools", Json::object()}}},
+                          {"serverInfo", {{"name", "fake-http-server"}, {"version", "2"}}}});
+}
+
+const Json kEchoTool = {{"name", "echo"},
+                        {"inputSchema", {{"type", "object"}, {"properties", {{"text", {{"type", "string"}}}}}}}};
+
+// An SSE body: each message a `data:` event, a comment and a notification first.
+std::string sse(const std::vector<Json>& messages) {
+    std::string out = ": keep-alive\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\","
+                      "\"params\":{\"level\":\"info\",\"data\":\"hi\"}}\n\n";
+    for (const Json& m : messages) out += "data: " + m.dump() + "\r\n\r\n";
+    return out;
+}
+
+// The start every HTTP test shares: initialize (assigning a session), initialized, tools/list.
+Json startScript(const std::string& session = "s-1") {
+    return Json::array({{{"json", initializeAnswer(1)}, {"headers", {{"Mcp-Session-Id", session}}}},
+                        {{"status", 202}},
+                        {{"body", sse({rpcResult(2, {{"tools", {kEchoTool}}})})}, {"content_type", "text/event-stream"}}});
+}
+
+std::unique_ptr<Adapter> httpServer(const FakeHttp& fake, const std::string& token = "") {
+    return makeMcpAdapter(makeHttpTransport(fake.url("/mcp"), token), {});
+}
+
+}  // namespace
+
+TEST_CASE("mcp over HTTP: the session, protocol version and bearer token travel in headers, answers in JSON or SSE") {
+    FakeHttp fake;
+    Json script = startScript();
+    script.push_back({{"json", rpcResult(3, {{"content", {{{"type", "text"}, {"text", "one"}}}}})}});
+    script.push_back({{"body", sse({rpcResult(4, {{"content", {{{"type", "text"}, {"text", "two"}}}}})})},
+                      {"content_type", "text/event-stream; charset=utf-8"}});
+    fake.script(script);
+    {
+        auto adapter = httpServer(fake, "tok-123");
+        AdapterReply reply = adapter->perform(call("x.echo", {{"text", "a"}}));
+        REQUIRE_MESSAGE(reply.ok, reply.message);
+        CHECK(reply.result == "one");
+        CHECK(reply.meta["mcp_server"] == "fake-http-server");
+        reply = adapter->perform(call("x.echo", {{"text", "b"}}));
+        REQUIRE_MESSAGE(reply.ok, reply.message);
+        CHECK(reply.result == "two");
+    }  // the adapter ends the session
+    Json requests = fake.requests();
+    REQUIRE(requests.size() == 6);
+    for (size_t i = 0; i < 5; ++i) {
+        const Json& headers = requests[i]["headers"];
+        CHECK(requests[i]["method"] == "POST");
+        CHECK(requests[i]["path"] == "/mcp");
+        CHECK(headers["authorization"] == "Bearer tok-123");
+        CHECK(headers["accept"] == "application/json, text/event-stream");
+        CHECK(headers["content-type"] == "application/json");
+        CHECK(headers.contains("mcp-session-id") == (i > 0));
+        CHECK(headers.contains("mcp-protocol-version") == (i > 0));
+        if (i > 0) CHECK(headers["mcp-session-id"] == "s-1");
+        if (i > 0) CHECK(headers["mcp-protocol-version"] == "2025-06-18");
+    }
+    CHECK(Json::parse(requests[0]["body"].get<std::string>())["method"] == "initialize");
+    CHECK(Json::parse(requests[1]["body"].get<std::string>())["method"] == "notifications/initialized");
+    Json call = Json::parse(requests[3]["body"].get<std::string>());
+    CHECK(call["params"]["arguments"] == Json{{"text", "a"}});
+    CHECK(call["params"]["_meta"] == Json{{"remit/idempotency_key", "0123456789abcdef0123456789abcdef"}});
+    CHECK(requests[5]["method"] == "DELETE");
+    CHECK(requests[5]["headers"]["mcp-session-id"] == "s-1");
+    // The token is in a header, never in a message.
+    for (const Json& r : requests) CHECK(r["body"].get<std::string>().find("tok-123") == std::string::npos);
+}
+
+TEST_CASE("mcp over HTTP: failures are operational, and a forgotten session is started again") {
+    FakeHttp fake;
+    Json script = startScript();
+    script.push_back({{"status", 500}, {"body", "upstream exploded"}});
+    script.push_back({{"body", "<html>hi</html>"}, {"content_type", "text/html"}});
+    script.push_back({{"body", "{not json"}, {"content_type", "application/json"}});
+    script.push_back({{"status", 202}});                                  // no answer to a request
+    script.push_back({{"status", 404}, {"body", "no such session"}});  // the server forgot the session
+    Json restart = startScript("s-2");
+    restart[0]["json"] = initializeAnswer(8);
+    restart[2]["body"] = sse({rpcResult(9, {{"tools", {kEchoTool}}})});
+    for (const Json& b : restart) script.push_back(b);
+    script.push_back({{"json", rpcResult(10, {{"content", {{{"type", "text"}, {"text", "back"}}}}})}});
+    script.push_back({{"delay_ms", 1500}, {"json", rpcResult(11, Json::object())}});  // past its timeout
+    fake.script(script);
+    auto adapter = httpServer(fake);
+    requireFailure(adapter->perform(call("x.echo")), "CapabilityFailed",
+                   "MCP server [" + fake.url("/mcp") + "] answered HTTP 500: upstream exploded during tools/call 'echo'");
+    requireFailure(adapter->perform(call("x.echo")), "CapabilityFailed",
+                   "answered with Content-Type 'text/html', neither JSON nor an event stream");
+    requireFailure(adapter->perform(call("x.echo")), "CapabilityFailed", "sent invalid JSON in a message");
+    requireFailure(adapter->perform(call("x.echo")), "CapabilityFailed", "answered without a response to the request");
+    requireFailure(adapter->perform(call("x.echo")), "CapabilityFailed", "ended the session (HTTP 404)");
+    AdapterReply reply = adapter->perform(call("x.echo"));
+    REQUIRE_MESSAGE(reply.ok, reply.message);
+    CHECK(reply.result == "back");
+    requireFailure(adapter->perform(call("x.echo", Json::object(), kStr, 500)), "Timeout",
+                   "did not answer tools/call 'echo' within 500 ms");
+    Json requests = fake.requests();
+    bool sawNewSession = false;
+    for (const Json& r : requests) sawNewSession = sawNewSession || r["headers"].value("mcp-session-id", "") == "s-2";
+    CHECK(sawNewSession);
+}
+
+TEST_CASE("mcp over HTTP: a server that wants a token, or is not there, says so") {
+    FakeHttp fake;
+    fake.script(Json::array({{{"status", 401}, {"body", "{}"}}}));
+    requireFailure(httpServer(fake)->perform(call("x.echo")), "CapabilityFailed",
+                   "refused the request with HTTP 401 (it wants a bearer token: name the environment variable that "
+                   "holds it) before answering initialize");
+    // Nobody listens on port 9 (discard) of this machine's loopback.
+    auto nobody = makeMcpAdapter(makeHttpTransport("http://127.0.0.1:9/mcp", ""), {});
+    requireFailure(nobody->perform(call("x.echo")), "CapabilityFailed", "MCP server [http://127.0.0.1:9/mcp] failed: ");
+
+    std::string error;
+    CHECK_FALSE(makeMcpHttpAdapter("ftp://example.com/mcp", "", {}, error));
+    CHECK(error == "an MCP server's URL starts with http:// or https://");
+    CHECK_FALSE(makeMcpHttpAdapter("https://user:pw@example.com/mcp", "", {}, error));
+    CHECK(error.find("must not hold a user or password") != std::string::npos);
+    ::unsetenv("REMIT_TEST_NO_SUCH_TOKEN");
+    CHECK_FALSE(makeMcpHttpAdapter("https://example.com/mcp?x=1", "REMIT_TEST_NO_SUCH_TOKEN", {}, error));
+    CHECK(error == "the environment variable REMIT_TEST_NO_SUCH_TOKEN (the bearer token for https://example.com/mcp) is "
+                   "not set");
+}
+
+TEST_CASE("mcp over HTTP: server-sent events are read as the standard says") {
+    CHECK(serverSentEvents("data: a\n\ndata: b\ndata: c\n\n") == std::vector<std::string>{"a", "b\nc"});
+    CHECK(serverSentEvents("event: message\r\ndata:x\r\n\r\n: comment\n\nevent: ping\ndata: skipped\n\n") ==
+          std::vector<std::string>{"x"});
+    CHECK(serverSentEvents("id: 1\nretry: 10\ndata: y\r\rdata: unfinished\n").size() == 1);
+    CHECK(serverSentEvents("data: unfinished").empty());
+    CHECK(serverSentEvents("").empty());
 }

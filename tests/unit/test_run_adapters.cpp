@@ -95,21 +95,26 @@ TEST_CASE("run adapters: the record a run keeps reads back to the same specs, an
     std::vector<AdapterSpec> specs = {
         {AdapterSpec::Kind::Mcp, "", "node fs.js /data", "/srv/app", "files"},
         {AdapterSpec::Kind::Mcp, "", "node memory.js", "/srv", ""},
+        {AdapterSpec::Kind::Mcp, "", "", "", "gh", "https://mcp.example.com/mcp", "GH_TOKEN"},
         {AdapterSpec::Kind::Process, "", "python3 ad.py", "/srv/app", ""},
         {AdapterSpec::Kind::Fixtures, "fixtures/run.json", "", "", ""},
     };
     Json record = adapterSpecsJson(specs);
     CHECK(record[0] == Json{{"kind", "mcp"}, {"command", "node fs.js /data"}, {"cwd", "/srv/app"}, {"namespace", "files"}});
     CHECK(record[1] == Json{{"kind", "mcp"}, {"command", "node memory.js"}, {"cwd", "/srv"}});
+    CHECK(record[2] == Json{{"kind", "mcp"}, {"url", "https://mcp.example.com/mcp"}, {"token_env", "GH_TOKEN"},
+                            {"namespace", "gh"}});
     std::string error;
     auto back = adapterSpecsFromJson(record, error);
     REQUIRE_MESSAGE(back, error);
-    REQUIRE(back->size() == 4);
+    REQUIRE(back->size() == 5);
     CHECK(adapterSpecsJson(*back) == record);
     CHECK((*back)[0].scope == "files");
     CHECK((*back)[1].scope.empty());
-    CHECK((*back)[2].command == "python3 ad.py");
-    CHECK((*back)[2].workingDir == "/srv/app");
+    CHECK((*back)[2].url == "https://mcp.example.com/mcp");
+    CHECK((*back)[2].tokenEnv == "GH_TOKEN");
+    CHECK((*back)[3].command == "python3 ad.py");
+    CHECK((*back)[3].workingDir == "/srv/app");
     CHECK(adapterMode(specs) == "fixtures:fixtures/run.json");
     CHECK(adapterMode({{AdapterSpec::Kind::Process, "", "x", "/", ""}}) == "adapter");
     CHECK(adapterMode({{AdapterSpec::Kind::Mcp, "", "x", "/", ""}}) == "mcp");
@@ -122,7 +127,8 @@ TEST_CASE("run adapters: a damaged record is refused, never opened as something 
     for (const char* text : {R"([{"kind": "shell", "command": "rm -rf /"}])", R"([{"kind": "process", "command": "x"}])",
                              R"([{"kind": "fixtures", "path": 7}])", R"([3])", R"([{"path": "x"}])",
                              R"([{"kind": "mcp", "command": "x"}])", R"([{"kind": "mcp", "cwd": "/"}])",
-                             R"([{"kind": "mcp", "command": "x", "cwd": "/", "namespace": 1}])"}) {
+                             R"([{"kind": "mcp", "command": "x", "cwd": "/", "namespace": 1}])",
+                             R"([{"kind": "mcp", "url": ""}])", R"([{"kind": "mcp", "url": "https://x", "token_env": 2}])"}) {
         error.clear();
         CHECK_MESSAGE(!adapterSpecsFromJson(Json::parse(text), error), text);
         CHECK_MESSAGE(!error.empty(), text);
