@@ -16,6 +16,7 @@
 
 #include "broker/mcp_adapter.h"
 #include "broker/routing_adapter.h"
+#include "adapter_request.h"
 #include "fake_http.h"
 #include "runtime/imported_names.h"
 #include "temp_dir.h"
@@ -41,14 +42,7 @@ std::unique_ptr<Adapter> server(const std::string& flags = "", McpAdapterOptions
 
 AdapterRequest call(const std::string& capability, Json args = Json::object(), Json schema = Json{{"type", "string"}},
                     uint64_t timeoutMs = 10'000) {
-    AdapterRequest r;
-    r.kind = AdapterRequest::Kind::Call;
-    r.runId = "run-1";
-    r.site = "main#0";
-    r.idempotencyKey = "0123456789abcdef0123456789abcdef";
-    r.timeoutMs = timeoutMs;
-    r.resource = capability;
-    r.args = std::move(args);
+    AdapterRequest r = test::callRequest(capability, std::move(args), timeoutMs);
     r.schema = std::move(schema);
     r.typeName = "T";
     return r;

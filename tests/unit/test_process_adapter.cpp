@@ -22,6 +22,7 @@
 
 #include "broker/process_adapter.h"
 #include "runtime/json_text.h"
+#include "adapter_request.h"
 #include "temp_dir.h"
 
 using namespace remit;
@@ -41,15 +42,7 @@ std::unique_ptr<Adapter> make(const std::string& command, ProcessAdapterOptions 
 }
 
 AdapterRequest call(Json args = Json::object(), uint64_t timeoutMs = 5000) {
-    AdapterRequest r;
-    r.kind = AdapterRequest::Kind::Call;
-    r.runId = "run-1";
-    r.site = "main#0";
-    r.idempotencyKey = "0123456789abcdef0123456789abcdef";
-    r.timeoutMs = timeoutMs;
-    r.resource = "notes.echo";
-    r.args = std::move(args);
-    return r;
+    return test::callRequest("notes.echo", std::move(args), timeoutMs);
 }
 
 AdapterRequest ask(const std::string& model) {
