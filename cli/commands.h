@@ -197,6 +197,8 @@ int replayCommand(std::string_view tool, Args& args);
 int testCommand(std::string_view tool, Args& args);
 // cli/serve_command.cpp
 int serveCommand(std::string_view tool, Args& args);
+// cli/import_command.cpp: `import mcp`, a draft host interface from an MCP server's tools (docs/import.md)
+int importMcpCommand(std::string_view tool, Args& args);
 // cli/mcp_command.cpp: the MCP server over stdio (docs/mcp.md)
 int mcpCommand(std::string_view tool, Args& args);
 // `manifest PROG.rbc`: the manifest stored in a verified artifact.

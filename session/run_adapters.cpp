@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "broker/fixture_adapter.h"
+#include "broker/mcp_adapter.h"
 #include "broker/model_adapter.h"
 #include "broker/process_adapter.h"
 #include "broker/routing_adapter.h"
@@ -20,6 +21,7 @@ const char* kindName(AdapterSpec::Kind kind) {
         case AdapterSpec::Kind::Process: return "process";
         case AdapterSpec::Kind::Live: return "live";
         case AdapterSpec::Kind::None: return "none";
+        case AdapterSpec::Kind::Mcp: return "mcp";
         case AdapterSpec::Kind::Model: return "model";
     }
     return "none";
@@ -99,6 +101,22 @@ std::unique_ptr<Adapter> openOne(const AdapterSpec& spec, const AdapterOpenOptio
         }
         case AdapterSpec::Kind::Live: return makeLiveAdapter(options.liveShim, spec.path, error);
         case AdapterSpec::Kind::None: return FixtureAdapter::empty();
+        case AdapterSpec::Kind::Mcp: {
+            ChildProcessOptions process;
+            process.workingDir = spec.workingDir;
+            process.stderrPath = options.mcpStderrLog;
+            McpAdapterOptions mcp;
+            mcp.scope = spec.scope;
+            if (options.mcp) {
+                mcp.toolMap = options.mcp->tools;
+                if (options.mcp->startupTimeoutMs)
+                    mcp.startupTimeoutMs = static_cast<uint64_t>(*options.mcp->startupTimeoutMs);
+            }
+            mcp.client.clientName = "remitvm";
+            mcp.client.clientVersion = options.clientVersion;
+            if (!spec.url.empty()) return makeMcpHttpAdapter(spec.url, spec.tokenEnv, std::move(mcp), error);
+            return makeMcpStdioAdapter(spec.command, process, std::move(mcp), error);
+        }
         case AdapterSpec::Kind::Model:
             hint = "the key goes in the environment, never in a file; docs/models.md";
             return makeModelAdapter(spec.model, error);
@@ -117,6 +135,7 @@ std::string adapterMode(const std::vector<AdapterSpec>& specs) {
         case AdapterSpec::Kind::Process: return "adapter";
         case AdapterSpec::Kind::Live: return "live";
         case AdapterSpec::Kind::None: return "none";
+        case AdapterSpec::Kind::Mcp: return "mcp";
         case AdapterSpec::Kind::Model: return "model";
     }
     return "none";
@@ -136,6 +155,16 @@ Json adapterSpecsJson(const std::vector<AdapterSpec>& specs) {
             case AdapterSpec::Kind::Process:
                 entry["command"] = spec.command;
                 entry["cwd"] = spec.workingDir;
+                break;
+            case AdapterSpec::Kind::Mcp:
+                if (!spec.url.empty()) {
+                    entry["url"] = spec.url;
+                    if (!spec.tokenEnv.empty()) entry["token_env"] = spec.tokenEnv;
+                } else {
+                    entry["command"] = spec.command;
+                    entry["cwd"] = spec.workingDir;
+                }
+                if (!spec.scope.empty()) entry["namespace"] = spec.scope;
                 break;
             case AdapterSpec::Kind::None:
             case AdapterSpec::Kind::Model: break;
@@ -173,6 +202,19 @@ std::optional<std::vector<AdapterSpec>> adapterSpecsFromJson(const Json& value, 
         } else if (kind == "process") {
             spec.kind = AdapterSpec::Kind::Process;
             if (!text("command", spec.command) || !text("cwd", spec.workingDir)) return std::nullopt;
+        } else if (kind == "mcp") {
+            spec.kind = AdapterSpec::Kind::Mcp;
+            if (entry.contains("url")) {
+                if (!text("url", spec.url)) return std::nullopt;
+                if (spec.url.empty()) {
+                    error = "an MCP server's `url` is empty";
+                    return std::nullopt;
+                }
+                if (entry.contains("token_env") && !text("token_env", spec.tokenEnv)) return std::nullopt;
+            } else if (!text("command", spec.command) || !text("cwd", spec.workingDir)) {
+                return std::nullopt;
+            }
+            if (entry.contains("namespace") && !text("namespace", spec.scope)) return std::nullopt;
         } else if (kind == "none") {
             spec.kind = AdapterSpec::Kind::None;
         } else if (kind == "model") {
