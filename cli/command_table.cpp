@@ -38,8 +38,11 @@ std::vector<Flag> runFlags() {
         Flag{"--live", "", "perform host calls with the program folder's adapters.py"},
         Flag{"--adapter", "\"CMD ARGS\"",
              "perform host calls with this adapter process; or, repeatable, with an MCP server's tools: "
-             "mcp[.NS]:\"CMD ARGS\" or \"mcp[.NS]+URL [token_env=NAME]\""}
+             "mcp[.NS]:\"CMD ARGS\" or \"mcp[.NS]+URL [token_env=NAME]\"; or an OpenAPI service's operations: "
+             "\"openapi[.NS]:SPEC [base_url=URL] [auth.SCHEME=NAME]...\""}
             .repeatable()
+            .completes(Complete::Nothing),
+        Flag{"--base-url", "URL", "where an --adapter openapi: service is (over its document's server URL)"}
             .completes(Complete::Nothing),
         Flag{"--json", "", "print the outcome as one JSON envelope on stdout"},
         kStateDir,
@@ -172,6 +175,16 @@ const Command kImport{
                     .details = "The draft's capabilities are NS.TOOL; `remitvm run --adapter mcp.NS:\"CMD ARGS\"`\n"
                                "performs them with the same server. Decide the tags, approvals and costs its TODO\n"
                                "lists before granting them."},
+            Command{.name = "openapi",
+                    .operands = "SPEC.json|SPEC.yaml",
+                    .summary = "from the operations of an OpenAPI 3 document (JSON or YAML)",
+                    .flags = {Flag{"--as", "NS", "the capabilities' namespace; default: from the document's title"}
+                                  .completes(Complete::Nothing),
+                              Flag{"-o", "host.rmti", "write the draft here; default: stdout"}},
+                    .run = importOpenApiCommand,
+                    .details = "The draft's capabilities are NS.OPERATION (its operationId); `remitvm run --adapter\n"
+                               "openapi.NS:SPEC --base-url URL` performs them against the service. GET and HEAD are\n"
+                               "idempotent; decide the tags, approvals and costs its TODO lists before granting them."},
         },
 };
 

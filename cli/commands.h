@@ -199,6 +199,8 @@ int testCommand(std::string_view tool, Args& args);
 int serveCommand(std::string_view tool, Args& args);
 // cli/import_command.cpp: `import mcp`, a draft host interface from an MCP server's tools (docs/import.md)
 int importMcpCommand(std::string_view tool, Args& args);
+// cli/import_openapi.cpp: `import openapi`, a draft host interface from an OpenAPI 3 document (docs/import.md)
+int importOpenApiCommand(std::string_view tool, Args& args);
 // cli/mcp_command.cpp: the MCP server over stdio (docs/mcp.md)
 int mcpCommand(std::string_view tool, Args& args);
 // cli/lsp_command.cpp: the language server over stdio (docs/editors.md)

@@ -23,6 +23,7 @@
 #include <set>
 
 #include "broker/approvals.h"
+#include "broker/child_process.h"
 #include "broker/broker.h"
 #include "broker/fixture_adapter.h"
 #include "broker/mcp_client.h"
@@ -34,6 +35,7 @@
 #include "bytecode/rbc.h"
 #include "bytecode/signature.h"
 #include "cli/commands.h"
+#include "cli/yaml_json.h"
 #include "compiler/driver.h"
 #include "compiler/host_import.h"
 #include "compiler/manifest.h"
@@ -493,12 +495,64 @@ bool mcpAdapterSpec(const std::string& value, const std::string& cwd, AdapterSpe
     return true;
 }
 
+// Whether `name` can name an environment variable: letters, digits and `_`, not starting with a digit.
+bool environmentVariableName(const std::string& name) {
+    return !name.empty() && !(name[0] >= '0' && name[0] <= '9') &&
+           name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+               std::string::npos;
+}
+
+// `--adapter "openapi[.NS]:SPEC [base_url=URL] [auth.SCHEME=NAME]..."` (docs/adapters.md "OpenAPI
+// services as capabilities"): an OpenAPI service's spec, its document made absolute against `cwd`
+// so a resume from elsewhere finds it. The words are split as a command line is, so a document
+// whose path has spaces is quoted. Returns false for any other --adapter value; sets `error` when
+// the value is an OpenAPI service written wrongly.
+bool openApiAdapterSpec(const std::string& value, const std::string& cwd, AdapterSpec& spec, std::string& error) {
+    if (!value.starts_with("openapi:") && !value.starts_with("openapi.")) return false;
+    spec.kind = AdapterSpec::Kind::OpenApi;
+    std::size_t colon = value.find(':');
+    if (value.starts_with("openapi.")) {
+        spec.scope = value.substr(8, colon == std::string::npos ? std::string::npos : colon - 8);
+        if (colon == std::string::npos || !isCapabilityNamespace(spec.scope)) {
+            error = "write an OpenAPI service for one namespace as openapi.NS:SPEC, NS being the namespace of its "
+                    "capabilities (e.g. openapi.pets:petstore.yaml)";
+            return true;
+        }
+    }
+    std::vector<std::string> words;
+    if (!splitCommand(value.substr(colon + 1), words, error) || words.empty()) {
+        if (error.empty()) error = "openapi: needs the service's OpenAPI document, e.g. openapi:petstore.yaml";
+        else error = "openapi: " + error;
+        return true;
+    }
+    spec.path = (std::filesystem::path(cwd) / words[0]).lexically_normal().string();
+    for (std::size_t i = 1; i < words.size(); ++i) {
+        const std::string& word = words[i];
+        std::size_t eq = word.find('=');
+        std::string key = word.substr(0, eq), setting = eq == std::string::npos ? "" : word.substr(eq + 1);
+        if (key == "base_url" && !setting.empty()) {
+            spec.url = setting;
+        } else if (key.starts_with("auth.") && key.size() > 5 && environmentVariableName(setting)) {
+            spec.authEnv[key.substr(5)] = setting;
+        } else {
+            error = fmt::format("after an OpenAPI document only base_url=URL and auth.SCHEME=NAME may follow (SCHEME: "
+                                "one of the document's security schemes; NAME: the environment variable that holds "
+                                "its credential), not '{}'",
+                                firstCodePoints(word, 40));
+            return true;
+        }
+    }
+    return true;
+}
+
 // The adapters the flags and the policy choose (docs/adapters.md "Which adapters a run uses"): first
 // a model adapter for each model the program calls that the policy's [models."NAME"] or a --model
-// flag configures (docs/models.md), then the MCP servers (--adapter mcp:CMD or mcp+URL, any number,
-// in the order of their flags), then the one adapter that serves everything else — --adapter CMD,
-// --live, or fixtures (default fixtures/run.json next to the program). A program without host-call
-// sites, whose every call goes to a configured model, or that has MCP servers, runs without a
+// flag configures (docs/models.md), then the MCP servers and OpenAPI services (--adapter mcp:CMD,
+// mcp+URL or openapi:SPEC, any number, in the order of their flags; --base-url completes the one
+// OpenAPI service without a base_url=), then the one adapter that serves everything else —
+// --adapter CMD, --live, or fixtures (default fixtures/run.json next to the program). A program
+// without host-call sites, whose every call goes to a configured model, or that has MCP servers or
+// OpenAPI services, runs without a
 // fixtures file (a call nothing serves then fails operationally). An --adapter process or stdio
 // server starts in the current directory, which is recorded. `recorded` (a resume without adapter
 // flags: the run's recorded adapters, process directory included) replaces the flags. Prints the
@@ -517,7 +571,7 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
         if (flag != "--adapter") continue;
         AdapterSpec server;
         std::string error;
-        if (!mcpAdapterSpec(value, cwd, server, error)) {
+        if (!mcpAdapterSpec(value, cwd, server, error) && !openApiAdapterSpec(value, cwd, server, error)) {
             processes.push_back(&value);
         } else if (!error.empty()) {
             fmt::print(stderr, "{}: error: --adapter {}\n", tool, error);
@@ -526,8 +580,23 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
             servers.push_back(std::move(server));
         }
     }
+    // --base-url: where the one OpenAPI service without a base_url= of its own is.
+    if (const std::string* baseUrl = args.value("--base-url")) {
+        std::vector<AdapterSpec*> open;
+        for (AdapterSpec& server : servers)
+            if (server.kind == AdapterSpec::Kind::OpenApi && server.url.empty()) open.push_back(&server);
+        if (open.size() != 1) {
+            fmt::print(stderr, "{}: error: --base-url is for an --adapter openapi: service{}\n", tool,
+                       open.empty() ? ", and this run has none without a base_url= of its own"
+                                    : "; this run has several: give each its own base_url=URL");
+            return false;
+        }
+        open.front()->url = *baseUrl;
+    }
     if (processes.size() > 1) {
-        fmt::print(stderr, "{}: error: one --adapter process per run; more --adapter flags must be MCP servers (mcp:CMD)\n",
+        fmt::print(stderr,
+                   "{}: error: one --adapter process per run; more --adapter flags must be MCP servers (mcp:CMD) or "
+                   "OpenAPI services (openapi:SPEC)\n",
                    tool);
         return false;
     }
@@ -607,11 +676,15 @@ std::unique_ptr<Adapter> openRunAdapters(std::string_view tool, const std::vecto
     options.mcp = policy ? &policy->mcp : nullptr;
     options.mcpStderrLog = mcpLog;
     options.clientVersion = std::string(remitVersion());
+    options.yaml = parseYamlAsJson;
     std::unique_ptr<Adapter> adapter = openAdapters(specs, options, error);
     if (adapter) return adapter;
     switch (specs[error.index].kind) {
         case AdapterSpec::Kind::Process: fmt::print(stderr, "{}: error: --adapter: {}\n", tool, error.message); break;
         case AdapterSpec::Kind::Mcp: fmt::print(stderr, "{}: error: --adapter mcp: {}\n", tool, error.message); break;
+        case AdapterSpec::Kind::OpenApi:
+            fmt::print(stderr, "{}: error: --adapter openapi: {}\n", tool, error.message);
+            break;
         case AdapterSpec::Kind::Live: fmt::print(stderr, "{}: error: --live: {}\n", tool, error.message); break;
         case AdapterSpec::Kind::Model:
             fmt::print(stderr, "{}: error: {}{}\n", tool, error.message,

@@ -8,6 +8,7 @@
 #include "broker/fixture_adapter.h"
 #include "broker/mcp_adapter.h"
 #include "broker/model_adapter.h"
+#include "broker/openapi_adapter.h"
 #include "broker/process_adapter.h"
 #include "broker/routing_adapter.h"
 
@@ -23,6 +24,7 @@ const char* kindName(AdapterSpec::Kind kind) {
         case AdapterSpec::Kind::None: return "none";
         case AdapterSpec::Kind::Mcp: return "mcp";
         case AdapterSpec::Kind::Model: return "model";
+        case AdapterSpec::Kind::OpenApi: return "openapi";
     }
     return "none";
 }
@@ -120,6 +122,13 @@ std::unique_ptr<Adapter> openOne(const AdapterSpec& spec, const AdapterOpenOptio
         case AdapterSpec::Kind::Model:
             hint = "the key goes in the environment, never in a file; docs/models.md";
             return makeModelAdapter(spec.model, error);
+        case AdapterSpec::Kind::OpenApi: {
+            OpenApiAdapterOptions openApi;
+            openApi.scope = spec.scope;
+            openApi.baseUrl = spec.url;
+            openApi.authEnv = spec.authEnv;
+            return makeOpenApiAdapter(spec.path, std::move(openApi), options.yaml, error);
+        }
     }
     error = "unknown adapter kind";
     return nullptr;
@@ -137,6 +146,7 @@ std::string adapterMode(const std::vector<AdapterSpec>& specs) {
         case AdapterSpec::Kind::None: return "none";
         case AdapterSpec::Kind::Mcp: return "mcp";
         case AdapterSpec::Kind::Model: return "model";
+        case AdapterSpec::Kind::OpenApi: return "openapi";
     }
     return "none";
 }
@@ -165,6 +175,12 @@ Json adapterSpecsJson(const std::vector<AdapterSpec>& specs) {
                     entry["cwd"] = spec.workingDir;
                 }
                 if (!spec.scope.empty()) entry["namespace"] = spec.scope;
+                break;
+            case AdapterSpec::Kind::OpenApi:
+                entry["document"] = spec.path;
+                if (!spec.scope.empty()) entry["namespace"] = spec.scope;
+                if (!spec.url.empty()) entry["base_url"] = spec.url;
+                if (!spec.authEnv.empty()) entry["auth"] = spec.authEnv;
                 break;
             case AdapterSpec::Kind::None:
             case AdapterSpec::Kind::Model: break;
@@ -215,6 +231,30 @@ std::optional<std::vector<AdapterSpec>> adapterSpecsFromJson(const Json& value, 
                 return std::nullopt;
             }
             if (entry.contains("namespace") && !text("namespace", spec.scope)) return std::nullopt;
+        } else if (kind == "openapi") {
+            spec.kind = AdapterSpec::Kind::OpenApi;
+            if (!text("document", spec.path)) return std::nullopt;
+            if (entry.contains("namespace") && !text("namespace", spec.scope)) return std::nullopt;
+            if (entry.contains("base_url") && !text("base_url", spec.url)) return std::nullopt;
+            if (auto auth = entry.find("auth"); auth != entry.end()) {
+                if (!auth->is_object()) {
+                    error = "an OpenAPI adapter's `auth` is not an object of scheme: variable name";
+                    return std::nullopt;
+                }
+                for (const auto& [scheme, variable] : auth->items()) {
+                    if (!variable.is_string()) {
+                        error = fmt::format("an OpenAPI adapter's `auth.{}` is not a variable name", scheme);
+                        return std::nullopt;
+                    }
+                    spec.authEnv[scheme] = variable.get<std::string>();
+                }
+            }
+            for (const auto& [key, v] : entry.items()) {
+                if (key != "kind" && key != "document" && key != "namespace" && key != "base_url" && key != "auth") {
+                    error = fmt::format("an OpenAPI adapter entry has an unknown field `{}`", key);
+                    return std::nullopt;
+                }
+            }
         } else if (kind == "none") {
             spec.kind = AdapterSpec::Kind::None;
         } else if (kind == "model") {

@@ -8,12 +8,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "broker/adapter.h"
+#include "broker/openapi.h"
 #include "runtime/json_text.h"
 #include "runtime/policy.h"
 
@@ -27,18 +29,21 @@ struct AdapterSpec {
         None,      // nothing performs calls: a program without host-call sites
         Mcp,       // an MCP server's tools (broker/mcp_adapter.h)
         Model,     // a model the host configured (broker/model_adapter.h): serves that model's calls only
+        OpenApi,   // an OpenAPI service's operations (broker/openapi_adapter.h)
     } kind = Kind::None;
-    std::string path;        // Fixtures: the fixture file; Live: the program's folder (where adapters.py is)
+    std::string path;        // Fixtures: the fixture file; Live: the program's folder; OpenApi: the document (absolute)
     std::string command;     // Process, Mcp over stdio: the command line, as the operator wrote it
     std::string workingDir;  // Process, Mcp over stdio: the absolute directory the process starts in
-    std::string scope = {};     // Mcp: the one namespace it serves (`mcp.NS:CMD`), or empty for any
-    std::string url = {};       // Mcp over streamable HTTP: the server's URL (then no command)
+    std::string scope = {};     // Mcp, OpenApi: the one namespace it serves (`mcp.NS:CMD`), or empty for any
+    std::string url = {};       // Mcp over streamable HTTP: the server's URL (then no command); OpenApi: the base URL
     std::string tokenEnv = {};  // Mcp over HTTP: the environment variable holding its bearer token, or empty
     ModelConfig model = {};     // Model: the whole configuration — the key's variable name, never the key
+    // OpenApi: security scheme → the environment variable that holds its credential (never the credential).
+    std::map<std::string, std::string> authEnv = {};
 };
 
 // The run's `mode` as `run_start` and the `trace:` line show it (docs/broker.md "Traces"): that of
-// the last spec — `fixtures:PATH`, `adapter`, `live`, `mcp`, `model` or `none`.
+// the last spec — `fixtures:PATH`, `adapter`, `live`, `mcp`, `model`, `openapi` or `none`.
 std::string adapterMode(const std::vector<AdapterSpec>& specs);
 
 // The `adapters` array `run_start` records, and back. fromJson refuses (nullopt, `error` saying
@@ -53,6 +58,8 @@ struct AdapterOpenOptions {
     const McpSettings* mcp = nullptr;
     std::string mcpStderrLog;
     std::string clientVersion = "0";
+    // OpenApi: reads a YAML document as JSON (cli/yaml_json.h; without one, only JSON documents open).
+    YamlReader yaml = nullptr;
 };
 
 // Why a spec could not be opened: which one, the message (naming the file, not the flag) and a hint.

@@ -277,7 +277,7 @@ def test_servers_that_cannot_start_and_bad_flags():
             (["mcp", f"{HOSTILE_CMD} --no-tools"], 1, "lists no tools to import"),
             (["mcp", HOSTILE_CMD, "--as", "match"], 2, "--as 'match' is not a namespace"),
             (["mcp"], 2, "import mcp needs exactly one command"),
-            (["openapi", "spec.json"], 2, "unknown import subcommand 'openapi'; it is one of mcp"),
+            (["graphql", "schema.graphql"], 2, "unknown import subcommand 'graphql'; it is one of mcp|openapi"),
             (["mcp", "no-such-mcp-server"], 2, "MCP server program 'no-such-mcp-server' not found on PATH"),
         ]:
             bad = run(REMITC, "import", *args, "-o", "out.rmti", cwd=ws.path)

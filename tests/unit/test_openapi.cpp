@@ -6,6 +6,7 @@
 #include <string>
 
 #include "broker/openapi.h"
+#include "broker/openapi_adapter.h"
 #include "cli/yaml_json.h"
 
 using namespace remit;
@@ -224,4 +225,145 @@ TEST_CASE("openapi: the Petstore document reads the same from YAML and JSON") {
     CHECK(fromYaml->find("loginUser")->result == OpenApiOperation::Result::Json);
     CHECK(fromYaml->find("getPetById")->security == std::vector<std::vector<std::string>>{{"api_key"}, {"petstore_auth"}});
     CHECK_FALSE(absoluteServerUrl(*fromYaml));  // "/api/v3": a base URL must be given
+}
+
+// ---------------------------------------------------------------- the adapter's requests and replies
+
+namespace {
+
+const char* kShop = R"(
+openapi: 3.0.3
+info: {title: Shop, version: '1'}
+components:
+  securitySchemes:
+    key: {type: apiKey, in: header, name: X-Key}
+    qkey: {type: apiKey, in: query, name: key}
+    basic: {type: http, scheme: basic}
+    bearer: {type: http, scheme: bearer}
+paths:
+  /items/{id}/{kind}:
+    get:
+      operationId: getItem
+      security: [{qkey: []}, {key: [], basic: []}]
+      parameters:
+        - {name: id, in: path, schema: {type: string}}
+        - {name: kind, in: path, schema: {type: array, items: {type: string}}}
+        - {name: tag, in: query, schema: {type: array, items: {type: string}}}
+        - {name: sizes, in: query, explode: false, schema: {type: array, items: {type: integer}}}
+        - {name: X-Trace, in: header, schema: {type: string}}
+        - {name: limit, in: query, schema: {type: integer}}
+        - {name: session, in: cookie, schema: {type: string}}
+      responses: {'200': {content: {application/json: {schema: {type: object}}}}}
+  /items:
+    post:
+      operationId: addItem
+      security: [{bearer: []}]
+      parameters: [{name: body, in: query, schema: {type: string}}]
+      requestBody: {required: true, content: {application/merge-patch+json: {schema: {type: object}}}}
+      responses: {'201': {content: {text/plain: {}}}}
+)";
+
+HttpRequest request(const std::string& op, const Json& args, const std::map<std::string, std::string>& credentials = {}) {
+    OpenApiDocument doc = document(kShop);
+    std::string error;
+    std::optional<HttpRequest> r =
+        openApiHttpRequest(doc, *doc.find(op), "https://shop.example.com/v1/", args, credentials, "key-1", error);
+    INFO(error);
+    REQUIRE(r);
+    return *r;
+}
+
+std::string requestError(const std::string& op, const Json& args) {
+    OpenApiDocument doc = document(kShop);
+    std::string error;
+    CHECK_FALSE(openApiHttpRequest(doc, *doc.find(op), "https://shop.example.com", args, {}, "", error));
+    return error;
+}
+
+std::string header(const HttpRequest& r, const std::string& name) {
+    for (const HttpHeader& h : r.headers)
+        if (h.name == name) return h.value;
+    return "<none>";
+}
+
+}  // namespace
+
+TEST_CASE("openapi adapter: arguments go to the path, the query, headers and the body") {
+    HttpRequest r = request("getItem", Json::parse(R"({"id": "a b/c", "kind": ["x", "y"], "tag": ["t1", "t&2"],
+        "sizes": [1, 2], "X_Trace": "abc", "limit_": 5, "session": "s1"})"));
+    CHECK(r.method == "GET");
+    CHECK(r.url == "https://shop.example.com/v1/items/a%20b%2Fc/x,y?tag=t1&tag=t%262&sizes=1,2&limit=5");
+    CHECK(header(r, "X-Trace") == "abc");  // X_Trace stands for X-Trace
+    CHECK(header(r, "Cookie") == "session=s1");
+    CHECK(header(r, "Accept") == "application/json");
+    CHECK(header(r, "Idempotency-Key") == "<none>");  // a GET
+    CHECK(r.body.empty());
+    // Optional parameters the capability does not declare are not sent.
+    CHECK(request("getItem", Json::parse(R"({"id": "1", "kind": "k"})")).url == "https://shop.example.com/v1/items/1/k");
+
+    HttpRequest post = request("addItem", Json::parse(R"({"request_body": {"a": [1, "é"]}, "body": "q"})"));
+    CHECK(post.url == "https://shop.example.com/v1/items?body=q");  // the query parameter named body
+    CHECK(post.body == R"({"a":[1,"é"]})");
+    CHECK(header(post, "Content-Type") == "application/merge-patch+json");
+    CHECK(header(post, "Idempotency-Key") == "key-1");
+    CHECK(header(post, "Accept") == "*/*");  // a text result
+}
+
+TEST_CASE("openapi adapter: credentials go where their scheme says") {
+    Json args = Json::parse(R"({"id": "1", "kind": "k"})");
+    // The first alternative whose schemes are all configured: the query key…
+    HttpRequest q = request("getItem", args, {{"qkey", "s3cret"}, {"key", "k"}, {"basic", "u:p"}});
+    CHECK(q.url == "https://shop.example.com/v1/items/1/k?key=s3cret");
+    CHECK(header(q, "X-Key") == "<none>");
+    // …else both schemes of the second.
+    HttpRequest both = request("getItem", args, {{"key", "k"}, {"basic", "user:pass"}});
+    CHECK(header(both, "X-Key") == "k");
+    CHECK(header(both, "Authorization") == "Basic dXNlcjpwYXNz");
+    // Half an alternative is not used.
+    HttpRequest none = request("getItem", args, {{"key", "k"}});
+    CHECK(header(none, "X-Key") == "<none>");
+    CHECK(header(request("addItem", Json::parse(R"({"request_body": {}})"), {{"bearer", "t"}}), "Authorization") ==
+          "Bearer t");
+}
+
+TEST_CASE("openapi adapter: arguments that cannot be sent fail the call, never vanish") {
+    CHECK(requestError("getItem", Json::parse(R"({"id": "1", "kind": "k", "colour": "red"})")) ==
+          "GET /items/{id}/{kind} has no parameter for the argument 'colour'");
+    CHECK(requestError("getItem", Json::parse(R"({"kind": "k"})")) == "GET /items/{id}/{kind} needs its path parameter 'id'");
+    CHECK(requestError("getItem", Json::parse(R"({"id": {"a": 1}, "kind": "k"})")) ==
+          "the path parameter 'id' of GET /items/{id}/{kind} must be a string, a number, a boolean or a list of them, "
+          "not a record");
+    CHECK(requestError("addItem", Json::object()) == "POST /items needs a request body ('request_body')");
+}
+
+TEST_CASE("openapi adapter: answers become results by the declared type") {
+    OpenApiDocument doc = document(kShop);
+    const OpenApiOperation& get = *doc.find("getItem");
+    auto response = [](long status, std::string body, std::string type = "application/json") {
+        HttpResponse r;
+        r.status = status;
+        r.body = std::move(body);
+        if (!type.empty()) r.headers.push_back({"content-type", type});
+        return r;
+    };
+    Json record = Json::parse(R"({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"],
+                                  "additionalProperties": false})");
+    AdapterReply ok = openApiReply(get, response(200, R"({"name": "x", "extra": 1})"), record, "Item", {});
+    CHECK(ok.ok);
+    CHECK(ok.result == Json::parse(R"({"name": "x"})"));  // what the type does not declare is dropped
+    Json str = Json::parse(R"({"type": "string"})");
+    CHECK(openApiReply(get, response(200, R"({"a":1})"), str, "Str", {}).result == R"({"a":1})");
+    CHECK(openApiReply(get, response(200, R"("hello")"), str, "Str", {}).result == "hello");
+    CHECK(openApiReply(get, response(200, "plain words", "text/plain"), str, "Str", {}).result == "plain words");
+    CHECK(openApiReply(get, response(204, ""), Json{{"type", "null"}}, "Unit", {}).result.is_null());
+
+    AdapterReply notFound =
+        openApiReply(get, response(404, R"({"code": 404, "message": "no item with key s3cret"})"), record, "Item", {"s3cret"});
+    CHECK_FALSE(notFound.ok);
+    CHECK(notFound.errorCode == "CapabilityFailed");
+    CHECK(notFound.message == "HTTP 404 from GET /items/{id}/{kind}: no item with key [redacted]");
+    AdapterReply notJson = openApiReply(get, response(200, "<xml/>", "application/xml"), record, "Item", {});
+    CHECK(notJson.message == "GET /items/{id}/{kind} answered application/xml, not JSON, for a result of type Item");
+    AdapterReply broken = openApiReply(get, response(200, "{"), record, "Item", {});
+    CHECK_FALSE(broken.ok);
 }

@@ -218,3 +218,36 @@ TEST_CASE("run adapters: a model whose key variable is unset cannot be opened, a
     CHECK(std::string(routing->route(AdapterRequest::Kind::Ask, "llm")->kind()) == "model");
     CHECK(std::string(routing->route(AdapterRequest::Kind::Call, "llm")->kind()) == "fixture");
 }
+
+TEST_CASE("run adapters: an OpenAPI service records its document, namespace, base URL and credentials' variables") {
+    AdapterSpec service;
+    service.kind = AdapterSpec::Kind::OpenApi;
+    service.path = "/srv/specs/petstore.yaml";
+    service.scope = "pets";
+    service.url = "http://127.0.0.1:8080/api/v3";
+    service.authEnv = {{"api_key", "PET_KEY"}, {"petstore_auth", "PET_TOKEN"}};
+    AdapterSpec bare;
+    bare.kind = AdapterSpec::Kind::OpenApi;
+    bare.path = "/srv/specs/other.json";
+    Json record = adapterSpecsJson({service, bare});
+    CHECK(record == Json::parse(R"([{"kind": "openapi", "document": "/srv/specs/petstore.yaml", "namespace": "pets",
+        "base_url": "http://127.0.0.1:8080/api/v3", "auth": {"api_key": "PET_KEY", "petstore_auth": "PET_TOKEN"}},
+        {"kind": "openapi", "document": "/srv/specs/other.json"}])"));
+    std::string error;
+    auto back = adapterSpecsFromJson(record, error);
+    REQUIRE_MESSAGE(back, error);
+    CHECK(adapterSpecsJson(*back) == record);
+    CHECK(adapterMode({service}) == "openapi");
+    for (const char* damage : {R"({"kind": "openapi"})", R"({"kind": "openapi", "document": 1})",
+                               R"({"kind": "openapi", "document": "a.json", "auth": ["PET_KEY"]})",
+                               R"({"kind": "openapi", "document": "a.json", "auth": {"key": 1}})",
+                               R"({"kind": "openapi", "document": "a.json", "token": "s3cret"})"}) {
+        error.clear();
+        CHECK_MESSAGE(!adapterSpecsFromJson(Json::array({Json::parse(damage)}), error), damage);
+        CHECK_FALSE(error.empty());
+    }
+    // A document that is not there is refused when opened, naming the file.
+    AdapterOpenError openError;
+    CHECK_FALSE(openAdapters({bare}, {}, openError));
+    CHECK(openError.message.find("/srv/specs/other.json") != std::string::npos);
+}

@@ -192,11 +192,17 @@ export class RemitClient {
 
   /**
    * Ends the server: closes its input, so paused sessions end (stage `aborted`) and running ones
-   * finish, and waits for it to exit. Resolves with its exit code.
+   * finish, and waits for it to exit — killing it after `timeoutMs` (default 30 s). Resolves with
+   * its exit code (null when it was killed).
    */
-  async close(): Promise<number | null> {
+  async close(timeoutMs = 30_000): Promise<number | null> {
     if (!this.child.stdin.destroyed) this.child.stdin.end();
-    return this.exited;
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), timeoutMs);
+    try {
+      return await this.exited;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Stops the server at once (SIGKILL); waiting requests fail with RemitProcessError. */

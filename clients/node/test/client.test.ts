@@ -286,3 +286,9 @@ test("a server that never answers is a RemitTimeoutError, not a hang", async () 
   client.kill();
   await client.close();
 });
+
+test("close kills a server that does not exit after its input ends", async () => {
+  const stubborn = fakeServer("stubborn", "process.stdin.resume(); setInterval(() => {}, 1000);");
+  const client = await RemitClient.start({ remitvm: stubborn });
+  assert.equal(await client.close(100), null);
+});

@@ -299,6 +299,11 @@ class BrokenServerTest(unittest.TestCase):
         client.kill()
         client.close()
 
+    def test_close_kills_a_server_that_does_not_exit(self):
+        stubborn = self.fake_server("stubborn", "import time\nsys.stdin.read()\ntime.sleep(600)")
+        client = RemitClient.start(stubborn)
+        self.assertEqual(client.close(timeout_s=0.1), -9)
+
 
 if __name__ == "__main__":
     if not REMITVM:
