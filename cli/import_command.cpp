@@ -78,15 +78,7 @@ int importMcpCommand(std::string_view tool, Args& args) {
     }
     const std::string& command = args.positional[0];
     std::string ns;
-    if (const std::string* as = args.value("--as")) {
-        ns = *as;
-        if (!isCapabilityNamespace(ns)) {
-            fmt::print(stderr, "{}: error: --as '{}' is not a namespace: it must be an identifier that is not a keyword\n",
-                       tool, ns);
-            fmt::print(stderr, "  hint: e.g. --as files (capabilities become files.read_file, ...)\n");
-            return kUsage;
-        }
-    }
+    if (!importNamespace(tool, args, "files (capabilities become files.read_file, ...)", ns)) return kUsage;
     uint64_t timeoutMs = kDefaultImportTimeoutMs;
     if (const std::string* t = args.value("--timeout-ms")) {
         auto [end, ec] = std::from_chars(t->data(), t->data() + t->size(), timeoutMs);
@@ -165,7 +157,25 @@ int importMcpCommand(std::string_view tool, Args& args) {
     HostDraft draft = draftHostInterface(ns, header, operations);
     for (const std::string& s : skipped) draft.notImported.push_back(s + " (skipped from the tool list)");
 
-    if (const std::string* out = args.value("-o")) {
+    return writeDraft(tool, args, draft,
+                      fmt::format("imported {} of {} tool(s) from MCP server '{}' as {}.*", draft.capabilities,
+                                  operations.size() + skipped.size(), server.name, ns));
+}
+
+bool importNamespace(std::string_view tool, const Args& args, std::string_view example, std::string& ns) {
+    const std::string* as = args.value("--as");
+    if (!as) return true;
+    ns = *as;
+    if (isCapabilityNamespace(ns)) return true;
+    fmt::print(stderr, "{}: error: --as '{}' is not a namespace: it must be an identifier that is not a keyword\n", tool,
+               ns);
+    fmt::print(stderr, "  hint: e.g. --as {}\n", example);
+    return false;
+}
+
+int writeDraft(std::string_view tool, const Args& args, const HostDraft& draft, const std::string& summary) {
+    const std::string* out = args.value("-o");
+    if (out) {
         if (auto err = writeFileAtomically(*out, draft.text)) {
             fmt::print(stderr, "{}: error: {}\n", tool, err->message);
             return kFailure;
@@ -174,9 +184,7 @@ int importMcpCommand(std::string_view tool, Args& args) {
         std::fwrite(draft.text.data(), 1, draft.text.size(), stdout);
         std::fflush(stdout);
     }
-    fmt::print(stderr, "imported {} of {} tool(s) from MCP server '{}' as {}.*{}\n", draft.capabilities,
-               operations.size() + skipped.size(), server.name, ns,
-               args.value("-o") ? " into " + *args.value("-o") : std::string());
+    fmt::print(stderr, "{}{}\n", summary, out ? " into " + *out : std::string());
     for (const std::string& n : draft.notImported) fmt::print(stderr, "  not imported: {}\n", n);
     for (const std::string& n : draft.notes) fmt::print(stderr, "  note: {}\n", n);
     fmt::print(stderr, "next: decide the tags, approvals and costs marked TODO, then grant the capabilities a "

@@ -11,7 +11,6 @@
 #include "broker/openapi_adapter.h"
 #include "cli/commands.h"
 #include "cli/yaml_json.h"
-#include "compiler/driver.h"
 #include "compiler/host_import.h"
 
 namespace remit::cli {
@@ -176,15 +175,7 @@ int importOpenApiCommand(std::string_view tool, Args& args) {
     }
     const std::string& path = args.positional[0];
     std::string ns;
-    if (const std::string* as = args.value("--as")) {
-        ns = *as;
-        if (!isCapabilityNamespace(ns)) {
-            fmt::print(stderr, "{}: error: --as '{}' is not a namespace: it must be an identifier that is not a keyword\n",
-                       tool, ns);
-            fmt::print(stderr, "  hint: e.g. --as pets (capabilities become pets.getPetById, ...)\n");
-            return kUsage;
-        }
-    }
+    if (!importNamespace(tool, args, "pets (capabilities become pets.getPetById, ...)", ns)) return kUsage;
     std::string error;
     std::optional<OpenApiDocument> doc = readOpenApiFile(path, error, parseYamlAsJson);
     if (!doc) {
@@ -230,23 +221,10 @@ int importOpenApiCommand(std::string_view tool, Args& args) {
     draft.notImported.insert(draft.notImported.begin(), notImportable.begin(), notImportable.end());
     for (const std::string& p : doc->problems) draft.notImported.push_back(p + " (the document could not be read there)");
 
-    if (const std::string* out = args.value("-o")) {
-        if (auto err = writeFileAtomically(*out, draft.text)) {
-            fmt::print(stderr, "{}: error: {}\n", tool, err->message);
-            return kFailure;
-        }
-    } else {
-        std::fwrite(draft.text.data(), 1, draft.text.size(), stdout);
-        std::fflush(stdout);
-    }
-    fmt::print(stderr, "imported {} of {} operation(s) from '{}' as {}.*{}\n", draft.capabilities,
-               doc->operations.size() + doc->problems.size(), doc->title.empty() ? path : doc->title, ns,
-               args.value("-o") ? " into " + *args.value("-o") : std::string());
-    for (const std::string& n : draft.notImported) fmt::print(stderr, "  not imported: {}\n", n);
-    for (const std::string& n : draft.notes) fmt::print(stderr, "  note: {}\n", n);
-    fmt::print(stderr, "next: decide the tags, approvals and costs marked TODO, then grant the capabilities a "
-                       "program uses in policy.toml\n");
-    return kOk;
+    return writeDraft(tool, args, draft,
+                      fmt::format("imported {} of {} operation(s) from '{}' as {}.*", draft.capabilities,
+                                  doc->operations.size() + doc->problems.size(), doc->title.empty() ? path : doc->title,
+                                  ns));
 }
 
 }  // namespace remit::cli

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-from harness import REMITC, REMITVM, REPO, Workspace, expect, main, read_trace, run
+from harness import REMITC, REMITVM, REPO, Workspace, expect, main, read_trace, run, run_vm_json as run_json
 
 SERVERS = REPO / "tests" / "mcp_servers" / "node_modules" / ".bin"
 HOSTILE = REPO / "tests" / "e2e" / "adapters" / "hostile_mcp.py"
@@ -32,14 +32,6 @@ def server(name, *args):
 
 
 HOSTILE_CMD = shlex.join([sys.executable, str(HOSTILE)])
-
-
-def run_json(*args, cwd, env=None, timeout=60):
-    result = run(REMITVM, *args, "--json", cwd=cwd, env=env, timeout=timeout)
-    try:
-        return result, json.loads(result.out)
-    except json.JSONDecodeError:
-        raise AssertionError(f"not JSON\n{result!r}")
 
 
 NOTES = """program notes

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 
-from harness import REMITC, REMITVM, REPO, Workspace, expect, main, read_trace, run
+from harness import REMITC, REMITVM, REPO, Workspace, expect, main, read_trace, run, run_vm_json as run_json
 
 DOCS = REPO / "tests" / "e2e" / "openapi"
 API_KEY, TOKEN = "key-7d41c0ffee", "token-93b1deadbeef"
@@ -40,14 +40,6 @@ class Petstore:
     def __exit__(self, *exc):
         self.proc.kill()
         self.proc.wait()
-
-
-def run_json(*args, cwd, env=None, timeout=60):
-    result = run(REMITVM, *args, "--json", cwd=cwd, env=env, timeout=timeout)
-    try:
-        return result, json.loads(result.out)
-    except json.JSONDecodeError:
-        raise AssertionError(f"not JSON\n{result!r}")
 
 
 ADOPT = """program adopt

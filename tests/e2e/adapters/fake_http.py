@@ -209,12 +209,14 @@ class Server(ThreadingHTTPServer):
         pass  # clients that time out or hang up are what the tests are about: no tracebacks
 
 
-def main():
-    server = Server(("127.0.0.1", 0), Handler)
+def serve(handler):
+    """Serves `handler` on a free port of 127.0.0.1, printing "PORT PID", until the parent goes away
+    or the lifetime ends (also for other local servers of the tests, e.g. openapi/petstore_server.py)."""
+    server = Server(("127.0.0.1", 0), handler)
     threading.Thread(target=watch_parent, args=(server, os.getppid()), daemon=True).start()
     print(server.server_address[1], os.getpid(), flush=True)
     server.serve_forever(poll_interval=0.1)
 
 
 if __name__ == "__main__":
-    main()
+    serve(Handler)

@@ -3,7 +3,8 @@
 HTTP/1.1, for the tests of `remitc import openapi` and the `openapi` adapter (tests/e2e/test_openapi.py).
 
 Standard library only. It listens on 127.0.0.1 on a free port and prints "PORT PID" on its first
-stdout line; it stops on POST /_quit, when its parent process goes away, or after 300 s.
+stdout line (tests/e2e/adapters/fake_http.py's serve); it stops on POST /_quit, when its parent
+process goes away, or after 300 s.
 
     petstore_server.py API_KEY TOKEN
 
@@ -26,9 +27,11 @@ import json
 import os
 import sys
 import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "adapters"))
+from fake_http import serve  # noqa: E402  (the tests' local-server plumbing: free port, parent watch)
 
 API_KEY, TOKEN = sys.argv[1], sys.argv[2]
 lock = threading.Lock()
@@ -158,26 +161,5 @@ class Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_DELETE = handle_any
 
 
-def watch_parent(server, parent):
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and os.getppid() == parent:
-        time.sleep(0.2)
-    server.shutdown()
-
-
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass
-
-
-def main():
-    server = Server(("127.0.0.1", 0), Handler)
-    threading.Thread(target=watch_parent, args=(server, os.getppid()), daemon=True).start()
-    print(server.server_address[1], os.getpid(), flush=True)
-    server.serve_forever(poll_interval=0.1)
-
-
 if __name__ == "__main__":
-    main()
+    serve(Handler)
