@@ -141,7 +141,13 @@ AdapterRequest Broker::requestFor(const Attempt& a) const {
     request.pcTags = namesJson(run_.heap(), call.pcTags);
     request.resource = site.resource;
     request.args = rawArgs;
-    if (request.kind == AdapterRequest::Kind::Ask) {
+    if (request.kind == AdapterRequest::Kind::Call) {
+        // The declared return type, for adapters that shape what a service answers into it (MCP).
+        if (const Capability* cap = options_.host ? options_.host->capability(site.resource) : nullptr) {
+            request.schema = jsonSchemaFor(cap->ret);
+            request.typeName = showType(cap->ret);
+        }
+    } else {
         request.model = site.resource;
         if (call.agent) {
             request.agent = call.agent->name;

@@ -47,6 +47,7 @@
 
 namespace remit {
 struct CheckOutcome;
+struct HostDraft;
 struct CheckOptions;
 struct AuthorityDiff;
 class LoadedProgram;
@@ -209,6 +210,15 @@ int testCommand(std::string_view tool, Args& args);
 int serveCommand(std::string_view tool, Args& args);
 // cli/completions.cpp: `completions bash|zsh|fish`
 int completionsCommand(std::string_view tool, Args& args);
+// cli/import_command.cpp: `import mcp`, a draft host interface from an MCP server's tools (docs/import.md)
+int importMcpCommand(std::string_view tool, Args& args);
+// What every `remitc import` shares (cli/import_command.cpp): the `--as NS` flag, checked (false
+// after printing why, `example` completing the hint "e.g. --as …"); and the draft written to -o
+// (atomically) or stdout, then `summary`, what was left out and what to do next on stderr.
+bool importNamespace(std::string_view tool, const Args& args, std::string_view example, std::string& ns);
+int writeDraft(std::string_view tool, const Args& args, const HostDraft& draft, const std::string& summary);
+// cli/import_openapi.cpp: `import openapi`, a draft host interface from an OpenAPI 3 document (docs/import.md)
+int importOpenApiCommand(std::string_view tool, Args& args);
 // cli/mcp_command.cpp: the MCP server over stdio (docs/mcp.md)
 int mcpCommand(std::string_view tool, Args& args);
 // cli/lsp_command.cpp: the language server over stdio (docs/editors.md)

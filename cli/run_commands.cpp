@@ -23,8 +23,10 @@
 #include <set>
 
 #include "broker/approvals.h"
+#include "broker/child_process.h"
 #include "broker/broker.h"
 #include "broker/fixture_adapter.h"
+#include "broker/mcp_client.h"
 #include "broker/process_adapter.h"
 #include "session/run_adapters.h"
 #include "broker/replay.h"
@@ -34,7 +36,9 @@
 #include "bytecode/signature.h"
 #include "cli/commands.h"
 #include "cli/terminal.h"
+#include "cli/yaml_json.h"
 #include "compiler/driver.h"
+#include "compiler/host_import.h"
 #include "compiler/manifest.h"
 #include "compiler/parser.h"
 #include "runtime/canonical_json.h"
@@ -485,22 +489,168 @@ std::string liveShimPath() {
 #endif
 }
 
-// The adapters the flags and the policy choose (docs/adapters.md "Which adapters a run uses"):
-// first a model adapter for each model the program calls that the policy's [models."NAME"] or a
-// --model flag configures (docs/models.md), then the one that serves everything else — --adapter
-// CMD, --live, or fixtures (default fixtures/run.json next to the program). A program without
-// host-call sites, or whose every call goes to a configured model, runs without a fixtures file.
-// An --adapter process starts in the current directory, which is recorded. `recorded` (a resume
-// without adapter flags: the run's recorded adapters, process directory included) replaces the
-// flags. Prints the problem and returns false on a usage error.
+// `--adapter mcp[.NS]:CMD` (a server over stdio) or `--adapter "mcp[.NS]+https://URL [token_env=NAME]"`
+// (streamable HTTP; docs/adapters.md "MCP servers as capabilities"): an MCP server's spec, a stdio
+// server started in `cwd`. Returns false for any other --adapter value (a process); sets `error`
+// when the value is an MCP server written wrongly.
+bool mcpAdapterSpec(const std::string& value, const std::string& cwd, AdapterSpec& spec, std::string& error) {
+    if (!value.starts_with("mcp:") && !value.starts_with("mcp.") && !value.starts_with("mcp+")) return false;
+    spec.kind = AdapterSpec::Kind::Mcp;
+    std::size_t end = value.find_first_of(":+");
+    if (value.starts_with("mcp.")) {
+        spec.scope = value.substr(4, end == std::string::npos ? std::string::npos : end - 4);
+        if (end == std::string::npos || !isCapabilityNamespace(spec.scope)) {
+            error = "write an MCP server for one namespace as mcp.NS:\"CMD ARGS\" or mcp.NS+https://URL, NS being the "
+                    "namespace of its capabilities (e.g. mcp.files:\"npx @modelcontextprotocol/server-filesystem /data\")";
+            return true;
+        }
+    }
+    std::string rest = value.substr(end + 1);
+    if (value[end] == ':') {
+        spec.command = rest;
+        spec.workingDir = cwd;
+        if (spec.command.find_first_not_of(" \t") == std::string::npos)
+            error = "mcp: needs the command that starts the server, e.g. mcp:\"npx @modelcontextprotocol/server-memory\"";
+        return true;
+    }
+    // Streamable HTTP: the URL, then settings as NAME=VALUE words.
+    std::vector<std::string> words;
+    for (std::size_t at = 0; at < rest.size();) {
+        std::size_t start = rest.find_first_not_of(" \t", at);
+        if (start == std::string::npos) break;
+        std::size_t stop = rest.find_first_of(" \t", start);
+        words.push_back(rest.substr(start, stop == std::string::npos ? std::string::npos : stop - start));
+        at = stop == std::string::npos ? rest.size() : stop;
+    }
+    if (words.empty() || !checkMcpUrl(words[0], error)) {
+        if (error.empty()) error = "an MCP server's URL starts with http:// or https://";
+        error = fmt::format("mcp+URL: {}, as in \"mcp+https://mcp.example.com/mcp token_env=EXAMPLE_TOKEN\"", error);
+        return true;
+    }
+    spec.url = words[0];
+    for (std::size_t i = 1; i < words.size(); ++i) {
+        const std::string& word = words[i];
+        std::string name = word.starts_with("token_env=") ? word.substr(10) : std::string();
+        bool valid = !name.empty() && !(name[0] >= '0' && name[0] <= '9') &&
+                     name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+                         std::string::npos;
+        if (!valid) {
+            error = fmt::format("after an MCP server's URL only token_env=NAME may follow (NAME: the environment "
+                                "variable that holds its bearer token), not '{}'",
+                                firstCodePoints(word, 40));
+            return true;
+        }
+        spec.tokenEnv = name;
+    }
+    return true;
+}
+
+// Whether `name` can name an environment variable: letters, digits and `_`, not starting with a digit.
+bool environmentVariableName(const std::string& name) {
+    return !name.empty() && !(name[0] >= '0' && name[0] <= '9') &&
+           name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+               std::string::npos;
+}
+
+// `--adapter "openapi[.NS]:SPEC [base_url=URL] [auth.SCHEME=NAME]..."` (docs/adapters.md "OpenAPI
+// services as capabilities"): an OpenAPI service's spec, its document made absolute against `cwd`
+// so a resume from elsewhere finds it. The words are split as a command line is, so a document
+// whose path has spaces is quoted. Returns false for any other --adapter value; sets `error` when
+// the value is an OpenAPI service written wrongly.
+bool openApiAdapterSpec(const std::string& value, const std::string& cwd, AdapterSpec& spec, std::string& error) {
+    if (!value.starts_with("openapi:") && !value.starts_with("openapi.")) return false;
+    spec.kind = AdapterSpec::Kind::OpenApi;
+    std::size_t colon = value.find(':');
+    if (value.starts_with("openapi.")) {
+        spec.scope = value.substr(8, colon == std::string::npos ? std::string::npos : colon - 8);
+        if (colon == std::string::npos || !isCapabilityNamespace(spec.scope)) {
+            error = "write an OpenAPI service for one namespace as openapi.NS:SPEC, NS being the namespace of its "
+                    "capabilities (e.g. openapi.pets:petstore.yaml)";
+            return true;
+        }
+    }
+    std::vector<std::string> words;
+    if (!splitCommand(value.substr(colon + 1), words, error) || words.empty()) {
+        if (error.empty()) error = "openapi: needs the service's OpenAPI document, e.g. openapi:petstore.yaml";
+        else error = "openapi: " + error;
+        return true;
+    }
+    spec.path = (std::filesystem::path(cwd) / words[0]).lexically_normal().string();
+    for (std::size_t i = 1; i < words.size(); ++i) {
+        const std::string& word = words[i];
+        std::size_t eq = word.find('=');
+        std::string key = word.substr(0, eq), setting = eq == std::string::npos ? "" : word.substr(eq + 1);
+        if (key == "base_url" && !setting.empty()) {
+            spec.url = setting;
+        } else if (key.starts_with("auth.") && key.size() > 5 && environmentVariableName(setting)) {
+            spec.authEnv[key.substr(5)] = setting;
+        } else {
+            error = fmt::format("after an OpenAPI document only base_url=URL and auth.SCHEME=NAME may follow (SCHEME: "
+                                "one of the document's security schemes; NAME: the environment variable that holds "
+                                "its credential), not '{}'",
+                                firstCodePoints(word, 40));
+            return true;
+        }
+    }
+    return true;
+}
+
+// The adapters the flags and the policy choose (docs/adapters.md "Which adapters a run uses"): first
+// a model adapter for each model the program calls that the policy's [models."NAME"] or a --model
+// flag configures (docs/models.md), then the MCP servers and OpenAPI services (--adapter mcp:CMD,
+// mcp+URL or openapi:SPEC, any number, in the order of their flags; --base-url completes the one
+// OpenAPI service without a base_url=), then the one adapter that serves everything else —
+// --adapter CMD, --live, or fixtures (default fixtures/run.json next to the program). A program
+// without host-call sites, whose every call goes to a configured model, or that has MCP servers or
+// OpenAPI services, runs without a
+// fixtures file (a call nothing serves then fails operationally). An --adapter process or stdio
+// server starts in the current directory, which is recorded. `recorded` (a resume without adapter
+// flags: the run's recorded adapters, process directory included) replaces the flags. Prints the
+// problem and returns false on a usage error.
 bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSource& source, const Policy* policy,
                      const std::vector<AdapterSpec>* recorded, std::vector<AdapterSpec>& specs) {
     if (recorded) {
         specs = *recorded;
         return true;
     }
-    const std::string* adapterFlag = args.value("--adapter");
-    int chosen = (adapterFlag ? 1 : 0) + (args.has("--live") ? 1 : 0) + (args.value("--fixtures") ? 1 : 0);
+    std::error_code cwdError;
+    const std::string cwd = std::filesystem::current_path(cwdError).string();
+    std::vector<AdapterSpec> servers;
+    std::vector<const std::string*> processes;
+    for (const auto& [flag, value] : args.options) {
+        if (flag != "--adapter") continue;
+        AdapterSpec server;
+        std::string error;
+        if (!mcpAdapterSpec(value, cwd, server, error) && !openApiAdapterSpec(value, cwd, server, error)) {
+            processes.push_back(&value);
+        } else if (!error.empty()) {
+            fmt::print(stderr, "{}: error: --adapter {}\n", tool, error);
+            return false;
+        } else {
+            servers.push_back(std::move(server));
+        }
+    }
+    // --base-url: where the one OpenAPI service without a base_url= of its own is.
+    if (const std::string* baseUrl = args.value("--base-url")) {
+        std::vector<AdapterSpec*> open;
+        for (AdapterSpec& server : servers)
+            if (server.kind == AdapterSpec::Kind::OpenApi && server.url.empty()) open.push_back(&server);
+        if (open.size() != 1) {
+            fmt::print(stderr, "{}: error: --base-url is for an --adapter openapi: service{}\n", tool,
+                       open.empty() ? ", and this run has none without a base_url= of its own"
+                                    : "; this run has several: give each its own base_url=URL");
+            return false;
+        }
+        open.front()->url = *baseUrl;
+    }
+    if (processes.size() > 1) {
+        fmt::print(stderr,
+                   "{}: error: one --adapter process per run; more --adapter flags must be MCP servers (mcp:CMD) or "
+                   "OpenAPI services (openapi:SPEC)\n",
+                   tool);
+        return false;
+    }
+    int chosen = static_cast<int>(processes.size()) + (args.has("--live") ? 1 : 0) + (args.value("--fixtures") ? 1 : 0);
     if (chosen > 1) {
         fmt::print(stderr, "{}: error: choose one of --fixtures, --live and --adapter\n", tool);
         return false;
@@ -533,13 +683,15 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
         }
     }
 
+    const bool haveServers = !servers.empty();
+    for (AdapterSpec& server : servers) specs.push_back(std::move(server));
+
     std::filesystem::path programDir = std::filesystem::absolute(source.file).lexically_normal().parent_path();
     AdapterSpec spec;
-    if (adapterFlag) {
-        std::error_code ec;
+    if (!processes.empty()) {
         spec.kind = AdapterSpec::Kind::Process;
-        spec.command = *adapterFlag;
-        spec.workingDir = std::filesystem::current_path(ec).string();
+        spec.command = *processes.front();
+        spec.workingDir = cwd;
     } else if (args.has("--live")) {
         spec.kind = AdapterSpec::Kind::Live;
         spec.path = programDir.string();
@@ -549,9 +701,11 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
         if (std::filesystem::exists(path, ec)) {
             spec.kind = AdapterSpec::Kind::Fixtures;
             spec.path = path;
-        } else if (!args.value("--fixtures") && everyCallServed) {
-            // Nothing left to perform: no fixtures needed (the models serve every call, or there is none).
-            if (specs.empty()) specs.push_back(AdapterSpec{AdapterSpec::Kind::None, "", "", "", {}});
+        } else if (!args.value("--fixtures") && (everyCallServed || haveServers)) {
+            // Nothing left to perform (the models serve every call, or there is none), or MCP servers
+            // perform the capability calls: no fixtures needed, and a call nothing serves fails
+            // operationally.
+            if (specs.empty()) specs.push_back(AdapterSpec{});
             return true;
         } else {
             fmt::print(stderr, "error: no fixtures at {}; pass --fixtures or --live\n", path);
@@ -562,14 +716,27 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
     return true;
 }
 
-// Opens the specs, printing why one cannot be opened (under the flag that chose it).
+// Opens the specs, printing why one cannot be opened (under the flag that chose it). MCP servers
+// take the policy's [mcp] settings and append their stderr to `mcpLog`; fixture files are checked
+// against the host interface.
 std::unique_ptr<Adapter> openRunAdapters(std::string_view tool, const std::vector<AdapterSpec>& specs,
-                                         const HostModel& host) {
+                                         const HostModel& host, const Policy* policy, const std::string& mcpLog) {
     AdapterOpenError error;
-    std::unique_ptr<Adapter> adapter = openAdapters(specs, AdapterOpenOptions{liveShimPath(), &host}, error);
+    AdapterOpenOptions options;
+    options.liveShim = liveShimPath();
+    options.mcp = policy ? &policy->mcp : nullptr;
+    options.mcpStderrLog = mcpLog;
+    options.clientVersion = std::string(remitVersion());
+    options.yaml = parseYamlAsJson;
+    options.host = &host;
+    std::unique_ptr<Adapter> adapter = openAdapters(specs, options, error);
     if (adapter) return adapter;
     switch (specs[error.index].kind) {
         case AdapterSpec::Kind::Process: fmt::print(stderr, "{}: error: --adapter: {}\n", tool, error.message); break;
+        case AdapterSpec::Kind::Mcp: fmt::print(stderr, "{}: error: --adapter mcp: {}\n", tool, error.message); break;
+        case AdapterSpec::Kind::OpenApi:
+            fmt::print(stderr, "{}: error: --adapter openapi: {}\n", tool, error.message);
+            break;
         case AdapterSpec::Kind::Live: fmt::print(stderr, "{}: error: --live: {}\n", tool, error.message); break;
         case AdapterSpec::Kind::Model:
             fmt::print(stderr, "{}: error: {}{}\n", tool, error.message,
@@ -784,11 +951,13 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     if (!runAdapterSpecs(tool, args, source, setup.policy ? &*setup.policy : nullptr,
                          continuation && continuation->adapters ? &*continuation->adapters : nullptr, adapterSpecs))
         return kUsage;
-    std::unique_ptr<Adapter> adapter = openRunAdapters(tool, adapterSpecs, setup.host);
+    std::filesystem::path stateDir = stateDirOf(args);
+    std::string runId = newRunId();
+    std::unique_ptr<Adapter> adapter = openRunAdapters(tool, adapterSpecs, setup.host, setup.policy ? &*setup.policy : nullptr,
+                                                       mcpLogPath(stateDir, runId).string());
     if (!adapter) return kUsage;
     std::string mode = adapterMode(adapterSpecs);
 
-    std::filesystem::path stateDir = stateDirOf(args);
     bool approveAll = args.has("--approve-all");
     ApprovalStore approvals(approvalStorePath(stateDir).string());
     if (!approveAll) {
@@ -802,7 +971,6 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     Run run(source.program, setup.limits);
     std::vector<Value> inputs;  // after `run`: values go before the heap that holds them
     if (!inputValues(tool, program, setup.host, run.heap(), givenInputs, inputs)) return kUsage;
-    std::string runId = newRunId();
     std::string root = continuation ? continuation->idempotencyRoot : runId;
     std::string tracePath = runTracePath(stateDir, runId).string();
     TraceWriter trace;
@@ -1061,12 +1229,18 @@ int resumeCommand(std::string_view tool, Args& args) {
                 return kUsage;
             }
         } else if (mode.starts_with("fixtures:")) {
-            recordedAdapters = {{AdapterSpec::Kind::Fixtures, mode.substr(9), "", "", {}}};
+            AdapterSpec fixtures;
+            fixtures.kind = AdapterSpec::Kind::Fixtures;
+            fixtures.path = mode.substr(9);
+            recordedAdapters = {fixtures};
         } else if (mode == "live") {
             args.options.push_back({"--live", ""});
         } else if (mode == "adapter" && !stringField(plan.start, "adapter_command").empty()) {
-            recordedAdapters = {{AdapterSpec::Kind::Process, "", stringField(plan.start, "adapter_command"),
-                                 stringField(plan.start, "adapter_cwd"), {}}};
+            AdapterSpec process;
+            process.kind = AdapterSpec::Kind::Process;
+            process.command = stringField(plan.start, "adapter_command");
+            process.workingDir = stringField(plan.start, "adapter_cwd");
+            recordedAdapters = {process};
         }
     }
     // A run made in strict-flows mode resumes in it.

@@ -51,6 +51,15 @@ def run(tool, *args, cwd=None, timeout=60, stdin=None, env=None):
     return Result(proc)
 
 
+def run_vm_json(*args, cwd, env=None, timeout=60):
+    """Runs `remitvm ARGS --json`: the result and its JSON envelope (an AssertionError when stdout is not JSON)."""
+    result = run(REMITVM, *args, "--json", cwd=cwd, env=env, timeout=timeout)
+    try:
+        return result, json.loads(result.out)
+    except json.JSONDecodeError:
+        raise AssertionError(f"not JSON\n{result!r}")
+
+
 def expect(cond, message, result=None):
     if not cond:
         raise AssertionError(message + (f"\n{result!r}" if result is not None else ""))
