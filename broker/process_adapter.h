@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "broker/adapter.h"
+#include "broker/child_process.h"  // splitCommand
 
 namespace remit {
 
@@ -54,11 +55,6 @@ struct AdapterReplyLine {
     AdapterReply reply;
 };
 AdapterReplyLine parseAdapterReply(std::string_view line, uint64_t id);
-
-// Splits an operator's command line into argv without a shell: words separated by blanks,
-// '…' literal, "…" with \" \\ \$ \` escapes, \x outside quotes. Unquoted | ; & < > ( ) $ ` are
-// refused (there is no shell; write `sh -c '…'` to get one). False with `error` set on failure.
-bool splitCommand(const std::string& command, std::vector<std::string>& argv, std::string& error);
 
 // `--adapter CMD`: argv from splitCommand, run with execvp semantics (PATH lookup). Fails (null
 // with `error`) when the command is empty, does not split, or its program is not found.

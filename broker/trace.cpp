@@ -1,6 +1,7 @@
 // See trace.h. Reading is hostile-input safe: the non-throwing parser, and every field read with
 // a type check (a hand-edited trace must not crash `remitvm trace`).
 #include "broker/trace.h"
+#include "runtime/numfmt.h"
 
 #include <fmt/format.h>
 #include <fcntl.h>
@@ -61,7 +62,7 @@ bool TraceWriter::open(const std::string& path, std::string& error) {
         return false;
     }
     fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0 || !syncDirectory(p.parent_path())) {
+    if (fd_ < 0 || (synced_ && !syncDirectory(p.parent_path()))) {
         error = fmt::format("cannot write the trace {} ({})", path, std::strerror(errno));
         if (fd_ >= 0) ::close(fd_);
         fd_ = -1;
@@ -77,15 +78,20 @@ bool TraceWriter::fail(std::string why) {
     return false;
 }
 
-bool TraceWriter::append(const Json& event, bool durable) {
+CanonicalObject TraceWriter::canonicalRecord(const Json& event) {
+    CanonicalObject record;
+    if (event.is_object())
+        for (auto it = event.begin(); it != event.end(); ++it) record.add(it.key(), it.value());
+    return record;
+}
+
+bool TraceWriter::append(const CanonicalObject& event, bool durable) {
     if (!attached()) return true;  // not opened: tests without a trace
     if (!ok_) return false;
     ++emitted_;
-    Json record = event;
-    record.erase("chain");
-    std::string chain = traceChain(chain_, canonicalJson(record));
-    record["chain"] = chain;
-    std::string line = canonicalJson(record);
+    // The chain covers the record without its own `chain` member; the line is the same text with it.
+    std::string chain = traceChain(chain_, event.text("chain"));
+    std::string line = event.textWith("chain", chain);
     line += '\n';
     if (failAt_ && emitted_ >= failAt_) return fail(std::strerror(failErrno_));
     if (std::string why; !writeLine(line, durable, why)) return fail(std::move(why));
@@ -114,7 +120,7 @@ bool TraceWriter::sync() {
 }
 
 bool TraceWriter::syncLines(std::string& why) {
-    if (::fsync(fd_) == 0) return true;
+    if (!synced_ || ::fsync(fd_) == 0) return true;
     why = std::strerror(errno);
     return false;
 }
@@ -258,7 +264,7 @@ std::string compact(const nlohmann::json& v, size_t maxChars) {
 
 std::string usd(const nlohmann::json& e, const char* key) {
     auto it = e.find(key);
-    return it != e.end() && it->is_number() ? fmt::format("${:.4f}", it->get<double>()) : "$?";
+    return it != e.end() && it->is_number() ? "$" + formatUsd(it->get<double>()) : "$?";
 }
 
 std::string tagList(const nlohmann::json& tags) {

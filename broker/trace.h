@@ -9,8 +9,13 @@
 //
 // Invariants:
 // - The file is created (truncated) when the run starts and only appended to afterwards.
-// - Every event goes to the OS with write(2) as soon as it is emitted; sync() fsyncs it. The broker
-//   syncs the `dispatch` record before every dispatch and does not dispatch when that fails.
+// - Every event goes to the OS with write(2) as soon as it is emitted; sync() fsyncs it, and
+//   emitDurable() writes and syncs as one step. The broker writes the `dispatch` record with
+//   emitDurable before every dispatch and does not dispatch when that fails (in the PostgreSQL
+//   store too: session/pg_store.cpp commits it waiting for the disk). A
+//   trace of a fixture run is opened without syncs (setSynced(false)): its calls have no effect in
+//   the world to keep a record of, so only a crash of the whole machine can lose its tail
+//   (docs/broker.md, "Durability").
 // - After the first failed write or fsync the writer is dead: nothing more is written (a record
 //   after a partial one would turn a cut-short tail into damage in the middle of the file), and
 //   every later emit() and sync() returns false.
@@ -25,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/canonical_json.h"
 #include "runtime/json_text.h"
 
 namespace remit {
@@ -36,14 +42,22 @@ public:
     TraceWriter(const TraceWriter&) = delete;
     TraceWriter& operator=(const TraceWriter&) = delete;
 
+    // Before open(): false makes sync() and open() skip fsync (a fixture run's trace). Writes still
+    // go to the OS at once, so a killed process loses nothing; a machine that crashes may.
+    void setSynced(bool synced) { synced_ = synced; }
     // Creates the file's directories and truncates the file, durably (its directory is synced).
     // False (with `error`) on failure.
     bool open(const std::string& path, std::string& error);
     // Appends one event (plus its `chain` field) as a canonical JSON line. False if it could not
     // be written completely, or if an earlier write failed.
-    bool emit(const Json& event) { return append(event, false); }
-    // emit() then sync(), as one step: the event and everything before it on stable storage.
-    bool emitDurable(const Json& event) { return append(event, true); }
+    bool emit(const Json& event) { return append(canonicalRecord(event), false); }
+    // The same for a record built as canonical text (the broker's per-call records): it is
+    // serialised once, and its `chain` member goes into that text.
+    bool emit(const CanonicalObject& event) { return append(event, false); }
+    // emit() then sync(), as one step: the event and everything before it on stable storage (the
+    // write-ahead `dispatch` record; one transaction in the PostgreSQL store, not two).
+    bool emitDurable(const Json& event) { return append(canonicalRecord(event), true); }
+    bool emitDurable(const CanonicalObject& event) { return append(event, true); }
     // Forces what was written to stable storage. False if that failed, or if anything failed before.
     bool sync();
     bool ok() const { return ok_; }
@@ -59,23 +73,26 @@ public:
 
 protected:
     // Where the lines go. This class writes them to its file (write(2), then fsync when `durable`
-    // or on sync()); a store that keeps traces elsewhere (session/pg_store.cpp) overrides the
+    // or on sync(), unless setSynced(false)); a store that keeps traces elsewhere (session/pg_store.cpp) overrides the
     // three. Each returns false with `why` (for failure()) when the line could not be kept.
     virtual bool attached() const { return fd_ >= 0; }  // false: emit and sync do nothing (tests)
     virtual bool writeLine(const std::string& line, bool durable, std::string& why);
     virtual bool syncLines(std::string& why);
+    bool synced() const { return synced_; }
     std::string path_;
 
 private:
     int fd_ = -1;
     std::string chain_;  // the last record's chain ("" before the first)
     bool ok_ = true;
+    bool synced_ = true;
     std::string failure_;
     size_t emitted_ = 0;
     size_t failAt_ = 0;
     int failErrno_ = 0;
     bool fail(std::string why);
-    bool append(const Json& event, bool durable);
+    bool append(const CanonicalObject& event, bool durable);
+    static CanonicalObject canonicalRecord(const Json& event);
 };
 
 // The `chain` of a record: the first 32 hex digits of SHA-256 of the previous record's chain ("" for

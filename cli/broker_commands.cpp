@@ -21,6 +21,7 @@
 #include "compiler/manifest.h"
 #include "runtime/canonical_json.h"
 #include "runtime/files.h"
+#include "runtime/numfmt.h"
 #include "session/run_lifecycle.h"
 #include "session/store.h"
 
@@ -326,6 +327,11 @@ int approvalsList(std::string_view tool, const Args& args, const ApprovalStore& 
     return kOk;
 }
 
+// A dollar amount from JSON as every cost is printed; "?" when it is not a number.
+std::string usdOf(const nlohmann::json& amount) {
+    return amount.is_number() ? formatUsd(amount.get<double>()) : "?";
+}
+
 int approvalsShow(std::string_view tool, const Args& args, Store& records, const std::string& digest) {
     const ApprovalStore& store = records.approvals();
     nlohmann::json request = requestJson(store, digest);
@@ -406,8 +412,8 @@ int approvalsShow(std::string_view tool, const Args& args, Store& records, const
         const nlohmann::json& r = m["resource"];
         fmt::print("  the program's manifest: {} at most {} call(s), worst case ${}; the program's worst case ${}\n",
                    request["resource"].get<std::string>(), r.value("max_calls", nlohmann::json()).dump(),
-                   r.value("worst_case_cost", nlohmann::json()).dump(),
-                   m.value("worst_case_cost_usd", nlohmann::json()).dump());
+                   usdOf(r.value("worst_case_cost", nlohmann::json())),
+                   usdOf(m.value("worst_case_cost_usd", nlohmann::json())));
         for (const auto& f : m["flows"])
             fmt::print("    flow into {}: {} ({})\n", stringField(f, "sink"),
                        dumpJson(f.value("tags", nlohmann::json::array()), JsonTextStyle{false, false, -1, ", ", ": "}),

@@ -26,8 +26,9 @@ FileStore::FileStore(std::filesystem::path stateDir)
 
 std::string FileStore::describe() const { return "the state directory " + stateDir_.string(); }
 
-std::unique_ptr<TraceWriter> FileStore::createTrace(const std::string& runId, std::string& error) {
+std::unique_ptr<TraceWriter> FileStore::createTrace(const std::string& runId, std::string& error, bool synced) {
     auto trace = std::make_unique<TraceWriter>();
+    trace->setSynced(synced);
     if (!trace->open(runTracePath(stateDir_, runId).string(), error)) return nullptr;
     return trace;
 }

@@ -133,6 +133,7 @@ protected:
                                     kNow),
                         {runId_, root.empty() ? runId_ : root, parent.empty() ? pg::Param() : parent, record});
         } else {
+            durable = durable && synced();  // a fixture run's trace never waits (TraceWriter::setSynced)
             r = c_.exec(std::string(durable ? "" : kAsync) +
                             "INSERT INTO remit_trace_records (run_id, line, record) SELECT $1, $2, $3" +
                             (durable ? "" : " FROM async"),
@@ -148,7 +149,7 @@ protected:
     }
     // Records committed without waiting are flushed by any durable commit after them.
     bool syncLines(std::string& why) override {
-        if (!unsynced_) return true;
+        if (!unsynced_ || !synced()) return true;
         if (!c_.exec("SELECT pg_current_xact_id()").ok()) {
             why = c_.lastError();
             return false;
@@ -494,9 +495,11 @@ PgStore::~PgStore() {
     ledger_.reset();
 }
 
-std::unique_ptr<TraceWriter> PgStore::createTrace(const std::string& runId, std::string&) {
+std::unique_ptr<TraceWriter> PgStore::createTrace(const std::string& runId, std::string&, bool synced) {
     // A run id that names a trace already makes the first record's insert fail (its primary key).
-    return std::make_unique<PgTraceWriter>(*conn_, runId, traceName(runId));
+    auto trace = std::make_unique<PgTraceWriter>(*conn_, runId, traceName(runId));
+    trace->setSynced(synced);
+    return trace;
 }
 
 void PgStore::discardTrace(const std::string& runId) {

@@ -62,7 +62,7 @@ public:
     Kind kind() const override { return Kind::PostgreSQL; }
     std::string describe() const override { return "the PostgreSQL store " + shown_; }
     const std::string& shownUrl() const { return shown_; }
-    std::unique_ptr<TraceWriter> createTrace(const std::string& runId, std::string& error) override;
+    std::unique_ptr<TraceWriter> createTrace(const std::string& runId, std::string& error, bool synced = true) override;
     void discardTrace(const std::string& runId) override;
     std::string traceName(const std::string& runId) const override { return shown_ + "#" + runId; }
     bool hasTrace(const std::string& runId) override;

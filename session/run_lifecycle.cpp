@@ -45,6 +45,10 @@ std::filesystem::path runTracePath(const std::filesystem::path& stateDir, std::s
     return stateDir / "runs" / (std::string(runId) + ".jsonl");
 }
 
+std::filesystem::path mcpLogPath(const std::filesystem::path& stateDir, std::string_view runId) {
+    return stateDir / "logs" / (std::string(runId) + ".mcp.log");
+}
+
 std::filesystem::path runLockPath(const std::filesystem::path& stateDir, std::string_view idempotencyRoot) {
     return stateDir / "runs" / (std::string(idempotencyRoot) + ".lock");
 }
@@ -217,9 +221,10 @@ std::optional<std::string> beginRunRecord(const std::filesystem::path& stateDir,
     return problem;
 }
 
-std::optional<std::string> beginRunRecord(Store& store, const RunStart& start, std::unique_ptr<TraceWriter>& trace) {
+std::optional<std::string> beginRunRecord(Store& store, const RunStart& start, std::unique_ptr<TraceWriter>& trace,
+                                          bool synced) {
     std::string error;
-    trace = store.createTrace(start.runId, error);
+    trace = store.createTrace(start.runId, error, synced);
     if (!trace) return error.empty() ? "the trace cannot be created" : "the trace cannot be created (" + error + ")";
     std::optional<std::string> problem = writeRunStart(start, *trace);
     if (problem) store.discardTrace(start.runId);

@@ -47,8 +47,10 @@ public:
     virtual std::string describe() const = 0;
 
     // A new, empty trace for `runId`, ready for its run_start. Null with `error` when it cannot be
-    // made.
-    virtual std::unique_ptr<TraceWriter> createTrace(const std::string& runId, std::string& error) = 0;
+    // made. `synced` false: a fixture run's, written without waiting for the disk
+    // (TraceWriter::setSynced; docs/broker.md, "Durability").
+    virtual std::unique_ptr<TraceWriter> createTrace(const std::string& runId, std::string& error,
+                                                     bool synced = true) = 0;
     // Removes a trace whose run_start could not be written (nothing in it could be resumed).
     virtual void discardTrace(const std::string& runId) = 0;
     // How messages and `trace:` lines name a run's trace: its file, or where the database keeps it.
@@ -75,7 +77,7 @@ public:
     explicit FileStore(std::filesystem::path stateDir);
     Kind kind() const override { return Kind::Files; }
     std::string describe() const override;
-    std::unique_ptr<TraceWriter> createTrace(const std::string& runId, std::string& error) override;
+    std::unique_ptr<TraceWriter> createTrace(const std::string& runId, std::string& error, bool synced = true) override;
     void discardTrace(const std::string& runId) override;
     std::string traceName(const std::string& runId) const override;
     bool hasTrace(const std::string& runId) override;

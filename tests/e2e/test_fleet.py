@@ -3,7 +3,8 @@
 private cluster of ctest's fixture "postgresql": two workers never run the same run; a run paused
 on one worker completes on another after an approval given from a third process (each in a
 directory of its own, as on three machines); eight workers on a shared budget that covers exactly
-N calls dispatch exactly N; a submission is checked as `run` checks it; `runs list|show`."""
+N calls dispatch exactly N; a submission is checked as `run` checks it, and records MCP servers and
+OpenAPI services (--base-url included) and --progress for the workers; `runs list|show`."""
 import json
 import os
 import time
@@ -11,12 +12,15 @@ import time
 from fake_server import FakeServer
 from fleet import (DEDUP_ADAPTER, TEN_HOST, TEN_POLICY, TEN_PROGRAM, Worker, database, dedup_lines, runs, sql,
                    wait_until)
-from harness import REMITVM, Workspace, expect, main, read_trace, run
+from harness import REMITC, REMITVM, Workspace, expect, main, read_trace, run
 from test_models import FIXTURES as MODEL_FIXTURES
 from test_models import HOST as MODEL_HOST
 from test_models import KEY
 from test_models import PROGRAM as MODEL_PROGRAM
 from test_models import policy as model_policy
+from test_openapi import DOCS as OPENAPI_DOCS
+from test_openapi import ENV as PET_ENV
+from test_openapi import Petstore
 
 
 def submit(ws, url, *args):
@@ -242,6 +246,70 @@ def test_a_submission_is_checked_as_run_checks_it():
         expect(runs(url) == [], "nothing was queued")
         r = run(REMITVM, "runs", "show", "20260101-120000-abcdef", "--store", url)
         expect(r.code == 2 and "no run '20260101-120000-abcdef'" in r.err, "runs show of an unknown run", r)
+
+
+PET_PROGRAM = """program fetch
+uses pets.getPetById
+
+fn main() -> Str {
+  return pets.getPetById(1).name
+}
+"""
+
+
+def test_a_submission_records_mcp_servers_and_openapi_services_and_a_worker_opens_them():
+    # The run-path flags of `run` work with `submit`: --adapter mcp:/openapi: and --base-url become
+    # recorded adapter specs (paths made absolute), --progress a recorded flag; the worker reopens
+    # the specs. An MCP server is not started by submit (only by the worker that runs the run).
+    url = database("services")
+    with Workspace({"fetch.rmt": PET_PROGRAM, "policy.toml": '[grant."pets.getPetById"]\n',
+                    "w/.keep": ""}) as ws, Petstore() as pets:
+        ws.write("petstore.yaml", (OPENAPI_DOCS / "petstore.yaml").read_text())
+        r = run(REMITC, "import", "openapi", "petstore.yaml", "--as", "pets", "-o", "host.rmti", cwd=ws.path)
+        expect(r.code == 0, "the host interface is imported", r)
+        service = "openapi.pets:petstore.yaml auth.api_key=PET_KEY"
+        r = run(REMITVM, "submit", "fetch.rmt", "--adapter", service, "--base-url", pets.base,
+                "--adapter", "mcp.notes:python3 server.py", "--adapter", "mcp+https://mcp.example.com/mcp",
+                "--progress", "--store", url, cwd=ws.path, env={"PET_KEY": None})
+        expect(r.code == 0 and "PET_KEY (auth.api_key) is not set here; every worker needs it" in r.err,
+               "a credential only the workers hold is noted, not refused", r)
+        mcp_id = r.out.strip()
+        [[submission]] = sql(url, f"SELECT submission FROM remit_runs WHERE run_id = '{mcp_id}'")
+        submission = json.loads(submission)
+        openapi = {"kind": "openapi", "document": str(ws.path / "petstore.yaml"), "namespace": "pets",
+                   "base_url": pets.base, "auth": {"api_key": "PET_KEY"}}
+        expect(submission["adapters"] == [openapi,
+                                          {"kind": "mcp", "command": "python3 server.py", "cwd": str(ws.path),
+                                           "namespace": "notes"},
+                                          {"kind": "mcp", "url": "https://mcp.example.com/mcp"}],
+               f"the submission records the services as `run` records them: {submission['adapters']}")
+        expect(["--progress", ""] in submission["flags"], f"--progress is recorded: {submission['flags']}")
+        sql(url, f"DELETE FROM remit_runs WHERE run_id = '{mcp_id}'")  # no worker here starts its servers
+
+        r = run(REMITVM, "submit", "fetch.rmt", "--base-url", pets.base, "--store", url, cwd=ws.path)
+        expect(r.code == 2 and "--base-url is for an --adapter openapi:" in r.err, "--base-url alone is refused", r)
+        r = run(REMITVM, "submit", "fetch.rmt", "--adapter", "openapi.pets:nothing.yaml", "--base-url", pets.base,
+                "--store", url, cwd=ws.path)
+        expect(r.code == 2 and "no such file" in r.err, "the document is read at submission", r)
+
+        r = run(REMITVM, "submit", "fetch.rmt", "--adapter", service, "--base-url", pets.base, "--progress",
+                "--store", url, cwd=ws.path, env=PET_ENV)
+        expect(r.code == 0 and "not set here" not in r.err, "submitted with the credential set", r)
+        run_id = r.out.strip()
+        pets.requests()
+        worker = Worker(url, str(ws.path / "w"), "--drain", env=PET_ENV)
+        expect(worker.wait() == 0, "the worker drains the queue")
+        shown = json.loads(run(REMITVM, "runs", "show", run_id, "--json", "--store", url).out)
+        expect(shown["status"] == "completed" and shown["outcome"]["result"] == "Rex",
+               f"the worker called the service: {shown}")
+        expect("pets.getPetById at" in shown["outcome"].get("stderr", ""),
+               f"--progress showed the call in the run's output: {shown['outcome']}")
+        seen = pets.requests()
+        expect([(q["method"], q["path"]) for q in seen] == [("GET", "/api/v3/pet/1")]
+               and seen[0]["headers"].get("api_key") == PET_ENV["PET_KEY"], f"with the worker's key: {seen}")
+        first = json.loads(sql(url, f"SELECT record FROM remit_trace_records WHERE run_id = '{run_id}' AND line = 1")
+                           [0][0])
+        expect(first["adapters"] == [openapi], f"the worker's trace records the service: {first['adapters']}")
 
 
 main(globals())
