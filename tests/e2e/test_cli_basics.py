@@ -142,7 +142,8 @@ def test_bash_completion_completes_commands_flags_and_values():
     r = run(REMITC, "completions", "bash")
     expect(r.code == 0 and "complete -F _remit_complete remitc remitvm remit" in r.out, "the bash script", r)
     script = r.out
-    expect(bash_complete(script, ["remitvm", "ru"]) == {"run"}, "a command")
+    expect(bash_complete(script, ["remitvm", "ru"]) == {"run", "runs"}, "a command (and the fleet's `runs`)")
+    expect(bash_complete(script, ["remitvm", "su"]) == {"submit"}, "a fleet command")
     expect({"check", "completions", "diff"} <= bash_complete(script, ["remitc", ""]), "every command")
     expect(bash_complete(script, ["remitc", "--v"]) == {"--version"}, "--version")
     expect(bash_complete(script, ["remitvm", "approvals", "d"]) == {"deny"}, "a subcommand")
