@@ -1,9 +1,10 @@
 // The adapter seam of the broker (docs/adapters.md): whatever performs a capability or model
 // call for the broker — fixtures (broker/fixture_adapter.*), an adapter process speaking JSON lines
-// (`--adapter CMD`, broker/process_adapter.*), or a prototype-style adapters.py through our Python
-// shim (`--live`, the same process protocol). The broker has already applied every rule (grant,
-// deny tags, constraints, limits, approval, budget) before it calls `perform`; an adapter only
-// performs, and its reply is hostile input the broker validates.
+// (`--adapter CMD`, broker/process_adapter.*), a prototype-style adapters.py through our Python
+// shim (`--live`, the same process protocol), an MCP server's tools (`--adapter mcp:CMD`,
+// broker/mcp_adapter.*) or a configured model's API (broker/model_adapter.*). The broker has
+// already applied every rule (grant, deny tags, constraints, limits, approval, budget) before it
+// calls `perform`; an adapter only performs, and its reply is hostile input the broker validates.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +21,10 @@ struct AdapterRequest {
     std::string runId;
     std::string site;              // "fn#k"
     std::string idempotencyKey;    // docs/broker.md "Idempotency keys"
-    uint64_t timeoutMs = 0;        // the call's `timeout`, else the default
+    uint64_t timeoutMs = 0;        // the call's `timeout`, else the model's configured one, else the default
+    uint32_t attempt = 0;          // 0 for the first attempt of this call, 1 for its first retry, …
+    Json argTags;                  // {param: [tag, …]}: the deep tags of each argument
+    Json pcTags;                   // [tag, …]: the tags of the control flow that reached the call
     // Call:
     std::string resource;          // capability name
     Json args;                     // {param: value}, plain JSON
@@ -37,6 +41,13 @@ struct AdapterRequest {
     // shaped into the declared type with them (broker/mcp_adapter.h).
     Json schema;
     std::string typeName;
+    // The repair turn: on a retry of a model call whose earlier attempt gave an answer that did not
+    // fit its type (R0502), that answer (null when the adapter could not read one) and why.
+    struct Previous {
+        Json answer;
+        std::string error;
+    };
+    std::optional<Previous> previous;
 };
 
 struct AdapterReply {

@@ -191,6 +191,10 @@ private:
     std::vector<bool> inFlightSent_;
     std::optional<Attempt> current_;
     std::optional<AdapterRequest> replayedRequest_;
+    // Per site: the last answer of the call in progress there that did not fit its type, for the
+    // repair turn of its retry (AdapterRequest::previous). Replayed calls set it too, so a resumed
+    // run's retry carries what the uninterrupted run's would have.
+    std::map<std::string, AdapterRequest::Previous> lastInvalid_;
 
     Decision refuse(RuntimeError error, bool operational = false);
     Decision answered(Value value);
@@ -201,7 +205,7 @@ private:
     nlohmann::json approvalRequest(const Attempt& a) const;
     // A call's provenance as events record it: {param: [tag]} and the seqs its arguments derive from.
     std::pair<Json, Json> provenanceOf(const Attempt& a) const;
-    AdapterRequest requestFor(const HostCall& call, const Json& rawArgs, const std::string& key) const;
+    AdapterRequest requestFor(const Attempt& a) const;
     // (declared ∪ deep argument tags ∪ pc) − clears.
     std::optional<TagSetId> resultTagsFor(const HostCall& call, TagSetId allArgTags);
     // Writes an event to the trace (and fsyncs it when `durable`); false when the trace failed.

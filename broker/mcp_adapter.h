@@ -58,9 +58,4 @@ std::unique_ptr<Adapter> makeMcpStdioAdapter(const std::string& command, const C
 std::unique_ptr<Adapter> makeMcpHttpAdapter(const std::string& url, const std::string& tokenEnv,
                                             McpAdapterOptions options, std::string& error);
 
-// The JSON value `value` keeps of what `schema` (runtime/json_schema.h's form) declares: an object
-// only the declared properties (deeply, through lists), anything else unchanged. How a server's
-// structured answer is shaped into a capability's return type before the broker validates it.
-Json projectOntoSchema(const Json& value, const Json& schema);
-
 }  // namespace remit

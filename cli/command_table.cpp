@@ -48,6 +48,10 @@ std::vector<Flag> runFlags() {
         kMaxWallMs,
         kStrictFlows,
         Flag{"--trust", "KEYS_DIR", "run a .rbc only if signed by a public key in KEYS_DIR"}.completes(Complete::Dirs),
+        Flag{"--model", "NAME=SPEC",
+             "model NAME's calls go to SPEC, PROVIDER:MODEL[@URL] (docs/models.md), over the policy's table"}
+            .repeatable()
+            .completes(Complete::Nothing),
     };
 }
 
@@ -113,6 +117,29 @@ const Command kManifest{
     .run = manifestCommand,
 };
 
+const Command kSchema{
+    .name = "schema",
+    .operands = "PROG.rmt [SITE]",
+    .summary = "print the JSON Schema of each model call's output type (or of one site's)",
+    .flags = {kHost, kPolicy, kStrictFlows},
+    .run = schemaCommand,
+};
+
+const Command kAsk{
+    .name = "ask",
+    .operands = "\"REQUEST\" FILE",
+    .summary = "a model proposes a checked change to FILE: a unified diff and the authority diff (docs/models.md)",
+    .flags = {kHost, kPolicy,
+              Flag{"--spec", "FILE", "the language reference the model reads; default: the built-in AI guide"},
+              Flag{"--model", "M",
+                   "the model: PROVIDER:MODEL[@URL], or the name of a [models.\"NAME\"] table of the policy"}
+                  .completes(Complete::Nothing),
+              Flag{"--apply", "", "write the change (only if it checks, and does not widen authority)"},
+              Flag{"--allow-widening", "", "with --apply: write a change that widens authority too"}, kStrictFlows},
+    .run = askCommand,
+    .details = "Exit 4: --apply refused a widening change; exit 5: the model declined the change.",
+};
+
 const Command kDiff{
     .name = "diff",
     .operands = "OLD NEW",
@@ -169,7 +196,7 @@ const Command kResume{
     .summary = "continue a paused or stopped run; recorded calls are answered from its trace",
     .flags = with({kFile}, runFlags()),
     .run = resumeCommand,
-    .details = "Without --fixtures, --live or --adapter the run resumes in the mode it was recorded in.",
+    .details = "Without --fixtures, --live, --adapter or --model the run resumes with the adapters it recorded.",
 };
 
 const Command kReplay{
@@ -281,7 +308,7 @@ const std::vector<Tool>& allTools() {
     static const std::vector<Tool> tools = {
         Tool{.name = "remitc",
              .summary = "remitc: check, format, compile and compare Remit programs",
-             .commands = {&kCheck, &kFmt, &kBuild, &kKeygen, &kDis, &kManifest, &kDiff, &kImport},
+             .commands = {&kCheck, &kFmt, &kBuild, &kKeygen, &kDis, &kManifest, &kSchema, &kDiff, &kImport},
              .details = "--strict-flows: decisions on tagged data count for deny parameters too, and early exits\n"
                         "taint what follows (docs/language.md \"Strict flows\"); a policy's [flows] strict = true\n"
                         "does the same."},
@@ -291,7 +318,7 @@ const std::vector<Tool>& allTools() {
         Tool{.name = "remit",
              .summary = "remit: the Remit prototype's command lines (docs/compatibility.md)",
              .commands = {&kCheck, &kFmt, &kDiff, &kBuild, &kRun, &kApprove, &kApprovals, &kResume, &kReplay, &kTest,
-                          &kMcp}},
+                          &kMcp, &kAsk}},
     };
     return tools;
 }

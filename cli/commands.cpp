@@ -8,12 +8,14 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "broker/trace.h"
 #include "compiler/driver.h"
 #include "compiler/manifest.h"
 #include "runtime/canonical_json.h"
+#include "runtime/json_schema.h"
 #include "session/pipeline.h"
 #include "session/run_lifecycle.h"
 
@@ -125,15 +127,20 @@ Json checkJson(const CheckOutcome& outcome) {
 
 }  // namespace
 
+CheckOptions checkOptionsOf(const Args& args) {
+    CheckOptions options;
+    if (const std::string* host = args.value("--host")) options.hostPath = *host;
+    if (const std::string* policy = args.value("--policy")) options.policyPath = *policy;
+    options.strictFlows = args.has("--strict-flows");
+    return options;
+}
+
 int checkCommand(std::string_view tool, Args& args) {
     if (args.positional.empty()) {
         fmt::print(stderr, "{}: error: check needs at least one FILE or directory\n", tool);
         return kUsage;
     }
-    CheckOptions options;
-    if (const std::string* host = args.value("--host")) options.hostPath = *host;
-    if (const std::string* policy = args.value("--policy")) options.policyPath = *policy;
-    options.strictFlows = args.has("--strict-flows");
+    CheckOptions options = checkOptionsOf(args);
     bool json = args.has("--json");
     RenderOptions render;
     if (const std::string* max = args.value("--max-diagnostics")) {
@@ -214,14 +221,61 @@ int manifestCommand(std::string_view tool, Args& args) {
     }
     const std::string& file = args.positional[0];
     if (file.size() > 4 && file.ends_with(".rbc")) return bytecodeManifest(tool, file);
-    CheckOptions options;
-    if (const std::string* host = args.value("--host")) options.hostPath = *host;
-    if (const std::string* policy = args.value("--policy")) options.policyPath = *policy;
-    options.strictFlows = args.has("--strict-flows");
+    CheckOptions options = checkOptionsOf(args);
     int exit = kOk;
     auto outcome = checkedOrReport(tool, file, options, exit);
     if (!outcome) return exit;
     fmt::print("{}\n", manifestToJson(outcome->checked->manifest).dump(2));
+    return kOk;
+}
+
+// remitc schema PROG.rmt [SITE] (docs/models.md "Schemas"): the JSON Schema of the type each model
+// call asks for — exactly what an adapter receives as `schema` — for every model call site, or the
+// bare schema of one site.
+int schemaCommand(std::string_view tool, Args& args) {
+    if (args.positional.empty() || args.positional.size() > 2) {
+        fmt::print(stderr, "{}: error: schema needs a PROGRAM and at most one SITE\n", tool);
+        return kUsage;
+    }
+    CheckOptions options = checkOptionsOf(args);
+    int exit = kOk;
+    auto outcome = checkedOrReport(tool, args.positional[0], options, exit);
+    if (!outcome) return exit;
+    std::shared_ptr<const LoadedProgram> program = compileChecked(*outcome, exit);
+    if (!program) return exit;
+    const Manifest& manifest = outcome->checked->manifest;
+    Json sites = Json::array();
+    std::vector<std::string> ids;
+    for (const Site& site : program->module().sites) {
+        if (site.kind == SiteKind::Capability) continue;
+        TypeRef type = program->type(site.askType);
+        Json entry;
+        entry["site"] = site.id;
+        for (const CallSiteInfo& info : manifest.callSites)
+            if (info.site == site.id) {
+                entry["line"] = info.line;
+                entry["col"] = info.col;
+            }
+        entry["resource"] = site.resource;
+        entry["agent"] = site.agent.empty() ? Json(nullptr) : Json(site.agent);
+        entry["output_type"] = type ? showType(type) : "Unit";
+        entry["schema"] = jsonSchemaFor(type);
+        if (args.positional.size() == 2 && site.id == args.positional[1]) {
+            fmt::print("{}\n", entry["schema"].dump(2));
+            return kOk;
+        }
+        ids.push_back(site.id);
+        sites.push_back(std::move(entry));
+    }
+    if (args.positional.size() == 2) {
+        fmt::print(stderr, "{}: error: {} has no model call at site '{}'\n", tool, args.positional[0],
+                   args.positional[1]);
+        fmt::print(stderr, "  hint: {}\n",
+                   ids.empty() ? std::string("the program makes no model call")
+                               : fmt::format("its model call sites are {}", fmt::join(ids, ", ")));
+        return kUsage;
+    }
+    fmt::print("{}\n", Json{{"program", manifest.program}, {"sites", std::move(sites)}}.dump(2));
     return kOk;
 }
 

@@ -47,6 +47,7 @@
 
 namespace remit {
 struct CheckOutcome;
+struct CheckOptions;
 class LoadedProgram;
 }  // namespace remit
 
@@ -156,6 +157,8 @@ std::string tracePathFor(std::string_view tool, const Args& args, const std::str
 // Prints diagnostics on stderr with renderDiagnostics, each with its source excerpt when
 // `outcome` holds the file; `options` may cap how many are printed in full.
 void printDiagnostics(const DiagnosticList& diags, const CheckOutcome* outcome, const RenderOptions& options = {});
+// The check options of --host, --policy and --strict-flows.
+CheckOptions checkOptionsOf(const Args& args);
 // Compiles a checked program to bytecode; a bytecode limit (E0003) is added to `diags`.
 std::shared_ptr<const LoadedProgram> buildChecked(const CheckOutcome& outcome, DiagnosticList& diags);
 // The same, printing the E0003 like any diagnostic and setting `exit` to 1.
@@ -170,7 +173,10 @@ void readLines(size_t maxBytes, const std::function<void(std::string_view)>& onL
 int checkCommand(std::string_view tool, Args& args);
 int fmtCommand(std::string_view tool, Args& args);
 int manifestCommand(std::string_view tool, Args& args);
+int schemaCommand(std::string_view tool, Args& args);
 int diffCommand(std::string_view tool, Args& args);
+// cli/ask_command.cpp
+int askCommand(std::string_view tool, Args& args);
 // cli/run_commands.cpp
 int buildCommand(std::string_view tool, Args& args);
 int disCommand(std::string_view tool, Args& args);

@@ -20,6 +20,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "broker/approvals.h"
 #include "broker/broker.h"
@@ -492,14 +493,17 @@ bool mcpAdapterSpec(const std::string& value, const std::string& cwd, AdapterSpe
     return true;
 }
 
-// The adapters the flags choose (docs/adapters.md "Which adapters a run uses"): MCP servers
-// (--adapter mcp:CMD, any number) first, then the one adapter that serves everything else —
-// --adapter CMD, --live, or fixtures (default fixtures/run.json next to the program) — as specs a
-// run records. A program without host-call sites runs without any fixtures file, and one served by
-// MCP servers needs none. An --adapter process or server starts in the current directory, which is
-// recorded. `recorded` (a resume without adapter flags: the run's recorded adapters, process
-// directory included) replaces the flags. Prints the problem and returns false on a usage error.
-bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSource& source,
+// The adapters the flags and the policy choose (docs/adapters.md "Which adapters a run uses"): first
+// a model adapter for each model the program calls that the policy's [models."NAME"] or a --model
+// flag configures (docs/models.md), then the MCP servers (--adapter mcp:CMD or mcp+URL, any number,
+// in the order of their flags), then the one adapter that serves everything else — --adapter CMD,
+// --live, or fixtures (default fixtures/run.json next to the program). A program without host-call
+// sites, whose every call goes to a configured model, or that has MCP servers, runs without a
+// fixtures file (a call nothing serves then fails operationally). An --adapter process or stdio
+// server starts in the current directory, which is recorded. `recorded` (a resume without adapter
+// flags: the run's recorded adapters, process directory included) replaces the flags. Prints the
+// problem and returns false on a usage error.
+bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSource& source, const Policy* policy,
                      const std::vector<AdapterSpec>* recorded, std::vector<AdapterSpec>& specs) {
     if (recorded) {
         specs = *recorded;
@@ -532,8 +536,38 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
         fmt::print(stderr, "{}: error: choose one of --fixtures, --live and --adapter\n", tool);
         return false;
     }
+    specs.clear();
+    // The configured models the program calls: --model flags over the policy's tables.
+    std::map<std::string, ModelConfig> models;
+    if (policy) models = policy->models;
+    for (const std::string& value : args.values("--model")) {
+        std::string error;
+        std::optional<ModelConfig> config = modelConfigFromFlag(value, error);
+        if (!config) {
+            fmt::print(stderr, "{}: error: --model {}: {}\n", tool, value, error);
+            fmt::print(stderr, "  hint: --model NAME=PROVIDER:MODEL[@BASE_URL], e.g. --model llm=openai:gpt-4o-mini\n");
+            return false;
+        }
+        models[config->name] = std::move(*config);
+    }
+    const Module& module = source.program->module();
+    bool everyCallServed = true;
+    std::set<std::string> used;
+    for (const Site& site : module.sites) {
+        bool served = site.kind != SiteKind::Capability && models.count(site.resource);
+        everyCallServed = everyCallServed && served;
+        if (served && used.insert(site.resource).second) {
+            AdapterSpec spec;
+            spec.kind = AdapterSpec::Kind::Model;
+            spec.model = models[site.resource];
+            specs.push_back(std::move(spec));
+        }
+    }
+
+    const bool haveServers = !servers.empty();
+    for (AdapterSpec& server : servers) specs.push_back(std::move(server));
+
     std::filesystem::path programDir = std::filesystem::absolute(source.file).lexically_normal().parent_path();
-    specs = std::move(servers);
     AdapterSpec spec;
     if (!processes.empty()) {
         spec.kind = AdapterSpec::Kind::Process;
@@ -548,10 +582,12 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
         if (std::filesystem::exists(path, ec)) {
             spec.kind = AdapterSpec::Kind::Fixtures;
             spec.path = path;
-        } else if (!specs.empty()) {
-            return true;  // MCP servers only: a call none of them serves fails operationally
-        } else if (!args.value("--fixtures") && source.program->module().sites.empty()) {
-            spec.kind = AdapterSpec::Kind::None;  // nothing to perform: no fixtures needed
+        } else if (!args.value("--fixtures") && (everyCallServed || haveServers)) {
+            // Nothing left to perform (the models serve every call, or there is none), or MCP servers
+            // perform the capability calls: no fixtures needed, and a call nothing serves fails
+            // operationally.
+            if (specs.empty()) specs.push_back(AdapterSpec{});
+            return true;
         } else {
             fmt::print(stderr, "error: no fixtures at {}; pass --fixtures or --live\n", path);
             return false;
@@ -577,6 +613,10 @@ std::unique_ptr<Adapter> openRunAdapters(std::string_view tool, const std::vecto
         case AdapterSpec::Kind::Process: fmt::print(stderr, "{}: error: --adapter: {}\n", tool, error.message); break;
         case AdapterSpec::Kind::Mcp: fmt::print(stderr, "{}: error: --adapter mcp: {}\n", tool, error.message); break;
         case AdapterSpec::Kind::Live: fmt::print(stderr, "{}: error: --live: {}\n", tool, error.message); break;
+        case AdapterSpec::Kind::Model:
+            fmt::print(stderr, "{}: error: {}{}\n", tool, error.message,
+                       specs[error.index].model.span.line ? "" : " (configured by --model)");
+            break;
         default: fmt::print(stderr, "{}: error: {}\n", tool, error.message); break;
     }
     if (!error.hint.empty()) fmt::print(stderr, "  hint: {}\n", error.hint);
@@ -698,7 +738,8 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
             return kFailure;
         }
         if (!allowAll) {
-            checkPolicyAgainstHost(*setup.policy, setup.host.resourceNames(), diags);
+            std::vector<std::string> hostModels = setup.host.modelNames();
+            checkPolicyAgainstHost(*setup.policy, setup.host.resourceNames(), diags, &hostModels);
             // A forged manifest gains nothing (the broker enforces every rule again), but an honest
             // one that exceeds the policy is refused before anything runs.
             std::optional<Manifest> manifest = manifestFromJson(nlohmann::json::parse(module.manifestJson));
@@ -780,8 +821,8 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     // The adapter, before anything runs: a bad flag or fixture file refuses the run (exit 2) and,
     // like every refusal before the start, writes no trace.
     std::vector<AdapterSpec> adapterSpecs;
-    if (!runAdapterSpecs(tool, args, source, continuation && continuation->adapters ? &*continuation->adapters : nullptr,
-                         adapterSpecs))
+    if (!runAdapterSpecs(tool, args, source, setup.policy ? &*setup.policy : nullptr,
+                         continuation && continuation->adapters ? &*continuation->adapters : nullptr, adapterSpecs))
         return kUsage;
     std::filesystem::path stateDir = stateDirOf(args);
     std::string runId = newRunId();
@@ -1041,7 +1082,7 @@ int resumeCommand(std::string_view tool, Args& args) {
     // Without adapter flags, the recorded adapters: the `adapters` a run records, or for a trace
     // written before they were, its mode (and for an adapter process, its command and directory).
     std::optional<std::vector<AdapterSpec>> recordedAdapters;
-    if (!args.value("--fixtures") && !args.has("--live") && !args.value("--adapter")) {
+    if (!args.value("--fixtures") && !args.has("--live") && !args.value("--adapter") && !args.value("--model")) {
         std::string mode = stringField(plan.start, "mode");
         if (plan.start.contains("adapters")) {
             std::string error;
@@ -1053,12 +1094,18 @@ int resumeCommand(std::string_view tool, Args& args) {
                 return kUsage;
             }
         } else if (mode.starts_with("fixtures:")) {
-            recordedAdapters = {{AdapterSpec::Kind::Fixtures, mode.substr(9), "", "", ""}};
+            AdapterSpec fixtures;
+            fixtures.kind = AdapterSpec::Kind::Fixtures;
+            fixtures.path = mode.substr(9);
+            recordedAdapters = {fixtures};
         } else if (mode == "live") {
             args.options.push_back({"--live", ""});
         } else if (mode == "adapter" && !stringField(plan.start, "adapter_command").empty()) {
-            recordedAdapters = {{AdapterSpec::Kind::Process, "", stringField(plan.start, "adapter_command"),
-                                 stringField(plan.start, "adapter_cwd"), ""}};
+            AdapterSpec process;
+            process.kind = AdapterSpec::Kind::Process;
+            process.command = stringField(plan.start, "adapter_command");
+            process.workingDir = stringField(plan.start, "adapter_cwd");
+            recordedAdapters = {process};
         }
     }
     // A run made in strict-flows mode resumes in it.

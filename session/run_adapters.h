@@ -2,7 +2,7 @@
 // adapters a run uses"): a list of adapter specs, each plain data that the run's `run_start`
 // records (`adapters`), so a resume — or any other process that continues the run — opens the same
 // adapters without the original command line. The command line builds the list from its flags
-// (`--fixtures`, `--adapter`, `--live`); openAdapters turns it into the one Adapter the broker's
+// (`--fixtures`, `--adapter`, `--live`, `--model`) and the policy's model tables; openAdapters turns it into the one Adapter the broker's
 // dispatches go to. With several specs, each call goes to the first adapter that serves it
 // (broker/routing_adapter.h): particular resources first, the adapter that serves everything last.
 #pragma once
@@ -26,17 +26,19 @@ struct AdapterSpec {
         Live,      // a prototype-style adapters.py through the Python shim
         None,      // nothing performs calls: a program without host-call sites
         Mcp,       // an MCP server's tools (broker/mcp_adapter.h)
+        Model,     // a model the host configured (broker/model_adapter.h): serves that model's calls only
     } kind = Kind::None;
     std::string path;        // Fixtures: the fixture file; Live: the program's folder (where adapters.py is)
     std::string command;     // Process, Mcp over stdio: the command line, as the operator wrote it
     std::string workingDir;  // Process, Mcp over stdio: the absolute directory the process starts in
-    std::string scope;       // Mcp: the one namespace it serves (`mcp.NS:CMD`), or empty for any
+    std::string scope = {};     // Mcp: the one namespace it serves (`mcp.NS:CMD`), or empty for any
     std::string url = {};       // Mcp over streamable HTTP: the server's URL (then no command)
     std::string tokenEnv = {};  // Mcp over HTTP: the environment variable holding its bearer token, or empty
+    ModelConfig model = {};     // Model: the whole configuration — the key's variable name, never the key
 };
 
 // The run's `mode` as `run_start` and the `trace:` line show it (docs/broker.md "Traces"): that of
-// the last spec — `fixtures:PATH`, `adapter`, `live`, `mcp` or `none`.
+// the last spec — `fixtures:PATH`, `adapter`, `live`, `mcp`, `model` or `none`.
 std::string adapterMode(const std::vector<AdapterSpec>& specs);
 
 // The `adapters` array `run_start` records, and back. fromJson refuses (nullopt, `error` saying

@@ -18,7 +18,8 @@ namespace remit::testing {
 class FakeHttp {
 public:
     FakeHttp() {
-        std::string command = std::string("python3 ") + REMIT_SOURCE_DIR + "/tests/e2e/adapters/fake_http.py";
+        // exec: the shell is replaced by the server, so the pid it prints is the one to stop.
+        std::string command = std::string("exec python3 ") + REMIT_SOURCE_DIR + "/tests/e2e/adapters/fake_http.py";
         pipe_ = ::popen(command.c_str(), "r");
         REQUIRE(pipe_);
         long pid = 0;
