@@ -201,6 +201,8 @@ int serveCommand(std::string_view tool, Args& args);
 int importMcpCommand(std::string_view tool, Args& args);
 // cli/mcp_command.cpp: the MCP server over stdio (docs/mcp.md)
 int mcpCommand(std::string_view tool, Args& args);
+// cli/lsp_command.cpp: the language server over stdio (docs/editors.md)
+int lspCommand(std::string_view tool, Args& args);
 // `manifest PROG.rbc`: the manifest stored in a verified artifact.
 int bytecodeManifest(std::string_view tool, const std::string& path);
 
