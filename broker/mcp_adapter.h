@@ -43,7 +43,7 @@ struct McpAdapterOptions {
     McpClientOptions client;
 };
 
-// An adapter over a transport (stdio today). kind() is "mcp".
+// An adapter over a transport (stdio or streamable HTTP, broker/mcp_client.h). kind() is "mcp".
 std::unique_ptr<Adapter> makeMcpAdapter(std::unique_ptr<McpTransport> transport, McpAdapterOptions options);
 
 // `--adapter mcp:CMD`: CMD split without a shell (splitCommand) and checked to be on PATH; the
