@@ -20,6 +20,7 @@
 #include "compiler/manifest.h"
 #include "runtime/canonical_json.h"
 #include "runtime/files.h"
+#include "runtime/numfmt.h"
 #include "session/run_lifecycle.h"
 
 namespace remit::cli {
@@ -286,6 +287,11 @@ int approvalsList(std::string_view tool, const Args& args, const ApprovalStore& 
     return kOk;
 }
 
+// A dollar amount from JSON as every cost is printed; "?" when it is not a number.
+std::string usdOf(const nlohmann::json& amount) {
+    return amount.is_number() ? formatUsd(amount.get<double>()) : "?";
+}
+
 int approvalsShow(std::string_view tool, const Args& args, const ApprovalStore& store, const std::string& digest) {
     nlohmann::json request = requestJson(store, digest);
     // The run that asked: its program and the provenance of the arguments, from its trace.
@@ -358,8 +364,8 @@ int approvalsShow(std::string_view tool, const Args& args, const ApprovalStore& 
         const nlohmann::json& r = m["resource"];
         fmt::print("  the program's manifest: {} at most {} call(s), worst case ${}; the program's worst case ${}\n",
                    request["resource"].get<std::string>(), r.value("max_calls", nlohmann::json()).dump(),
-                   r.value("worst_case_cost", nlohmann::json()).dump(),
-                   m.value("worst_case_cost_usd", nlohmann::json()).dump());
+                   usdOf(r.value("worst_case_cost", nlohmann::json())),
+                   usdOf(m.value("worst_case_cost_usd", nlohmann::json())));
         for (const auto& f : m["flows"])
             fmt::print("    flow into {}: {} ({})\n", stringField(f, "sink"),
                        dumpJson(f.value("tags", nlohmann::json::array()), JsonTextStyle{false, false, -1, ", ", ": "}),

@@ -42,6 +42,8 @@ std::vector<Flag> runFlags() {
             .repeatable()
             .completes(Complete::Nothing),
         Flag{"--json", "", "print the outcome as one JSON envelope on stdout"},
+        Flag{"--progress", "", "show each host call on stderr as it starts and ends (default at a terminal)"},
+        Flag{"--no-progress", "", "do not show host calls as they happen, even at a terminal"},
         kStateDir,
         kMaxSteps,
         kMaxMemory,
@@ -173,6 +175,17 @@ const Command kImport{
                                "performs them with the same server. Decide the tags, approvals and costs its TODO\n"
                                "lists before granting them."},
         },
+};
+
+const Command kCompletions{
+    .name = "completions",
+    .operands = "bash|zsh|fish",
+    .summary = "print a shell's completion script for remitc, remitvm and remit",
+    .flags = {},
+    .run = completionsCommand,
+    .details = "bash: source <(remitc completions bash) in ~/.bashrc\n"
+               "zsh:  remitc completions zsh > a directory of $fpath/_remitc (or source <(...) after compinit)\n"
+               "fish: remitc completions fish > ~/.config/fish/conf.d/remit.fish",
 };
 
 const Command kLsp{
@@ -311,6 +324,8 @@ const Command kMcp{
 
 const std::vector<Flag>& commonFlags() {
     static const std::vector<Flag> flags = {
+        Flag{"--color", "auto|always|never",
+             "colour diagnostics and highlights; auto: on a terminal, unless NO_COLOR is set"},
         Flag{"--help", "", "print this help and exit"}.alias("-h"),
     };
     return flags;
@@ -320,7 +335,8 @@ const std::vector<Tool>& allTools() {
     static const std::vector<Tool> tools = {
         Tool{.name = "remitc",
              .summary = "remitc: check, format, compile and compare Remit programs",
-             .commands = {&kCheck, &kFmt, &kBuild, &kKeygen, &kDis, &kManifest, &kSchema, &kDiff, &kImport, &kLsp},
+             .commands = {&kCheck, &kFmt, &kBuild, &kKeygen, &kDis, &kManifest, &kSchema, &kDiff, &kImport, &kLsp,
+                          &kCompletions},
              .details = "--strict-flows: decisions on tagged data count for deny parameters too, and early exits\n"
                         "taint what follows (docs/language.md \"Strict flows\"); a policy's [flows] strict = true\n"
                         "does the same."},

@@ -30,7 +30,7 @@
 // docs/compatibility.md ("Command lines"); the help test checks that every flag listed there is one
 // the parser accepts.
 //
-// Every command also accepts the common flags (commonFlags(): -h/--help); every tool accepts
+// Every command also accepts the common flags (commonFlags(): -h/--help, --color WHEN); every tool accepts
 // --version and --help before a command.
 #pragma once
 
@@ -48,6 +48,7 @@
 namespace remit {
 struct CheckOutcome;
 struct CheckOptions;
+struct AuthorityDiff;
 class LoadedProgram;
 }  // namespace remit
 
@@ -59,6 +60,10 @@ enum Exit : int { kOk = 0, kFailure = 1, kUsage = 2, kPaused = 3, kWidened = 4 }
 // also refuses empty) or neither. A placeholder of lowercase words joined by `|` completes those
 // words, whatever this says.
 enum class Complete { Files, Dirs, Nothing };
+
+// The words of a placeholder made only of lowercase words joined by `|` ("client|operator",
+// "bash|zsh|fish"); empty for any other ("PROG.rmt|PROG.rbc", "N").
+std::vector<std::string_view> wordChoices(std::string_view placeholder);
 
 // One flag of a command. `name` is its long spelling ("--host"), or a short one ("-o") for a flag
 // without a long form; `alias` is another spelling of the same flag ("-i" for "--input"), which
@@ -76,7 +81,7 @@ struct Flag {
     constexpr Flag completes(Complete what) const { Flag f = *this; f.complete = what; return f; }
     bool isSwitch() const { return value.empty(); }
     // The values a placeholder such as "client|operator" allows; empty for any value.
-    std::vector<std::string_view> choices() const;
+    std::vector<std::string_view> choices() const { return wordChoices(value); }
 };
 
 // A command's arguments as the parser found them: operands in order, and each flag given, under
@@ -116,7 +121,7 @@ struct Tool {
 // The three tools, in the order remitc, remitvm, remit (cli/command_table.cpp).
 const std::vector<Tool>& allTools();
 const Tool* findTool(std::string_view name);
-// The flags every command accepts besides its own: -h/--help.
+// The flags every command accepts besides its own: -h/--help, --color auto|always|never.
 const std::vector<Flag>& commonFlags();
 
 // The whole main() of a tool: `--version`, `--help` (or no command: usage on stderr, exit 2), then
@@ -139,6 +144,8 @@ std::string toolHelp(const Tool& tool);
 std::string commandHelp(std::string_view tool, std::string_view path, const Command& command);
 // The version every tool prints: CMake's project version.
 std::string_view remitVersion();
+// The completion script for bash, zsh or fish (cli/completions.cpp); empty for another shell.
+std::string completionScript(std::string_view shell);
 
 // JSON as the prototype prints results and envelopes: json.dumps(value, indent=2, ensure_ascii=False).
 // An ordered document keeps its members' order (results, envelopes); a sorted nlohmann::json
@@ -157,6 +164,9 @@ std::string tracePathFor(std::string_view tool, const Args& args, const std::str
 // Prints diagnostics on stderr with renderDiagnostics, each with its source excerpt when
 // `outcome` holds the file; `options` may cap how many are printed in full.
 void printDiagnostics(const DiagnosticList& diags, const CheckOutcome* outcome, const RenderOptions& options = {});
+// Prints an authority diff on stdout as `diff` does: `header` (red when it widened, else "no
+// authority widening" in green), then each change, + for a widening and - for a narrowing.
+void printAuthorityDiff(const AuthorityDiff& diff, std::string_view widenedHeader);
 // The check options of --host, --policy and --strict-flows.
 CheckOptions checkOptionsOf(const Args& args);
 // Compiles a checked program to bytecode; a bytecode limit (E0003) is added to `diags`.
@@ -199,6 +209,8 @@ int testCommand(std::string_view tool, Args& args);
 int serveCommand(std::string_view tool, Args& args);
 // cli/import_command.cpp: `import mcp`, a draft host interface from an MCP server's tools (docs/import.md)
 int importMcpCommand(std::string_view tool, Args& args);
+// cli/completions.cpp: `completions bash|zsh|fish`
+int completionsCommand(std::string_view tool, Args& args);
 // cli/mcp_command.cpp: the MCP server over stdio (docs/mcp.md)
 int mcpCommand(std::string_view tool, Args& args);
 // cli/lsp_command.cpp: the language server over stdio (docs/editors.md)

@@ -34,12 +34,14 @@
 #include "bytecode/rbc.h"
 #include "bytecode/signature.h"
 #include "cli/commands.h"
+#include "cli/terminal.h"
 #include "compiler/driver.h"
 #include "compiler/host_import.h"
 #include "compiler/manifest.h"
 #include "compiler/parser.h"
 #include "runtime/canonical_json.h"
 #include "runtime/json_text.h"
+#include "runtime/numfmt.h"
 #include "runtime/source.h"
 #include "runtime/value_json.h"
 #include "session/pipeline.h"
@@ -424,8 +426,56 @@ void printRuntimeFailure(const ProgramSource& source, const RunFailure& f) {
     d.details = f.error.details;
     std::string text = sourceTextFor(source);
     SourceFile excerpt(source.file, text);
-    fmt::print(stderr, "{}\n", renderText(d, text.empty() ? nullptr : &excerpt));
+    fmt::print(stderr, "{}\n", renderText(d, text.empty() ? nullptr : &excerpt, colorOn(Stream::Err)));
 }
+
+// `run --progress`: each attempt of a host call on stderr as it starts and as it ends, from the
+// broker's decisions in the driving loop. At a terminal the start line is replaced by the end
+// line; elsewhere both are printed.
+class ProgressPrinter : public CallWatcher {
+public:
+    explicit ProgressPrinter(const Broker& broker) : broker_(broker), inPlace_(isTerminal(Stream::Err)) {}
+
+    void started(const HostCall& call, const Decision& decision) override {
+        ++attempts_;
+        spentBefore_ = broker_.spent();
+        begun_ = std::chrono::steady_clock::now();
+        if (decision.kind != Decision::Kind::Dispatch) return;  // answered or refused at once: one line
+        fmt::print(stderr, "{}{}", line("→", call, "…"), inPlace_ ? "" : "\n");
+        std::fflush(stderr);
+        shown_ = true;
+    }
+
+    void finished(const HostCall& call, const Decision& outcome) override {
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - begun_);
+        std::string what;
+        if (outcome.kind == Decision::Kind::Answered) {
+            what = shown_ ? fmt::format("{} ms, ${}", ms.count(), formatUsd(broker_.spent() - spentBefore_))
+                          : std::string("answered from the recorded run");
+        } else {
+            what = fmt::format("{}: {}", diagInfo(outcome.error.code).name, firstCodePoints(outcome.error.message, 120));
+        }
+        std::string mark = outcome.kind == Decision::Kind::Answered
+                               ? paint(Stream::Err, TextStyle::Ok, shown_ ? "✓" : "↺")
+                               : paint(Stream::Err, TextStyle::Error, "✗");
+        fmt::print(stderr, "{}{}\n", inPlace_ && shown_ ? "\r\x1b[K" : "", line(mark, call, what));
+        shown_ = false;
+    }
+
+private:
+    // "  → web.fetch at main#1 (attempt 2): …"
+    std::string line(std::string_view mark, const HostCall& call, std::string_view what) const {
+        return fmt::format("  {} [{}] {} at {}{}: {}", mark, attempts_, call.site->resource, call.site->id,
+                           call.attempt ? fmt::format(" (retry {})", call.attempt) : std::string(), what);
+    }
+
+    const Broker& broker_;
+    bool inPlace_;
+    bool shown_ = false;
+    size_t attempts_ = 0;
+    double spentBefore_ = 0;
+    std::chrono::steady_clock::time_point begun_;
+};
 
 // Where the live adapter shim lives: $REMIT_PY_ADAPTER, else the source tree's scripts/.
 std::string liveShimPath() {
@@ -597,13 +647,15 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
     return true;
 }
 
-// Opens the specs, printing why one cannot be opened (under the flag that chose it). MCP servers
-// take the policy's [mcp] settings and append their stderr to `mcpLog`.
+// Opens the specs, printing why one cannot be opened (under the flag that chose it). Fixture files
+// are checked against the host interface; MCP servers take the policy's [mcp] settings and append
+// their stderr to `mcpLog`.
 std::unique_ptr<Adapter> openRunAdapters(std::string_view tool, const std::vector<AdapterSpec>& specs,
-                                         const Policy* policy, const std::string& mcpLog) {
+                                         const HostModel& host, const Policy* policy, const std::string& mcpLog) {
     AdapterOpenError error;
     AdapterOpenOptions options;
     options.liveShim = liveShimPath();
+    options.host = &host;
     options.mcp = policy ? &policy->mcp : nullptr;
     options.mcpStderrLog = mcpLog;
     options.clientVersion = std::string(remitVersion());
@@ -681,35 +733,20 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
         if (!source.program) return rejected(buildDiags);  // --json prints JSON for this too
     } else {
         // The policy before the file: its [artifacts] trust decides whether the file is read at all.
-        DiagnosticList policyDiags;
+        std::string policyText;
         if (!allowAll) {
             if (!policyPath) policyPath = findPolicy(source.file);
             if (!policyPath) {
                 fmt::print(stderr, "error: no policy.toml next to the program; pass --policy or --allow-all\n");
                 return kUsage;
             }
-            std::string policyText;
             if (auto err = readSource(*policyPath, size_t(1) << 20, policyText)) {
                 fmt::print(stderr, "{}: error: {}\n", tool, err->message);
                 return kUsage;
             }
-            setup.policy = parsePolicy(*policyPath, policyText, policyDiags);
-            if (policyDiags.hasErrors()) return rejected(policyDiags);
-        } else {
-            setup.policy = Policy::allowAllPolicy();
         }
-        // --trust replaces the policy's directory, as the limit flags replace its [limits].
-        std::optional<TrustStore> trust;
-        if (trustFlag || setup.policy->trustDir) {
-            trust.emplace();
-            bool loaded = trustFlag ? loadTrustStore(tool, *trustFlag, "--trust", *trust)
-                                    : loadTrustStore(tool, *setup.policy->trustDir,
-                                                     fmt::format("[artifacts] trust in {}", *policyPath), *trust);
-            if (!loaded) return kUsage;
-        }
-        if (!loadBytecodeFile(tool, source.file, trust ? &*trust : nullptr, source, exit)) return exit;
-        const Module& module = source.program->module();
-        // The host interface the artifact runs against: it must be the one it was built for.
+        // The host interface the artifact runs against (it must be the one it was built for), read
+        // before the policy is parsed so that the policy's problems, E0504 and E0505, come in one pass.
         std::optional<std::string> hostPath =
             args.value("--host") ? std::optional(*args.value("--host")) : findHostInterface(source.file);
         if (!hostPath) {
@@ -728,6 +765,25 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
         auto hostAst = parseHost(hostSource, diags);
         if (hostAst && !diags.hasErrors()) resolveHost(*hostAst, *hostPath, setup.host, diags);
         if (diags.hasErrors()) return rejected(diags);
+        if (!allowAll) {
+            std::vector<std::string> hostResources = setup.host.resourceNames();
+            std::vector<std::string> hostModels = setup.host.modelNames();
+            setup.policy = parsePolicy(*policyPath, policyText, diags, &hostResources, &hostModels);
+            if (diags.hasErrors()) return rejected(diags);
+        } else {
+            setup.policy = Policy::allowAllPolicy();
+        }
+        // --trust replaces the policy's directory, as the limit flags replace its [limits].
+        std::optional<TrustStore> trust;
+        if (trustFlag || setup.policy->trustDir) {
+            trust.emplace();
+            bool loaded = trustFlag ? loadTrustStore(tool, *trustFlag, "--trust", *trust)
+                                    : loadTrustStore(tool, *setup.policy->trustDir,
+                                                     fmt::format("[artifacts] trust in {}", *policyPath), *trust);
+            if (!loaded) return kUsage;
+        }
+        if (!loadBytecodeFile(tool, source.file, trust ? &*trust : nullptr, source, exit)) return exit;
+        const Module& module = source.program->module();
         if (setup.host.hash != module.hostHash) {
             auto [built, here] = distinctPrefixes(module.hostHash, setup.host.hash);
             fmt::print(stderr,
@@ -738,8 +794,6 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
             return kFailure;
         }
         if (!allowAll) {
-            std::vector<std::string> hostModels = setup.host.modelNames();
-            checkPolicyAgainstHost(*setup.policy, setup.host.resourceNames(), diags, &hostModels);
             // A forged manifest gains nothing (the broker enforces every rule again), but an honest
             // one that exceeds the policy is refused before anything runs.
             std::optional<Manifest> manifest = manifestFromJson(nlohmann::json::parse(module.manifestJson));
@@ -826,7 +880,8 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
         return kUsage;
     std::filesystem::path stateDir = stateDirOf(args);
     std::string runId = newRunId();
-    std::unique_ptr<Adapter> adapter = openRunAdapters(tool, adapterSpecs, setup.policy ? &*setup.policy : nullptr,
+    std::unique_ptr<Adapter> adapter = openRunAdapters(tool, adapterSpecs, setup.host,
+                                                       setup.policy ? &*setup.policy : nullptr,
                                                        mcpLogPath(stateDir, runId).string());
     if (!adapter) return kUsage;
     std::string mode = adapterMode(adapterSpecs);
@@ -848,10 +903,9 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     std::string tracePath = runTracePath(stateDir, runId).string();
     TraceWriter trace;
     RunLock lock;
-    // A program with no capability or model call site cannot act on the world: it runs without a
-    // trace (nothing to audit, approve or resume), and its output is the pure program's output.
-    bool traced = !module.sites.empty();
-    if (std::string error; traced && !continuation && !lock.acquire(runLockPath(stateDir, root).string(), error)) {
+    // Every run writes its trace and prints its `trace:` line, a program without call sites too
+    // (as the prototype does): its run_start and run_end say what ran, on what inputs, and how it ended.
+    if (std::string error; !continuation && !lock.acquire(runLockPath(stateDir, root).string(), error)) {
         fmt::print(stderr, "{}: error: {}\n", tool, error);
         return kUsage;
     }
@@ -891,12 +945,18 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
         recorded.resumedFrom = continuation->resumedFrom;
         if (!continuation->plan->inFlight.empty()) recorded.inFlight = inFlightJson(continuation->plan->inFlight);
     }
-    if (std::optional<std::string> problem; traced && (problem = beginRunRecord(stateDir, recorded, trace)))
+    // Calls answered by fixtures (or none at all) have no effect in the world: such a trace is
+    // written without fsync (docs/broker.md, "Durability"). A run with any other adapter (--live,
+    // --adapter, and whatever kind comes next) keeps every sync.
+    trace.setSynced(!std::all_of(adapterSpecs.begin(), adapterSpecs.end(), [](const AdapterSpec& spec) {
+        return spec.kind == AdapterSpec::Kind::Fixtures || spec.kind == AdapterSpec::Kind::None;
+    }));
+    if (std::optional<std::string> problem = beginRunRecord(stateDir, recorded, trace))
         return stateFailure(*problem + "; the run did not start", false);
     if (approveAll)
         fmt::print(stderr, "warning: --approve-all grants every approval (development and fixtures only)\n");
     // Only where there is something to grant: a pure program's output stays its own.
-    if (args.has("--allow-all") && traced)
+    if (args.has("--allow-all") && !module.sites.empty())
         fmt::print(stderr, "warning: --allow-all grants every host resource with no limits (development only)\n");
 
     BrokerOptions options = brokerOptionsFor(module, setup.host, *setup.policy, runId, setup.strictFlows, root);
@@ -913,7 +973,11 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
         };
     Broker broker(options, run);
     run.start(program.entry(), std::move(inputs));
-    RunStatus status = driveWith(run, broker, adapter.get(), approver);
+    // --progress (on by default at a terminal): each call on stderr as it starts and ends.
+    bool progress = args.has("--progress") || (!args.has("--no-progress") && isTerminal(Stream::Err));
+    std::optional<ProgressPrinter> printer;
+    if (progress) printer.emplace(broker);
+    RunStatus status = driveWith(run, broker, adapter.get(), approver, nullptr, printer ? &*printer : nullptr);
 
     // Stopped by the broker (nothing was dispatched after the failure), or the trace failed on the
     // way: no run_end, so a resume continues the run exactly where it stopped.
@@ -924,8 +988,7 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
         return stateFailure(fmt::format("the end of the run could not be recorded ({})", trace.failure()), true);
     };
     auto traceLine = [&] {
-        if (!traced) return;
-        fmt::print(stderr, "trace: {}  (spent ${:.4f}, {} call(s), mode {})\n", tracePath, broker.spent(),
+        fmt::print(stderr, "trace: {}  (spent ${}, {} call(s), mode {})\n", tracePath, formatUsd(broker.spent()),
                    broker.calls(), mode);
     };
     if (status == RunStatus::Failed && run.failure().error.code == DiagCode::R0302 && broker.pending()) {
@@ -1166,7 +1229,8 @@ int replayCommand(std::string_view tool, Args& args) {
         } else {
             if (replayFailure) printRuntimeFailure(source, *replayFailure);
             if (!replayFailure || replayFailure->error.code != DiagCode::R0601)
-                fmt::print(stderr, "{}\n", renderText(makeDiagnostic(DiagCode::R0601, message, plan.tracePath), nullptr));
+                fmt::print(stderr, "{}\n", renderText(makeDiagnostic(DiagCode::R0601, message, plan.tracePath), nullptr,
+                                                      colorOn(Stream::Err)));
         }
         return kFailure;
     };
@@ -1201,7 +1265,8 @@ int replayCommand(std::string_view tool, Args& args) {
                                {"run_id", recordedRun},
                                {"replay", {{"ok", true}, {"reproduced", recorded}, {"outcome", verdict.outcome}}}}));
     }
-    fmt::print(stderr, "replay ok: {} recorded call(s) reproduced, no live effects{}\n", recorded,
+    fmt::print(stderr, "{} {} recorded call(s) reproduced, no live effects{}\n",
+               paint(Stream::Err, TextStyle::Ok, "replay ok:"), recorded,
                verdict.outcome.empty() ? "" : " (" + verdict.outcome + ")");
     return kOk;
 }

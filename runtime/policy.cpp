@@ -816,6 +816,63 @@ void addSorted(std::vector<Diagnostic> found, DiagnosticList& diags) {
     for (Diagnostic& d : found) diags.add(std::move(d));
 }
 
+// E0505 for each grant of a resource the host does not declare, for each [mcp.tools] entry mapping
+// a capability it does not declare and, with `hostModels`, for each [models."NAME"] table whose
+// NAME is not a model the host declares, into `found`.
+void undeclaredGrants(const Policy& policy, const std::vector<std::string>& hostResources,
+                      const std::vector<std::string>* hostModels, std::vector<Diagnostic>& found) {
+    if (policy.allowAll) return;
+    std::set<std::string_view> declared(hostResources.begin(), hostResources.end());
+    for (const auto& [resource, grant] : policy.grants) {
+        if (declared.count(resource)) continue;
+        Diagnostic d;
+        d.code = DiagCode::E0505;
+        d.message = fmt::format("policy grants '{}', which the host does not declare", resource);
+        d.file = policy.file;
+        d.span = grant.span;
+        d.details = {{"grant", resource}};  // as serve's E0505 names it
+        if (auto close = closestName(resource, hostResources))
+            d.hint = fmt::format("did you mean '{}'?", *close);
+        else
+            d.hint = "grant only capabilities and models declared in the host interface, or remove this grant";
+        found.push_back(std::move(d));
+    }
+    for (const auto& [capability, tool] : policy.mcp.tools) {
+        if (declared.count(capability)) continue;
+        Diagnostic d;
+        d.code = DiagCode::E0505;
+        d.message = fmt::format("policy maps '{}' to MCP tool '{}', but the host does not declare '{}'", capability,
+                                tool, capability);
+        d.file = policy.file;
+        auto span = policy.mcp.toolSpans.find(capability);
+        if (span != policy.mcp.toolSpans.end()) d.span = span->second;
+        d.details = {{"mcp_tool", capability}};
+        if (auto close = closestName(capability, hostResources))
+            d.hint = fmt::format("did you mean '{}'?", *close);
+        else
+            d.hint = "map only capabilities declared in the host interface, or remove this line";
+        found.push_back(std::move(d));
+    }
+    if (!hostModels) return;
+    std::set<std::string_view> models(hostModels->begin(), hostModels->end());
+    for (const auto& [name, config] : policy.models) {
+        if (models.count(name)) continue;
+        Diagnostic d;
+        d.code = DiagCode::E0505;
+        d.message = declared.count(name)
+                        ? fmt::format("policy configures model '{}', which the host declares as a capability", name)
+                        : fmt::format("policy configures model '{}', which the host does not declare", name);
+        d.file = policy.file;
+        d.span = config.span;
+        d.details = {{"model", name}};
+        if (auto close = closestName(name, *hostModels))
+            d.hint = fmt::format("did you mean '{}'?", *close);
+        else
+            d.hint = "configure only models declared in the host interface (`model NAME cost …`)";
+        found.push_back(std::move(d));
+    }
+}
+
 }  // namespace
 
 std::string ModelConfig::defaultBaseUrl(std::string_view provider) {
@@ -875,7 +932,9 @@ Policy Policy::allowAllPolicy() {
     return policy;
 }
 
-std::optional<Policy> parsePolicy(const std::string& file, std::string_view text, DiagnosticList& diags) {
+std::optional<Policy> parsePolicy(const std::string& file, std::string_view text, DiagnosticList& diags,
+                                  const std::vector<std::string>* hostResources,
+                                  const std::vector<std::string>* hostModels) {
     std::vector<Diagnostic> found;
     PolicyParser parser(file, found);
     if (std::optional<TomlTooDeep> deep = tomlTooDeep(text)) {
@@ -903,6 +962,8 @@ std::optional<Policy> parsePolicy(const std::string& file, std::string_view text
     policy.file = file;
     policy.sha256 = sha256Hex(text);
     parser.parse(root, policy);
+    // The grants that parsed are compared with the host too, so one pass reports every problem.
+    if (hostResources) undeclaredGrants(policy, *hostResources, hostModels, found);
     if (!found.empty()) {
         addSorted(std::move(found), diags);
         return std::nullopt;
@@ -912,58 +973,8 @@ std::optional<Policy> parsePolicy(const std::string& file, std::string_view text
 
 void checkPolicyAgainstHost(const Policy& policy, const std::vector<std::string>& hostResources,
                             DiagnosticList& diags, const std::vector<std::string>* hostModels) {
-    if (policy.allowAll) return;
-    std::set<std::string_view> declared(hostResources.begin(), hostResources.end());
     std::vector<Diagnostic> found;
-    for (const auto& [resource, grant] : policy.grants) {
-        if (declared.count(resource)) continue;
-        Diagnostic d;
-        d.code = DiagCode::E0505;
-        d.message = fmt::format("policy grants '{}', which the host does not declare", resource);
-        d.file = policy.file;
-        d.span = grant.span;
-        d.details = {{"grant", resource}};  // as serve's E0505 names it
-        if (auto close = closestName(resource, hostResources))
-            d.hint = fmt::format("did you mean '{}'?", *close);
-        else
-            d.hint = "grant only capabilities and models declared in the host interface, or remove this grant";
-        found.push_back(std::move(d));
-    }
-    for (const auto& [capability, tool] : policy.mcp.tools) {
-        if (declared.count(capability)) continue;
-        Diagnostic d;
-        d.code = DiagCode::E0505;
-        d.message = fmt::format("policy maps '{}' to MCP tool '{}', but the host does not declare '{}'", capability,
-                                tool, capability);
-        d.file = policy.file;
-        auto span = policy.mcp.toolSpans.find(capability);
-        if (span != policy.mcp.toolSpans.end()) d.span = span->second;
-        d.details = {{"mcp_tool", capability}};
-        if (auto close = closestName(capability, hostResources))
-            d.hint = fmt::format("did you mean '{}'?", *close);
-        else
-            d.hint = "map only capabilities declared in the host interface, or remove this line";
-        found.push_back(std::move(d));
-    }
-    if (hostModels) {
-        std::set<std::string_view> models(hostModels->begin(), hostModels->end());
-        for (const auto& [name, config] : policy.models) {
-            if (models.count(name)) continue;
-            Diagnostic d;
-            d.code = DiagCode::E0505;
-            d.message = declared.count(name)
-                            ? fmt::format("policy configures model '{}', which the host declares as a capability", name)
-                            : fmt::format("policy configures model '{}', which the host does not declare", name);
-            d.file = policy.file;
-            d.span = config.span;
-            d.details = {{"model", name}};
-            if (auto close = closestName(name, *hostModels))
-                d.hint = fmt::format("did you mean '{}'?", *close);
-            else
-                d.hint = "configure only models declared in the host interface (`model NAME cost …`)";
-            found.push_back(std::move(d));
-        }
-    }
+    undeclaredGrants(policy, hostResources, hostModels, found);
     addSorted(std::move(found), diags);
 }
 

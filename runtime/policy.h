@@ -104,9 +104,13 @@ std::optional<ModelConfig> modelConfigFromFlag(std::string_view text, std::strin
 
 // Parses and validates policy text read from `file`. Every problem is an E0504 with a position:
 // TOML syntax errors, unknown tables and keys (at the key, with a hint listing the valid keys and
-// a close match), and values of the wrong type or range (at the value). Returns nullopt when any
-// error was reported; problems are reported all at once, in file order.
-std::optional<Policy> parsePolicy(const std::string& file, std::string_view text, DiagnosticList& diags);
+// a close match), and values of the wrong type or range (at the value). With `hostResources` (and
+// `hostModels`), also the E0505s checkPolicyAgainstHost reports, for the grants and [models] tables
+// that parsed, so one pass shows every problem. Returns nullopt when any error was reported;
+// problems are reported all at once, in file order.
+std::optional<Policy> parsePolicy(const std::string& file, std::string_view text, DiagnosticList& diags,
+                                  const std::vector<std::string>* hostResources = nullptr,
+                                  const std::vector<std::string>* hostModels = nullptr);
 
 // E0505 for each grant of a resource (capability or model name) that the host does not declare,
 // at the grant's table header, and for each [mcp.tools] entry mapping an undeclared capability, with

@@ -93,7 +93,11 @@ bool modelFromJson(const Json& entry, ModelConfig& m, std::string& error) {
 std::unique_ptr<Adapter> openOne(const AdapterSpec& spec, const AdapterOpenOptions& options, std::string& error,
                                  std::string& hint) {
     switch (spec.kind) {
-        case AdapterSpec::Kind::Fixtures: return FixtureAdapter::load(spec.path, error, hint);
+        case AdapterSpec::Kind::Fixtures: {
+            std::unique_ptr<FixtureAdapter> fixtures = FixtureAdapter::load(spec.path, error, hint);
+            if (fixtures && options.host && !fixtures->checkAgainst(*options.host, error, hint)) return nullptr;
+            return fixtures;
+        }
         case AdapterSpec::Kind::Process: {
             ProcessAdapterOptions processOptions;
             processOptions.workingDir = spec.workingDir;

@@ -19,6 +19,8 @@
 
 namespace remit {
 
+struct HostModel;
+
 struct AdapterSpec {
     enum class Kind : uint8_t {
         Fixtures,  // canned results from a fixture file (broker/fixture_adapter.h)
@@ -48,6 +50,9 @@ std::optional<std::vector<AdapterSpec>> adapterSpecsFromJson(const Json& value, 
 
 struct AdapterOpenOptions {
     std::string liveShim;  // the Python shim `Live` runs (scripts/remit-py-adapter)
+    // When given, a fixture file is also checked against the host interface (an entry whose `args`
+    // names a parameter its capability does not take is refused: FixtureAdapter::checkAgainst).
+    const HostModel* host = nullptr;
     // Mcp: the policy's [mcp] settings (its tool map and start-up timeout), the file each server's
     // stderr is appended to (empty: inherited), and the version the client announces.
     const McpSettings* mcp = nullptr;

@@ -17,6 +17,9 @@ import threading
 import traceback
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+# The tools' output is compared as plain text: a CLICOLOR_FORCE in the caller's environment would
+# colour it (tests that want colour set it themselves).
+os.environ.pop("CLICOLOR_FORCE", None)
 # Absolute, because tests run the tools from temporary directories.
 REMITC = str(pathlib.Path(os.environ.get("REMITC", REPO / "build/release/cli/remitc")).resolve())
 REMIT = str(pathlib.Path(os.environ.get("REMIT", REPO / "build/release/cli/remit")).resolve())
