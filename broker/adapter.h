@@ -102,7 +102,7 @@ public:
         (void)name;
         return {};
     }
-    // "fixture", "process", "live" or "mcp": the trace's `adapter` field.
+    // "fixture", "process", "live", "mcp" or "model": the trace's `adapter` field.
     virtual const char* kind() const = 0;
 };
 

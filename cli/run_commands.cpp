@@ -724,6 +724,7 @@ std::unique_ptr<Adapter> openRunAdapters(std::string_view tool, const std::vecto
     AdapterOpenError error;
     AdapterOpenOptions options;
     options.liveShim = liveShimPath();
+    options.host = &host;
     options.mcp = policy ? &policy->mcp : nullptr;
     options.mcpStderrLog = mcpLog;
     options.clientVersion = std::string(remitVersion());
