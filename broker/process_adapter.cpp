@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <spawn.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -238,6 +239,9 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         const uint64_t timeoutMs = request.timeoutMs ? request.timeoutMs : options_.defaultTimeoutMs;
         std::string firstDeath;
+        // Whether a process of this attempt read some of its request (and so may have acted on it):
+        // until one did, a failure is "not delivered" (AdapterReply::delivered).
+        bool reached = false;
         for (int round = 0; round < 2; ++round) {
             // A process that exited since the last call (a one-shot adapter, say) is simply started
             // again; only a death during this attempt uses up the attempt's one restart.
@@ -245,7 +249,15 @@ public:
             bool fresh = false;
             if (pid_ <= 0) {
                 std::string error;
-                if (!start(error)) return failure("CapabilityFailed", error);
+                if (!start(error)) {
+                    AdapterReply r = failure(
+                        "CapabilityFailed",
+                        round == 0 ? error
+                                   : "adapter process exited before replying (" + firstDeath +
+                                         "), and could not be started again: " + error);
+                    r.delivered = reached;
+                    return r;
+                }
                 fresh = true;
             }
             const uint64_t id = nextId_++;
@@ -260,15 +272,20 @@ public:
                     stop(false);
                     return std::move(outcome.reply);
                 case Outcome::Died: {
+                    bool unread = unreadAfterDeath(outcome.written);
+                    reached = reached || !unread;
                     std::string how = stop(true);
-                    std::string what = outcome.detail + (how.empty() ? "" : ", " + how);
+                    std::string what = outcome.detail + (unread ? ", without reading the request" : "") +
+                                       (how.empty() ? "" : ", " + how);
                     if (round == 0) {
                         firstDeath = what;
                         continue;
                     }
-                    return failure("CapabilityFailed", "adapter process exited before replying (" + firstDeath +
-                                                           "), and again after one restart (" + what + ") [" +
-                                                           display_ + "]");
+                    AdapterReply r = failure("CapabilityFailed", "adapter process exited before replying (" +
+                                                                     firstDeath + "), and again after one restart (" +
+                                                                     what + ") [" + display_ + "]");
+                    r.delivered = reached;
+                    return r;
                 }
             }
         }
@@ -280,7 +297,31 @@ private:
         enum Kind { Replied, Broken, Died } kind = Replied;
         AdapterReply reply;
         std::string detail;  // Died: what happened ("closed its stdout", "stopped reading its stdin")
+        std::size_t written = 0;  // Died: how many bytes of the request went into the process's stdin
     };
+
+    // After a death: whether none of the `written` bytes of this request were read, so the request
+    // reached nobody (docs/adapters.md, "Delivered or not"). Nothing written is nothing read.
+    // Otherwise the bytes still in the pipe tell (FIONREAD answers on its write end too, and the
+    // pipe keeps its bytes while that end is open): all of them there means nobody read any. To
+    // make that final, a request that looks unread is measured again after the process group is
+    // killed, so nobody can read it in between; a process killed by SIGKILL runs no more of its
+    // own code, so bytes taken in by a read already under way are never acted upon. A descendant
+    // that left the process group and kept the adapter's stdin is beyond this: it could still read.
+    bool unreadAfterDeath(std::size_t written) {
+        if (written == 0) return true;
+        if (pipeBacklog() != written) return false;
+        ::kill(-pid_, SIGKILL);
+        waitExited(options_.termGraceMs);
+        return pipeBacklog() == written;
+    }
+
+    // The bytes written to the process's stdin and not read yet; SIZE_MAX when unknown.
+    std::size_t pipeBacklog() const {
+        int n = 0;
+        if (toChild_ < 0 || ::ioctl(toChild_, FIONREAD, &n) != 0 || n < 0) return SIZE_MAX;
+        return static_cast<std::size_t>(n);
+    }
 
     static std::string encode(const AdapterRequest& r, uint64_t id, uint64_t timeoutMs) {
         Json j;
@@ -480,6 +521,7 @@ private:
                     Outcome o;
                     o.kind = Outcome::Died;
                     o.detail = "closed its stdin";
+                    o.written = written;
                     return o;
                 } else if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
                     return broken(std::string("adapter I/O failed: write: ") + std::strerror(errno));
@@ -495,6 +537,7 @@ private:
                     Outcome o;
                     o.kind = Outcome::Died;
                     o.detail = "closed its stdout";
+                    o.written = written;
                     return o;
                 } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
                     return broken(std::string("adapter I/O failed: read: ") + std::strerror(errno));

@@ -195,5 +195,88 @@ def resume_from_elsewhere(command):
                f"the resume runs the program and `{command}` where the run was made", c)
 
 
+# Counts its effects: one line in effects.log per mail.send performed.
+COUNTING_ADAPTER = """import json, sys
+for line in sys.stdin:
+    r = json.loads(line)
+    if r["resource"] == "mail.send":
+        with open("effects.log", "a") as log:
+            log.write(r["idempotency_key"] + "\\n")
+        result = "m-7"
+    else:
+        result = "a customer"
+    print(json.dumps({"id": r["id"], "ok": True, "result": result}), flush=True)
+"""
+
+
+def test_an_approval_is_used_only_by_a_dispatch_that_reaches_the_adapter():
+    """Issue #18: a resume whose adapter could not start used up the approval. Now the operator
+    approves once, the failed starts give it back (and the trace says so), and the fixed resume
+    performs the effect once under that approval."""
+    with workspace() as ws:
+        script = ws.write("ad.py", "#!/usr/bin/env python3\n" + COUNTING_ADAPTER)
+        script.chmod(0o755)
+        state = ws.path / "st"
+        r = run(REMITVM, "run", "prog.rmt", "-i", "who=Ada", "--adapter", "./ad.py", "--state-dir", state,
+                cwd=ws.path)
+        expect(r.code == 3, "paused", r)
+        run_id = read_trace(sorted(state.glob("runs/*.jsonl"))[-1])[0]["run_id"]
+        elsewhere = ws.path / "elsewhere"
+        elsewhere.mkdir()
+        a = run(REMITVM, "approvals", "approve", run_id, "--by", "alice", "--state-dir", state, cwd=elsewhere)
+        expect(a.code == 0, "approved once", a)
+
+        def still_approved(what):
+            listed = json.loads(run(REMITVM, "approvals", "list", "--json", "--state-dir", state, cwd=elsewhere).out)
+            expect(len(listed) == 1 and listed[0]["status"] == "approved" and listed[0]["approved_by"] == "alice",
+                   f"{what}: the approval is still there, unused: {listed}")
+            expect(not (ws.path / "effects.log").exists(), f"{what}: nothing was performed")
+
+        # 1. A bad interpreter: the adapter cannot be started (exec fails).
+        script.write_text("#!/nonexistent/python3\n" + COUNTING_ADAPTER)
+        c = run(REMITVM, "resume", run_id, "--state-dir", state, cwd=elsewhere)
+        expect(c.code == 2 and "did not reach the adapter" in c.err and "cannot start adapter process" in c.err
+               and "the approval by alice is kept" in c.err and f"resume" in c.err,
+               "the resume stops, says nothing was sent and keeps the approval", c)
+        still_approved("after a failed start")
+        traces = [read_trace(path) for path in state.glob("runs/*.jsonl")]
+        stopped = next(t for t in traces if t[0].get("resumed_from"))
+        lost = [e for e in stopped if e["event"] == "not_delivered"]
+        expect(len(lost) == 1 and lost[0]["resource"] == "mail.send" and lost[0]["approval"]["kept"] is True
+               and lost[0]["approval"]["approved_by"] == "alice", f"the trace says so: {lost}")
+        expect(not [e for e in stopped if e["event"] == "call" and e["resource"] == "mail.send"],
+               "no call is recorded for it")
+        t = run(REMITVM, "trace", stopped[0]["run_id"], "--state-dir", state, cwd=elsewhere)
+        expect("not delivered: mail.send @ main#1" in t.out and "is kept" in t.out and "in flight" not in t.out,
+               "trace shows it as not delivered, not in flight", t)
+        script.write_text("#!/usr/bin/env python3\n" + COUNTING_ADAPTER)
+
+        # 2. A process that starts and dies before reading the request (python3 cannot open ad.py
+        # from here), twice (once restarted): not delivered either.
+        c = run(REMITVM, "resume", run_id, "--adapter", "python3 ad.py", "--state-dir", state, cwd=elsewhere)
+        expect(c.code == 2 and "without reading the request" in c.err and "is kept" in c.err,
+               "a process that dies before reading gives the approval back", c)
+        still_approved("after a process that died before reading")
+
+        # 3. A program that is not there is refused before the run starts.
+        c = run(REMITVM, "resume", run_id, "--adapter", "./missing.py", "--state-dir", state, cwd=elsewhere)
+        expect(c.code == 2 and "not found" in c.err, "a missing adapter program is refused", c)
+        still_approved("after a missing program")
+
+        # 4. Fixed: the same approval, the effect once.
+        c = run(REMITVM, "resume", run_id, "--adapter", "./ad.py", "--state-dir", state, cwd=ws.path)
+        expect(c.code == 0 and json.loads(c.out) == "sent m-7", "the fixed resume completes", c)
+        effects = (ws.path / "effects.log").read_text().split()
+        expect(len(effects) == 1, f"the effect happened once: {effects}")
+        events = [e for path in state.glob("runs/*.jsonl") for e in read_trace(path)]
+        sent = [e for e in events if e["event"] == "call" and e["resource"] == "mail.send"]
+        expect(len(sent) == 1 and sent[0]["approval"]["approved_by"] == "alice"
+               and sent[0]["idempotency_key"] == effects[0] == lost[0]["idempotency_key"],
+               f"under alice's approval, as the same attempt: {sent}")
+        store = json.loads((state / "approvals.json").read_text())
+        expect(not store["pending"] and not store["approved"] and store["consumed"][sent[0]["approval"]["digest"]]
+               ["by"] == "alice", f"and it is used now: {store}")
+
+
 if __name__ == "__main__":
     main(globals())
