@@ -95,6 +95,8 @@ int testCommand(std::string_view tool, const std::vector<std::string>& argv);
 int serveCommand(std::string_view tool, const std::vector<std::string>& argv);
 // cli/mcp_command.cpp: the MCP server over stdio (docs/mcp.md)
 int mcpCommand(std::string_view tool, const std::vector<std::string>& argv);
+// cli/inbox_http.cpp: the operators' web inbox (docs/operators.md)
+int inboxCommand(std::string_view tool, const std::vector<std::string>& argv);
 // `manifest PROG.rbc`: the manifest stored in a verified artifact.
 int bytecodeManifest(std::string_view tool, const std::string& path);
 

@@ -22,7 +22,9 @@ constexpr const char* kUsageText =
     "  test [PATH...] [--host H]\n"
     "  mcp [--http] [--host H] [--port N] [--keys K] [--usage U] [--free-monthly N]\n"
     "      [--approvals client|operator] [--state-dir D]\n"
-    "                                          Model Context Protocol server, stdio or HTTP (docs/mcp.md)\n";
+    "                                          Model Context Protocol server, stdio or HTTP (docs/mcp.md)\n"
+    "  inbox [--http] [--host H] [--port N] --keys K [--state-dir D]\n"
+    "                                          the operators' web inbox for approvals (docs/operators.md)\n";
 
 }  // namespace
 
@@ -39,6 +41,7 @@ int main(int argc, char** argv) {
                     {"resume", resumeCommand},
                     {"replay", replayCommand},
                     {"test", testCommand},
-                    {"mcp", mcpCommand}},
+                    {"mcp", mcpCommand},
+                    {"inbox", inboxCommand}},
                    argc, argv);
 }

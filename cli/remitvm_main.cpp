@@ -33,7 +33,10 @@ constexpr const char* kUsageText =
     "  mcp [--http [--host H] [--port N] [--keys keys.json] [--usage usage.sqlite] [--free-monthly N]]\n"
     "      [--approvals client|operator] [--state-dir D]\n"
     "      Model Context Protocol server on stdin/stdout, or over streamable HTTP with API keys and\n"
-    "      metering: check, format, diff and run programs (docs/mcp.md)\n";
+    "      metering: check, format, diff and run programs (docs/mcp.md)\n"
+    "  inbox [--http] [--host H] [--port N] --keys keys.json [--state-dir D]\n"
+    "      the operators' web inbox: pending approvals, each in full, approve or deny with a key whose\n"
+    "      role is approver (docs/operators.md)\n";
 
 }  // namespace
 
@@ -48,6 +51,7 @@ int main(int argc, char** argv) {
                     {"replay", replayCommand},
                     {"test", testCommand},
                     {"serve", serveCommand},
-                    {"mcp", mcpCommand}},
+                    {"mcp", mcpCommand},
+                    {"inbox", inboxCommand}},
                    argc, argv);
 }

@@ -75,6 +75,10 @@ def test_list_and_show_give_the_operator_everything_to_decide():
         expect(j["program"]["name"] == "mailer" and j["derived_from"] == [1]
                and j["arg_tags"]["body"] == ["untrusted"] and j["manifest"]["call_site"]["site"] == "main#1"
                and j["manifest"]["resource"]["max_calls"] == 1, f"show --json: {j}")
+        expect(j["arg_derived_from"] == {"body": [1], "to": []} and j["inputs"] == {"who": "Ada"}
+               and [c["resource"] for c in j["provenance"]] == ["crm.lookup"]
+               and j["provenance"][0]["args"] == {"name": "Ada"}, f"show --json: provenance per argument: {j}")
+        expect("'body' derives from call(s) [1]" in s.out, "show says which calls each argument derives from", s)
 
         # trace cuts long values unless --full.
         t = run(REMITVM, "trace", req["run_id"], "--state-dir", "st", cwd=ws.path)
