@@ -50,6 +50,22 @@ struct AdapterReply {
     // broker then treats the attempt as never made: no call is recorded, an approval it consumed
     // goes back to the store, and the run stops so it can be resumed once the adapter is fixed.
     bool delivered = true;
+    // The trace's `adapter` field for this call when it differs from the run's (BrokerOptions::
+    // adapterKind): set by a RoutingAdapter to the kind() of the adapter that performed the call.
+    std::string adapter;
+
+    static AdapterReply success(Json result) {
+        AdapterReply reply;
+        reply.ok = true;
+        reply.result = std::move(result);
+        return reply;
+    }
+    static AdapterReply failure(std::string errorCode, std::string message) {
+        AdapterReply reply;
+        reply.errorCode = std::move(errorCode);
+        reply.message = std::move(message);
+        return reply;
+    }
 };
 
 class Adapter {
@@ -60,6 +76,14 @@ public:
     // depend on the calls before (fixtures: each entry is used once) moves past it as if it had
     // performed it; one with real effects does nothing (they happened in the earlier run).
     virtual void replayed(const AdapterRequest&) {}
+    // Whether this adapter performs calls of `kind` to `name` (a capability, or the model a call is
+    // granted under). A RoutingAdapter gives each call to the first adapter that serves it; an
+    // adapter that performs whatever it is sent (fixtures, a process) serves everything.
+    virtual bool serves(AdapterRequest::Kind kind, const std::string& name) const {
+        (void)kind;
+        (void)name;
+        return true;
+    }
     // "fixture", "process" or "live": the trace's `adapter` field.
     virtual const char* kind() const = 0;
 };

@@ -601,7 +601,7 @@ Decision Broker::complete(const AdapterReply& reply) {
                 {"status", status},
                 {"meta", reply.meta.is_object() ? reply.meta : Json::object()},
                 {"attempt", call.attempt},
-                {"adapter", options_.adapterKind}};
+                {"adapter", reply.adapter.empty() ? options_.adapterKind : reply.adapter}};
     if (actual > a.reserve + 1e-12) event["overrun_usd"] = actual - a.reserve;
     if (a.inFlight) event["in_flight_retry"] = {{"run_id", options_.replay->inFlight[*a.inFlight].runId}};
     if (status == "ok") {
@@ -698,9 +698,9 @@ std::optional<TagSetId> Broker::resultTagsFor(const HostCall& call, TagSetId all
 RunStatus carryOut(Broker& broker, Adapter* adapter, Decision decision) {
     if (decision.kind == Decision::Kind::Dispatch)
         decision = broker.complete(adapter ? adapter->perform(decision.request)
-                                           : AdapterReply{false, nullptr, std::nullopt, nullptr, "CapabilityFailed",
-                                                          fmt::format("no adapter configured for '{}'",
-                                                                      decision.request.resource)});
+                                           : AdapterReply::failure("CapabilityFailed",
+                                                                   fmt::format("no adapter configured for '{}'",
+                                                                               decision.request.resource)));
     return broker.settle(std::move(decision));
 }
 

@@ -25,6 +25,7 @@
 #include "broker/broker.h"
 #include "broker/fixture_adapter.h"
 #include "broker/process_adapter.h"
+#include "session/run_adapters.h"
 #include "broker/replay.h"
 #include "broker/trace.h"
 #include "bytecode/disasm.h"
@@ -439,14 +440,18 @@ std::string liveShimPath() {
 #endif
 }
 
-// The adapter the flags choose (docs/broker.md "Adapters"): --adapter CMD, --live, or fixtures (default
-// fixtures/run.json next to the program). A program without host-call sites runs without any
-// fixtures file. Prints the problem and returns false on a usage error.
-// `adapterDir` is where an --adapter process starts: the recorded directory on a resume, else
-// (empty) the current one, which is then recorded.
-bool makeRunAdapter(std::string_view tool, const Args& args, const ProgramSource& source,
-                    std::unique_ptr<Adapter>& adapter, std::string& mode, std::optional<std::string>& command,
-                    std::string& adapterDir) {
+// The adapters the flags choose (docs/adapters.md "Which adapters a run uses"): --adapter CMD,
+// --live, or fixtures (default fixtures/run.json next to the program), as specs a run records. A
+// program without host-call sites runs without any fixtures file. An --adapter process starts in
+// the current directory, which is recorded. `recorded` (a resume without adapter flags: the
+// run's recorded adapters, process directory included) replaces the flags. Prints the problem and returns
+// false on a usage error.
+bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSource& source,
+                     const std::vector<AdapterSpec>* recorded, std::vector<AdapterSpec>& specs) {
+    if (recorded) {
+        specs = *recorded;
+        return true;
+    }
     const std::string* adapterFlag = args.value("--adapter");
     int chosen = (adapterFlag ? 1 : 0) + (args.has("--live") ? 1 : 0) + (args.value("--fixtures") ? 1 : 0);
     if (chosen > 1) {
@@ -454,50 +459,44 @@ bool makeRunAdapter(std::string_view tool, const Args& args, const ProgramSource
         return false;
     }
     std::filesystem::path programDir = std::filesystem::absolute(source.file).lexically_normal().parent_path();
-    std::string error;
+    AdapterSpec spec;
     if (adapterFlag) {
         std::error_code ec;
-        if (adapterDir.empty()) adapterDir = std::filesystem::current_path(ec).string();
-        ProcessAdapterOptions options;
-        options.workingDir = adapterDir;
-        adapter = makeProcessAdapter(*adapterFlag, options, error);
-        if (!adapter) {
-            fmt::print(stderr, "{}: error: --adapter: {}\n", tool, error);
+        spec.kind = AdapterSpec::Kind::Process;
+        spec.command = *adapterFlag;
+        spec.workingDir = std::filesystem::current_path(ec).string();
+    } else if (args.has("--live")) {
+        spec.kind = AdapterSpec::Kind::Live;
+        spec.path = programDir.string();
+    } else {
+        std::string path = args.value("--fixtures") ? *args.value("--fixtures") : (programDir / "fixtures" / "run.json").string();
+        std::error_code ec;
+        if (std::filesystem::exists(path, ec)) {
+            spec.kind = AdapterSpec::Kind::Fixtures;
+            spec.path = path;
+        } else if (!args.value("--fixtures") && source.program->module().sites.empty()) {
+            spec.kind = AdapterSpec::Kind::None;  // nothing to perform: no fixtures needed
+        } else {
+            fmt::print(stderr, "error: no fixtures at {}; pass --fixtures or --live\n", path);
             return false;
         }
-        mode = "adapter";
-        command = *adapterFlag;
-        return true;
     }
-    if (args.has("--live")) {
-        adapter = makeLiveAdapter(liveShimPath(), programDir.string(), error);
-        if (!adapter) {
-            fmt::print(stderr, "{}: error: --live: {}\n", tool, error);
-            return false;
-        }
-        mode = "live";
-        return true;
-    }
-    std::string path = args.value("--fixtures") ? *args.value("--fixtures") : (programDir / "fixtures" / "run.json").string();
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) {
-        if (!args.value("--fixtures") && source.program->module().sites.empty()) {
-            adapter = FixtureAdapter::empty();  // nothing to perform: no fixtures needed
-            mode = "none";
-            return true;
-        }
-        fmt::print(stderr, "error: no fixtures at {}; pass --fixtures or --live\n", path);
-        return false;
-    }
-    std::string hint;
-    adapter = FixtureAdapter::load(path, error, hint);
-    if (!adapter) {
-        fmt::print(stderr, "{}: error: {}\n", tool, error);
-        if (!hint.empty()) fmt::print(stderr, "  hint: {}\n", hint);
-        return false;
-    }
-    mode = "fixtures:" + path;
+    specs = {spec};
     return true;
+}
+
+// Opens the specs, printing why one cannot be opened (under the flag that chose it).
+std::unique_ptr<Adapter> openRunAdapters(std::string_view tool, const std::vector<AdapterSpec>& specs) {
+    AdapterOpenError error;
+    std::unique_ptr<Adapter> adapter = openAdapters(specs, AdapterOpenOptions{liveShimPath()}, error);
+    if (adapter) return adapter;
+    switch (specs[error.index].kind) {
+        case AdapterSpec::Kind::Process: fmt::print(stderr, "{}: error: --adapter: {}\n", tool, error.message); break;
+        case AdapterSpec::Kind::Live: fmt::print(stderr, "{}: error: --live: {}\n", tool, error.message); break;
+        default: fmt::print(stderr, "{}: error: {}\n", tool, error.message); break;
+    }
+    if (!error.hint.empty()) fmt::print(stderr, "  hint: {}\n", error.hint);
+    return nullptr;
 }
 
 // Loads what a run needs (RunSetup) from PROGRAM: a .rmt checked against the host and policy and
@@ -666,7 +665,8 @@ struct Continuation {
     const ReplayPlan* plan = nullptr;
     std::string resumedFrom;
     std::string idempotencyRoot;
-    std::string adapterDir;  // the recorded adapter's directory, when the resume reuses its command
+    // The recorded adapters, when the resume reuses them (no adapter flags).
+    std::optional<std::vector<AdapterSpec>> adapters;
 };
 
 // --interactive: shows the request on stderr and reads y/N from the terminal (docs/broker.md "Approvals").
@@ -695,11 +695,13 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
 
     // The adapter, before anything runs: a bad flag or fixture file refuses the run (exit 2) and,
     // like every refusal before the start, writes no trace.
-    std::unique_ptr<Adapter> adapter;
-    std::string mode;
-    std::optional<std::string> adapterCommand;
-    std::string adapterDir = continuation ? continuation->adapterDir : std::string();
-    if (!makeRunAdapter(tool, args, source, adapter, mode, adapterCommand, adapterDir)) return kUsage;
+    std::vector<AdapterSpec> adapterSpecs;
+    if (!runAdapterSpecs(tool, args, source, continuation && continuation->adapters ? &*continuation->adapters : nullptr,
+                         adapterSpecs))
+        return kUsage;
+    std::unique_ptr<Adapter> adapter = openRunAdapters(tool, adapterSpecs);
+    if (!adapter) return kUsage;
+    std::string mode = adapterMode(adapterSpecs);
 
     std::filesystem::path stateDir = stateDirOf(args);
     bool approveAll = args.has("--approve-all");
@@ -755,8 +757,7 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     recorded.inputs = givenInputs;
     recorded.mode = mode;
     recorded.strictFlows = setup.strictFlows;
-    recorded.adapterCommand = adapterCommand;
-    if (adapterCommand) recorded.adapterDir = adapterDir;
+    recorded.adapters = adapterSpecs;
     if (source.signature) recorded.signer = signerName(source.signature->publicKey);
     recorded.trustedKey = source.trustedKey;
     if (continuation) {
@@ -979,15 +980,27 @@ int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
         fmt::print(stderr, "{}: error: the trace does not name its program; pass --file PROG\n", tool);
         return kUsage;
     }
-    // Without adapter flags, the recorded mode (and for an adapter process, its directory).
-    std::string recordedAdapterDir;
+    // Without adapter flags, the recorded adapters: the `adapters` a run records, or for a trace
+    // written before they were, its mode (and for an adapter process, its command and directory).
+    std::optional<std::vector<AdapterSpec>> recordedAdapters;
     if (!args.value("--fixtures") && !args.has("--live") && !args.value("--adapter")) {
         std::string mode = stringField(plan.start, "mode");
-        if (mode.starts_with("fixtures:")) args.options.push_back({"--fixtures", mode.substr(9)});
-        else if (mode == "live") args.options.push_back({"--live", ""});
-        else if (mode == "adapter" && !stringField(plan.start, "adapter_command").empty()) {
-            args.options.push_back({"--adapter", stringField(plan.start, "adapter_command")});
-            recordedAdapterDir = stringField(plan.start, "adapter_cwd");
+        if (plan.start.contains("adapters")) {
+            std::string error;
+            recordedAdapters = adapterSpecsFromJson(plan.start["adapters"], error);
+            if (!recordedAdapters) {
+                fmt::print(stderr, "{}: error: {}: run_start's adapters cannot be read: {}\n", tool, plan.tracePath,
+                           error);
+                fmt::print(stderr, "  hint: pass the adapter flags (--fixtures, --adapter or --live) to resume with\n");
+                return kUsage;
+            }
+        } else if (mode.starts_with("fixtures:")) {
+            recordedAdapters = {{AdapterSpec::Kind::Fixtures, mode.substr(9), "", ""}};
+        } else if (mode == "live") {
+            args.options.push_back({"--live", ""});
+        } else if (mode == "adapter" && !stringField(plan.start, "adapter_command").empty()) {
+            recordedAdapters = {{AdapterSpec::Kind::Process, "", stringField(plan.start, "adapter_command"),
+                                 stringField(plan.start, "adapter_cwd")}};
         }
     }
     // A run made in strict-flows mode resumes in it.
@@ -1012,7 +1025,7 @@ int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
                    "note: {} call(s) were dispatched but not recorded when run {} stopped; they go out again with "
                    "the same idempotency key, so an adapter that de-duplicates performs them once\n",
                    plan.inFlight.size(), recordedRun);
-    Continuation continuation{&plan, recordedRun, root, recordedAdapterDir};
+    Continuation continuation{&plan, recordedRun, root, std::move(recordedAdapters)};
     return executeRun(tool, args, setup, plan.start["inputs"], &continuation);
 }
 

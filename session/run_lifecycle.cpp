@@ -90,8 +90,14 @@ Json runStartEvent(const RunStart& s) {
                   {"inputs", s.inputs},
                   {"mode", s.mode},
                   {"replaying", s.replaying}};
-    if (s.adapterCommand) start["adapter_command"] = *s.adapterCommand;
-    if (s.adapterDir) start["adapter_cwd"] = *s.adapterDir;
+    if (s.adapters) {
+        start["adapters"] = adapterSpecsJson(*s.adapters);
+        for (const AdapterSpec& spec : *s.adapters)
+            if (spec.kind == AdapterSpec::Kind::Process) {
+                start["adapter_command"] = spec.command;
+                start["adapter_cwd"] = spec.workingDir;
+            }
+    }
     if (s.strictFlows) start["strict_flows"] = true;
     if (s.resumedFrom) start["resumed_from"] = *s.resumedFrom;
     if (!s.inFlight.is_null()) start["in_flight"] = s.inFlight;

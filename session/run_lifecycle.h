@@ -17,6 +17,7 @@
 #include "runtime/host_model.h"
 #include "runtime/json_text.h"
 #include "runtime/policy.h"
+#include "session/run_adapters.h"
 #include "vm/run.h"
 
 namespace remit {
@@ -93,10 +94,11 @@ struct RunStart {
     const Policy* policy = nullptr;  // its hash; null (or allow-all) records policy_hash null
     nlohmann::json inputs = nlohmann::json::object();
     std::string mode;                         // the adapter kind: fixtures, live, process, embedder
+    // The adapters the run opened (session/run_adapters.h), recorded as `adapters` so a resume
+    // opens them again; for the last process adapter, also `adapter_command` and `adapter_cwd`.
+    std::optional<std::vector<AdapterSpec>> adapters;
     size_t replaying = 0;                     // calls a resume answers from the old trace
     bool strictFlows = false;                 // recorded only when true
-    std::optional<std::string> adapterCommand;  // --adapter's command line
-    std::optional<std::string> adapterDir;      // the absolute directory it runs in
     std::optional<std::string> resumedFrom;     // the run a resume continues
     Json inFlight;                              // a resume's calls whose outcome is unknown (null: none)
     std::optional<std::string> signer;          // a signed .rbc: signerName of its key

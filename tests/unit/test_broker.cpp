@@ -580,8 +580,8 @@ struct DedupAdapter final : remit::Adapter {
         ++performed;
         std::string id = r.args.value("id", "");
         bool fail = id == "u0" && tried.insert(id).second;
-        remit::AdapterReply reply = fail ? remit::AdapterReply{false, nullptr, std::nullopt, nullptr, "CapabilityFailed", "flaky"}
-                                         : remit::AdapterReply{true, Json("page " + id), std::nullopt, Json::object(), "", ""};
+        remit::AdapterReply reply = fail ? remit::AdapterReply::failure("CapabilityFailed", "flaky")
+                                         : remit::AdapterReply::success(Json("page " + id));
         replies[r.idempotencyKey] = reply;
         return reply;
     }
@@ -852,8 +852,8 @@ struct UnstartableAdapter final : remit::Adapter {
     size_t asked = 0;
     remit::AdapterReply perform(const remit::AdapterRequest&) override {
         ++asked;
-        remit::AdapterReply r{false, nullptr, std::nullopt, nullptr, "CapabilityFailed",
-                              "cannot start adapter process [./ad.py]: No such file or directory"};
+        remit::AdapterReply r = remit::AdapterReply::failure(
+            "CapabilityFailed", "cannot start adapter process [./ad.py]: No such file or directory");
         r.delivered = false;
         return r;
     }

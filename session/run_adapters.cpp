@@ -1,0 +1,127 @@
+// A run's adapter configuration: see run_adapters.h.
+#include "session/run_adapters.h"
+
+#include <fmt/format.h>
+
+#include "broker/fixture_adapter.h"
+#include "broker/process_adapter.h"
+#include "broker/routing_adapter.h"
+
+namespace remit {
+
+namespace {
+
+const char* kindName(AdapterSpec::Kind kind) {
+    switch (kind) {
+        case AdapterSpec::Kind::Fixtures: return "fixtures";
+        case AdapterSpec::Kind::Process: return "process";
+        case AdapterSpec::Kind::Live: return "live";
+        case AdapterSpec::Kind::None: return "none";
+    }
+    return "none";
+}
+
+std::unique_ptr<Adapter> openOne(const AdapterSpec& spec, const AdapterOpenOptions& options, std::string& error,
+                                 std::string& hint) {
+    switch (spec.kind) {
+        case AdapterSpec::Kind::Fixtures: return FixtureAdapter::load(spec.path, error, hint);
+        case AdapterSpec::Kind::Process: {
+            ProcessAdapterOptions processOptions;
+            processOptions.workingDir = spec.workingDir;
+            return makeProcessAdapter(spec.command, processOptions, error);
+        }
+        case AdapterSpec::Kind::Live: return makeLiveAdapter(options.liveShim, spec.path, error);
+        case AdapterSpec::Kind::None: return FixtureAdapter::empty();
+    }
+    error = "unknown adapter kind";
+    return nullptr;
+}
+
+}  // namespace
+
+std::string adapterMode(const std::vector<AdapterSpec>& specs) {
+    if (specs.empty()) return "none";
+    const AdapterSpec& last = specs.back();
+    switch (last.kind) {
+        case AdapterSpec::Kind::Fixtures: return "fixtures:" + last.path;
+        case AdapterSpec::Kind::Process: return "adapter";
+        case AdapterSpec::Kind::Live: return "live";
+        case AdapterSpec::Kind::None: return "none";
+    }
+    return "none";
+}
+
+Json adapterSpecsJson(const std::vector<AdapterSpec>& specs) {
+    Json out = Json::array();
+    for (const AdapterSpec& spec : specs) {
+        Json entry = {{"kind", kindName(spec.kind)}};
+        switch (spec.kind) {
+            case AdapterSpec::Kind::Fixtures:
+            case AdapterSpec::Kind::Live: entry["path"] = spec.path; break;
+            case AdapterSpec::Kind::Process:
+                entry["command"] = spec.command;
+                entry["cwd"] = spec.workingDir;
+                break;
+            case AdapterSpec::Kind::None: break;
+        }
+        out.push_back(std::move(entry));
+    }
+    return out;
+}
+
+std::optional<std::vector<AdapterSpec>> adapterSpecsFromJson(const Json& value, std::string& error) {
+    if (!value.is_array()) {
+        error = "`adapters` is not an array";
+        return std::nullopt;
+    }
+    std::vector<AdapterSpec> specs;
+    for (const Json& entry : value) {
+        auto text = [&](const char* key, std::string& out) {
+            auto it = entry.find(key);
+            if (it == entry.end() || !it->is_string()) {
+                error = fmt::format("an adapter entry has no string `{}`", key);
+                return false;
+            }
+            out = it->get<std::string>();
+            return true;
+        };
+        std::string kind;
+        if (!entry.is_object() || !text("kind", kind)) {
+            if (error.empty()) error = "an adapter entry is not an object";
+            return std::nullopt;
+        }
+        AdapterSpec spec;
+        if (kind == "fixtures" || kind == "live") {
+            spec.kind = kind == "live" ? AdapterSpec::Kind::Live : AdapterSpec::Kind::Fixtures;
+            if (!text("path", spec.path)) return std::nullopt;
+        } else if (kind == "process") {
+            spec.kind = AdapterSpec::Kind::Process;
+            if (!text("command", spec.command) || !text("cwd", spec.workingDir)) return std::nullopt;
+        } else if (kind == "none") {
+            spec.kind = AdapterSpec::Kind::None;
+        } else {
+            error = fmt::format("unknown adapter kind '{}'", kind);
+            return std::nullopt;
+        }
+        specs.push_back(std::move(spec));
+    }
+    return specs;
+}
+
+std::unique_ptr<Adapter> openAdapters(const std::vector<AdapterSpec>& specs, const AdapterOpenOptions& options,
+                                      AdapterOpenError& error) {
+    std::vector<std::unique_ptr<Adapter>> adapters;
+    for (size_t i = 0; i < specs.size(); ++i) {
+        std::unique_ptr<Adapter> adapter = openOne(specs[i], options, error.message, error.hint);
+        if (!adapter) {
+            error.index = i;
+            return nullptr;
+        }
+        adapters.push_back(std::move(adapter));
+    }
+    if (adapters.empty()) return FixtureAdapter::empty();
+    if (adapters.size() == 1) return std::move(adapters.front());
+    return std::make_unique<RoutingAdapter>(std::move(adapters));
+}
+
+}  // namespace remit

@@ -1,0 +1,58 @@
+// What performs a run's host calls, as the host operator configured it (docs/adapters.md "Which
+// adapters a run uses"): a list of adapter specs, each plain data that the run's `run_start`
+// records (`adapters`), so a resume — or any other process that continues the run — opens the same
+// adapters without the original command line. The command line builds the list from its flags
+// (`--fixtures`, `--adapter`, `--live`); openAdapters turns it into the one Adapter the broker's
+// dispatches go to. With several specs, each call goes to the first adapter that serves it
+// (broker/routing_adapter.h): particular resources first, the adapter that serves everything last.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/adapter.h"
+#include "runtime/json_text.h"
+
+namespace remit {
+
+struct AdapterSpec {
+    enum class Kind : uint8_t {
+        Fixtures,  // canned results from a fixture file (broker/fixture_adapter.h)
+        Process,   // an adapter process speaking JSON lines (broker/process_adapter.h)
+        Live,      // a prototype-style adapters.py through the Python shim
+        None,      // nothing performs calls: a program without host-call sites
+    } kind = Kind::None;
+    std::string path;        // Fixtures: the fixture file; Live: the program's folder (where adapters.py is)
+    std::string command;     // Process: the command line, as the operator wrote it
+    std::string workingDir;  // Process: the absolute directory the process starts in
+};
+
+// The run's `mode` as `run_start` and the `trace:` line show it (docs/broker.md "Traces"): that of
+// the last spec — `fixtures:PATH`, `adapter`, `live` or `none`.
+std::string adapterMode(const std::vector<AdapterSpec>& specs);
+
+// The `adapters` array `run_start` records, and back. fromJson refuses (nullopt, `error` saying
+// what is wrong) anything it does not know, so a damaged record never opens a different adapter.
+Json adapterSpecsJson(const std::vector<AdapterSpec>& specs);
+std::optional<std::vector<AdapterSpec>> adapterSpecsFromJson(const Json& value, std::string& error);
+
+struct AdapterOpenOptions {
+    std::string liveShim;  // the Python shim `Live` runs (scripts/remit-py-adapter)
+};
+
+// Why a spec could not be opened: which one, the message (naming the file, not the flag) and a hint.
+struct AdapterOpenError {
+    size_t index = 0;
+    std::string message, hint;
+};
+
+// Opens every spec (a fixture file is read and validated now, a process is checked to exist and
+// started on its first call). One spec gives its adapter, several a RoutingAdapter over them in
+// order. Null with `error` set when one cannot be opened; nothing has been started then.
+std::unique_ptr<Adapter> openAdapters(const std::vector<AdapterSpec>& specs, const AdapterOpenOptions& options,
+                                      AdapterOpenError& error);
+
+}  // namespace remit

@@ -1,0 +1,134 @@
+// A run's adapter configuration (session/run_adapters.h) and several adapters behind one
+// (broker/routing_adapter.h): which adapter performs each call, what the trace's `adapter` field
+// says, how the record a run keeps reads back, and that a damaged record is refused.
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "broker/routing_adapter.h"
+#include "session/run_adapters.h"
+
+using namespace remit;
+
+namespace {
+
+// Serves the names it is given (all when empty) and answers with its own label.
+class LabelAdapter final : public Adapter {
+public:
+    LabelAdapter(std::string label, std::vector<std::string> names, int* replays = nullptr)
+        : label_(std::move(label)), names_(std::move(names)), replays_(replays) {}
+    AdapterReply perform(const AdapterRequest&) override {
+        AdapterReply reply;
+        reply.ok = true;
+        reply.result = label_;
+        return reply;
+    }
+    void replayed(const AdapterRequest&) override {
+        if (replays_) ++*replays_;
+    }
+    bool serves(AdapterRequest::Kind, const std::string& name) const override {
+        if (names_.empty()) return true;
+        for (const std::string& n : names_)
+            if (n == name) return true;
+        return false;
+    }
+    const char* kind() const override { return label_.c_str(); }
+
+private:
+    std::string label_;
+    std::vector<std::string> names_;
+    int* replays_;
+};
+
+AdapterRequest call(const std::string& resource) {
+    AdapterRequest r;
+    r.kind = AdapterRequest::Kind::Call;
+    r.resource = resource;
+    return r;
+}
+
+AdapterRequest ask(const std::string& model) {
+    AdapterRequest r;
+    r.kind = AdapterRequest::Kind::Ask;
+    r.model = model;
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("routing adapter: the first adapter that serves a call performs it, and the reply names it") {
+    int replays = 0;
+    std::vector<std::unique_ptr<Adapter>> adapters;
+    adapters.push_back(std::make_unique<LabelAdapter>("model", std::vector<std::string>{"llm"}, &replays));
+    adapters.push_back(std::make_unique<LabelAdapter>("fixture", std::vector<std::string>{}));
+    RoutingAdapter routing(std::move(adapters));
+
+    AdapterReply fromModel = routing.perform(ask("llm"));
+    CHECK(fromModel.ok);
+    CHECK(fromModel.result == "model");
+    CHECK(fromModel.adapter == "model");
+    AdapterReply fromFixtures = routing.perform(call("web.fetch"));
+    CHECK(fromFixtures.result == "fixture");
+    CHECK(fromFixtures.adapter == "fixture");
+    // A model call to another model falls through to the adapter that serves everything.
+    CHECK(routing.perform(ask("other")).adapter == "fixture");
+    CHECK(std::string(routing.kind()) == "fixture");
+
+    routing.replayed(ask("llm"));
+    CHECK(replays == 1);
+}
+
+TEST_CASE("routing adapter: a call nobody serves fails operationally, naming the resource") {
+    std::vector<std::unique_ptr<Adapter>> adapters;
+    adapters.push_back(std::make_unique<LabelAdapter>("model", std::vector<std::string>{"llm"}));
+    RoutingAdapter routing(std::move(adapters));
+    CHECK_FALSE(routing.serves(AdapterRequest::Kind::Call, "email.send"));
+    AdapterReply reply = routing.perform(call("email.send"));
+    CHECK_FALSE(reply.ok);
+    CHECK(reply.errorCode == "CapabilityFailed");
+    CHECK(reply.message.find("'email.send'") != std::string::npos);
+}
+
+TEST_CASE("run adapters: the record a run keeps reads back to the same specs, and the mode follows the last") {
+    std::vector<AdapterSpec> specs = {
+        {AdapterSpec::Kind::Process, "", "python3 ad.py", "/srv/app"},
+        {AdapterSpec::Kind::Fixtures, "fixtures/run.json", "", ""},
+    };
+    Json record = adapterSpecsJson(specs);
+    std::string error;
+    auto back = adapterSpecsFromJson(record, error);
+    REQUIRE_MESSAGE(back, error);
+    REQUIRE(back->size() == 2);
+    CHECK(adapterSpecsJson(*back) == record);
+    CHECK((*back)[0].command == "python3 ad.py");
+    CHECK((*back)[0].workingDir == "/srv/app");
+    CHECK(adapterMode(specs) == "fixtures:fixtures/run.json");
+    CHECK(adapterMode({{AdapterSpec::Kind::Process, "", "x", "/"}}) == "adapter");
+    CHECK(adapterMode({}) == "none");
+}
+
+TEST_CASE("run adapters: a damaged record is refused, never opened as something else") {
+    std::string error;
+    CHECK_FALSE(adapterSpecsFromJson(Json::object(), error));
+    for (const char* text : {R"([{"kind": "shell", "command": "rm -rf /"}])", R"([{"kind": "process", "command": "x"}])",
+                             R"([{"kind": "fixtures", "path": 7}])", R"([3])", R"([{"path": "x"}])"}) {
+        error.clear();
+        CHECK_MESSAGE(!adapterSpecsFromJson(Json::parse(text), error), text);
+        CHECK_MESSAGE(!error.empty(), text);
+    }
+}
+
+TEST_CASE("run adapters: a spec that cannot be opened names itself, and nothing is opened") {
+    AdapterOpenError error;
+    std::vector<AdapterSpec> specs = {{AdapterSpec::Kind::None, "", "", ""},
+                                      {AdapterSpec::Kind::Fixtures, "/nonexistent/fixtures.json", "", ""}};
+    CHECK_FALSE(openAdapters(specs, {}, error));
+    CHECK(error.index == 1);
+    CHECK(error.message.find("/nonexistent/fixtures.json") != std::string::npos);
+    error = {};
+    auto none = openAdapters({{AdapterSpec::Kind::None, "", "", ""}}, {}, error);
+    REQUIRE(none);
+    CHECK(std::string(none->kind()) == "fixture");
+}
