@@ -981,7 +981,7 @@ void stopOnSignal(int) {
 }  // namespace
 
 bool serveUntilSignalled(Server& server, const std::string& host, uint16_t port, Handler& handler,
-                         const std::function<void(uint16_t)>& listening, std::string& error) {
+                         const std::function<void(const std::string&)>& listening, std::string& error) {
     // The server holds up to maxOpenConnections connections, and the work behind it takes
     // descriptors besides; a soft limit of 1024, common for services, would refuse connections
     // long before that. The hard limit is the operator's: it is never exceeded.
@@ -1000,12 +1000,14 @@ bool serveUntilSignalled(Server& server, const std::string& host, uint16_t port,
     ::sigaction(SIGINT, &action, nullptr);
     ::sigaction(SIGTERM, &action, nullptr);
     if (!server.listen(host, port, error)) {
-        int saved = errno;
+        if (errno == EADDRINUSE)
+            error += fmt::format("\n  hint: another server holds port {}; pick another --port, or --port 0 for a free one",
+                                 port);
         gSignalled = nullptr;
-        errno = saved;
         return false;
     }
-    listening(server.port());
+    bool v6 = host.find(':') != std::string::npos;
+    listening(fmt::format("http://{}{}{}:{}", v6 ? "[" : "", host, v6 ? "]" : "", server.port()));
     server.run(handler);
     gSignalled = nullptr;
     return true;

@@ -196,10 +196,12 @@ private:
 };
 
 // Listens on host:port and serves `handler` until SIGINT or SIGTERM (then returns true, once every
-// request being answered has finished), calling `listening(port)` once it listens. The process's
-// soft descriptor limit is raised to fit the server's connections (never above the hard limit).
-// False with `error` (and errno set, EADDRINUSE for a port in use) when it cannot listen.
+// request being answered has finished), calling `listening(base)` once it listens, with the URL of
+// the server's root without its slash (`http://127.0.0.1:8001`, an IPv6 host in brackets, the port
+// actually bound). The process's soft descriptor limit is raised to fit the server's connections
+// (never above the hard limit). False with `error` when it cannot listen; for a port in use, the
+// error ends with a line `  hint: …` saying what to do.
 bool serveUntilSignalled(Server& server, const std::string& host, uint16_t port, Handler& handler,
-                         const std::function<void(uint16_t)>& listening, std::string& error);
+                         const std::function<void(const std::string&)>& listening, std::string& error);
 
 }  // namespace remit::cli::http

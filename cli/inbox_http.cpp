@@ -718,19 +718,13 @@ int inboxCommand(std::string_view tool, const std::vector<std::string>& argv) {
     http::Server server(limits);
     Inbox inbox(tool, options, std::move(*keys));
     std::string error;
-    bool served = http::serveUntilSignalled(server, options.host, options.port, inbox, [&](uint16_t port) {
-        bool v6 = options.host.find(':') != std::string::npos;
-        fmt::print(stderr, "{} inbox: listening on http://{}{}{}:{}/ ({} approver key(s), {} viewer key(s); store {})\n",
-                   tool, v6 ? "[" : "", options.host, v6 ? "]" : "", port, approvers, viewers,
-                   approvalStorePath(options.stateDir).string());
+    bool served = http::serveUntilSignalled(server, options.host, options.port, inbox, [&](const std::string& base) {
+        fmt::print(stderr, "{} inbox: listening on {}/ ({} approver key(s), {} viewer key(s); store {})\n", tool, base,
+                   approvers, viewers, approvalStorePath(options.stateDir).string());
         std::fflush(stderr);
     }, error);
     if (!served) {
-        bool inUse = errno == EADDRINUSE;
         fmt::print(stderr, "{}: error: {}\n", tool, error);
-        if (inUse)
-            fmt::print(stderr, "  hint: another server holds port {}; pick another --port, or --port 0 for a free one\n",
-                       options.port);
         return kFailure;
     }
     return kOk;

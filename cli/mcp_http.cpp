@@ -400,19 +400,12 @@ int serveMcpHttp(std::string_view tool, const McpHttpOptions& options, McpEndpoi
     http::Server server(limits);
     McpHttp handler(tool, options, std::move(keys), std::move(usage), endpoint);
     std::string error;
-    bool served = http::serveUntilSignalled(server, options.host, options.port, handler, [&](uint16_t port) {
-        bool v6 = options.host.find(':') != std::string::npos;
-        fmt::print(stderr, "{} mcp: listening on http://{}{}{}:{}/mcp\n", tool, v6 ? "[" : "", options.host,
-                   v6 ? "]" : "", port);
+    bool served = http::serveUntilSignalled(server, options.host, options.port, handler, [&](const std::string& base) {
+        fmt::print(stderr, "{} mcp: listening on {}/mcp\n", tool, base);
         std::fflush(stderr);
     }, error);
     if (!served) {
-        bool inUse = errno == EADDRINUSE;
         fmt::print(stderr, "{}: error: {}\n", tool, error);
-        if (inUse)
-            fmt::print(stderr,
-                       "  hint: another server holds port {}; pick another --port, or --port 0 for a free one\n",
-                       options.port);
         return kFailure;
     }
     return kOk;

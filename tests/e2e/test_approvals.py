@@ -8,7 +8,7 @@ prototype's format (three sections, no request times) still lists."""
 import json
 import shlex
 
-from harness import REMIT, REMITVM, Workspace, expect, main, read_trace, run
+from harness import REMIT, REMITVM, REPO, Workspace, expect, main, read_trace, run
 
 HOST = """input who tags untrusted
 
@@ -199,18 +199,16 @@ def resume_from_elsewhere(command):
                f"the resume runs the program and `{command}` where the run was made", c)
 
 
-# Counts its effects: one line in effects.log per mail.send performed.
-COUNTING_ADAPTER = """import json, sys
-for line in sys.stdin:
-    r = json.loads(line)
-    if r["resource"] == "mail.send":
-        with open("effects.log", "a") as log:
-            log.write(r["idempotency_key"] + "\\n")
-        result = "m-7"
-    else:
-        result = "a customer"
-    print(json.dumps({"id": r["id"], "ok": True, "result": result}), flush=True)
-"""
+# An adapter with countable effects: each call it performs is a line of its --log
+# (tests/e2e/adapters/effects_adapter.py); here copied into the workspace as ad.py, whose first
+# line (#!) the test breaks and mends.
+EFFECTS_ADAPTER = (REPO / "tests/e2e/adapters/effects_adapter.py").read_text().split("\n", 1)[1]
+
+
+def sends(ws):
+    log = ws.path / "effects.jsonl"
+    lines = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return [e for e in lines if e.get("resource") == "mail.send"]
 
 
 def test_an_approval_is_used_only_by_a_dispatch_that_reaches_the_adapter():
@@ -218,10 +216,11 @@ def test_an_approval_is_used_only_by_a_dispatch_that_reaches_the_adapter():
     approves once, the failed starts give it back (and the trace says so), and the fixed resume
     performs the effect once under that approval."""
     with workspace() as ws:
-        script = ws.write("ad.py", "#!/usr/bin/env python3\n" + COUNTING_ADAPTER)
+        script = ws.write("ad.py", "#!/usr/bin/env python3\n" + EFFECTS_ADAPTER)
         script.chmod(0o755)
         state = ws.path / "st"
-        r = run(REMITVM, "run", "prog.rmt", "-i", "who=Ada", "--adapter", "./ad.py", "--state-dir", state,
+        adapter = "./ad.py --log effects.jsonl"
+        r = run(REMITVM, "run", "prog.rmt", "-i", "who=Ada", "--adapter", adapter, "--state-dir", state,
                 cwd=ws.path)
         expect(r.code == 3, "paused", r)
         run_id = read_trace(sorted(state.glob("runs/*.jsonl"))[-1])[0]["run_id"]
@@ -234,10 +233,10 @@ def test_an_approval_is_used_only_by_a_dispatch_that_reaches_the_adapter():
             listed = json.loads(run(REMITVM, "approvals", "list", "--json", "--state-dir", state, cwd=elsewhere).out)
             expect(len(listed) == 1 and listed[0]["status"] == "approved" and listed[0]["approved_by"] == "alice",
                    f"{what}: the approval is still there, unused: {listed}")
-            expect(not (ws.path / "effects.log").exists(), f"{what}: nothing was performed")
+            expect(not sends(ws), f"{what}: nothing was sent")
 
         # 1. A bad interpreter: the adapter cannot be started (exec fails).
-        script.write_text("#!/nonexistent/python3\n" + COUNTING_ADAPTER)
+        script.write_text("#!/nonexistent/python3\n" + EFFECTS_ADAPTER)
         c = run(REMITVM, "resume", run_id, "--state-dir", state, cwd=elsewhere)
         expect(c.code == 2 and "did not reach the adapter" in c.err and "cannot start adapter process" in c.err
                and "the approval by alice is kept" in c.err and f"resume" in c.err,
@@ -253,11 +252,12 @@ def test_an_approval_is_used_only_by_a_dispatch_that_reaches_the_adapter():
         t = run(REMITVM, "trace", stopped[0]["run_id"], "--state-dir", state, cwd=elsewhere)
         expect("not delivered: mail.send @ main#1" in t.out and "is kept" in t.out and "in flight" not in t.out,
                "trace shows it as not delivered, not in flight", t)
-        script.write_text("#!/usr/bin/env python3\n" + COUNTING_ADAPTER)
+        script.write_text("#!/usr/bin/env python3\n" + EFFECTS_ADAPTER)
 
         # 2. A process that starts and dies before reading the request (python3 cannot open ad.py
         # from here), twice (once restarted): not delivered either.
-        c = run(REMITVM, "resume", run_id, "--adapter", "python3 ad.py", "--state-dir", state, cwd=elsewhere)
+        c = run(REMITVM, "resume", run_id, "--adapter", "python3 ad.py --log effects.jsonl", "--state-dir", state,
+                cwd=elsewhere)
         expect(c.code == 2 and "without reading the request" in c.err and "is kept" in c.err,
                "a process that dies before reading gives the approval back", c)
         still_approved("after a process that died before reading")
@@ -268,9 +268,9 @@ def test_an_approval_is_used_only_by_a_dispatch_that_reaches_the_adapter():
         still_approved("after a missing program")
 
         # 4. Fixed: the same approval, the effect once.
-        c = run(REMITVM, "resume", run_id, "--adapter", "./ad.py", "--state-dir", state, cwd=ws.path)
-        expect(c.code == 0 and json.loads(c.out) == "sent m-7", "the fixed resume completes", c)
-        effects = (ws.path / "effects.log").read_text().split()
+        c = run(REMITVM, "resume", run_id, "--adapter", adapter, "--state-dir", state, cwd=ws.path)
+        expect(c.code == 0 and json.loads(c.out) == "sent done:mail.send", "the fixed resume completes", c)
+        effects = [e["key"] for e in sends(ws)]
         expect(len(effects) == 1, f"the effect happened once: {effects}")
         events = [e for path in state.glob("runs/*.jsonl") for e in read_trace(path)]
         sent = [e for e in events if e["event"] == "call" and e["resource"] == "mail.send"]

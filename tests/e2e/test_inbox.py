@@ -15,26 +15,7 @@ import subprocess
 import urllib.parse
 
 from harness import REMIT, REMITVM, Workspace, expect, main, run
-
-HOST = """input who tags untrusted
-
-capability crm.lookup(name: Str) -> Str
-  tags untrusted
-  cost 0.001
-
-capability mail.send(to: Str, body: Str approve untrusted) -> Str
-  cost 0.002
-"""
-
-PROGRAM = """program mailer
-uses crm.lookup, mail.send
-
-fn main(who: Str) -> Str {
-  let note = crm.lookup(name: who)
-  let id = mail.send(to: "ops@example.com", body: "about " + note)
-  return "sent " + id
-}
-"""
+from test_approvals import HOST, PROGRAM  # the mailer whose send needs approval
 
 FIXTURES = json.dumps({"capabilities": {"crm.lookup": [{"output": "a customer"}] * 4,
                                         "mail.send": [{"output": "m-1"}] * 4}})

@@ -35,7 +35,7 @@ function check(condition, message, detail) {
 
 const HOST = `input who tags untrusted
 
-capability crm.lookup(name: Str) -> Str
+capability crm.lookup(id: Str) -> Str
   tags untrusted
   cost 0.001
 
@@ -43,31 +43,21 @@ capability mail.send(to: Str, body: Str approve untrusted) -> Str
   cost 0.002
 `;
 
-// The body derives from the lookup, whose result repeats the (untrusted) name.
+// The body holds the (untrusted) name and derives from the lookup.
 const PROGRAM = `program mailer
 uses crm.lookup, mail.send
 
 fn main(who: Str) -> Str {
-  let note = crm.lookup(name: who)
-  let id = mail.send(to: "ops@example.com", body: "about " + note)
+  let note = crm.lookup(id: who)
+  let id = mail.send(to: "ops@example.com", body: "about " + who + ": " + note)
   return "sent " + id
 }
 `;
 
 const POLICY = '[grant."crm.lookup"]\nmax_calls = 1\n\n[grant."mail.send"]\nmax_calls = 1\n';
 
-// Performs every call; each mail.send appends its idempotency key to effects.log.
-const ADAPTER = `import json, sys
-for line in sys.stdin:
-    r = json.loads(line)
-    if r["resource"] == "mail.send":
-        with open("effects.log", "a") as log:
-            log.write(r["idempotency_key"] + "\\n")
-        result = "m-7"
-    else:
-        result = "notes about " + r["args"]["name"]
-    print(json.dumps({"id": r["id"], "ok": True, "result": result}), flush=True)
-`;
+// An adapter with countable effects: each call it performs is a line of effects.jsonl.
+const ADAPTER = new URL("../e2e/adapters/effects_adapter.py", import.meta.url).pathname;
 
 const XSS = `<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">`;
 const TOKENS = { alice: "tok-alice-7f3a9c", victor: "tok-victor-51be20", bot: "tok-bot-9d0e44" };
@@ -78,7 +68,6 @@ const write = (name, text) => writeFileSync(join(work, name), text);
 write("host.rmti", HOST);
 write("mailer.rmt", PROGRAM);
 write("policy.toml", POLICY);
-write("ad.py", ADAPTER);
 write("keys.json", JSON.stringify({ keys: [
   { id: "alice", sha256: sha256(TOKENS.alice), role: "approver" },
   { id: "victor", sha256: sha256(TOKENS.victor), role: "viewer" },
@@ -90,11 +79,11 @@ function remit(...args) {
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 const store = () => JSON.parse(readFileSync(join(work, "st/approvals.json"), "utf8"));
-const effects = () => (existsSync(join(work, "effects.log")) ? readFileSync(join(work, "effects.log"), "utf8").split("\n").filter(Boolean) : []);
+const effects = () => (existsSync(join(work, "effects.jsonl")) ? readFileSync(join(work, "effects.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)).filter((e) => e.resource === "mail.send") : []);
 
 // Runs the program for `who` until it pauses; returns {run_id, digest}.
 function pause(who) {
-  const r = remit("run", "mailer.rmt", "-i", `who=${who}`, "--adapter", "python3 ad.py", "--state-dir", "st", "--json");
+  const r = remit("run", "mailer.rmt", "-i", `who=${who}`, "--adapter", `python3 ${ADAPTER} --log effects.jsonl`, "--state-dir", "st", "--json");
   check(r.code === 3, `the run for ${JSON.stringify(who)} pauses for approval`, r);
   const envelope = JSON.parse(r.out);
   return { run_id: envelope.run_id, digest: envelope.pending.digest };
@@ -188,7 +177,7 @@ try {
   [response] = await Promise.all([page.waitForNavigation(), page.click(`a[href="/requests/${first.digest}"]`)]);
   check(response.status() === 200, "the request page opens");
   const shown = await page.$eval("#arguments", (el) => el.textContent);
-  check(shown.includes(JSON.stringify(`about notes about ${XSS}`)), "the untrusted argument is shown whole, as text (JSON)", shown);
+  check(shown.includes(JSON.stringify(`about ${XSS}: customer of ${XSS}`)), "the untrusted argument is shown whole, as text (JSON)", shown);
   const probe = await page.evaluate(() => ({
     pwned: window.__pwned,
     images: document.querySelectorAll("img").length,
@@ -226,7 +215,7 @@ try {
   check((await page.$eval("#requests tbody tr", (el) => el.textContent)).includes("approved by alice"), "the row says who approved it");
   check(store().approved[first.digest]?.by === "alice", "the store holds alice's approval", store().approved);
   let r = remit("resume", first.run_id, "--state-dir", "st");
-  check(r.code === 0 && JSON.parse(r.out) === "sent m-7", "the resumed run completes", r);
+  check(r.code === 0 && JSON.parse(r.out) === "sent done:mail.send", "the resumed run completes", r);
   check(effects().length === 1, "the effect happened once", effects());
   await page.goto(base + "/");
   check(await page.$("#requests") === null, "nothing is pending any more");
