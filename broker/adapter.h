@@ -20,7 +20,10 @@ struct AdapterRequest {
     std::string runId;
     std::string site;              // "fn#k"
     std::string idempotencyKey;    // docs/broker.md "Idempotency keys"
-    uint64_t timeoutMs = 0;        // the call's `timeout`, else the default
+    uint64_t timeoutMs = 0;        // the call's `timeout`, else the model's configured one, else the default
+    uint32_t attempt = 0;          // 0 for the first attempt of this call, 1 for its first retry, …
+    Json argTags;                  // {param: [tag, …]}: the deep tags of each argument
+    Json pcTags;                   // [tag, …]: the tags of the control flow that reached the call
     // Call:
     std::string resource;          // capability name
     Json args;                     // {param: value}, plain JSON
@@ -33,6 +36,13 @@ struct AdapterRequest {
     std::string renderedPrompt;    // the prototype's rendering (docs/broker.md); fixtures `match` on it
     Json schema;                   // JSON Schema of the requested type
     std::string typeName;          // how the type is written, e.g. "Verdict" or "List[Str] max 5"
+    // The repair turn: on a retry of a model call whose earlier attempt gave an answer that did not
+    // fit its type (R0502), that answer (null when the adapter could not read one) and why.
+    struct Previous {
+        Json answer;
+        std::string error;
+    };
+    std::optional<Previous> previous;
 };
 
 struct AdapterReply {

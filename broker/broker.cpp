@@ -112,16 +112,28 @@ bool Broker::record(const Json& event, bool durable) {
     return options_.trace->emit(event) && (!durable || options_.trace->sync());
 }
 
-AdapterRequest Broker::requestFor(const HostCall& call, const Json& rawArgs, const std::string& key) const {
+AdapterRequest Broker::requestFor(const Attempt& a) const {
+    const HostCall& call = *a.call;
     const Site& site = *call.site;
+    const Json& rawArgs = a.rawArgs;
     AdapterRequest request;
     request.kind = site.kind != SiteKind::Capability ? AdapterRequest::Kind::Ask : AdapterRequest::Kind::Call;
     request.runId = options_.runId;
     request.site = site.id;
-    request.idempotencyKey = key;
+    request.idempotencyKey = a.key;
+    request.attempt = call.attempt;
+    // A call without a `timeout` of its own waits as long as the host configured for its model.
+    const ModelConfig* configured = nullptr;
+    if (request.kind == AdapterRequest::Kind::Ask && options_.policy)
+        if (auto it = options_.policy->models.find(site.resource); it != options_.policy->models.end())
+            configured = &it->second;
     request.timeoutMs = site.timeoutSeconds && *site.timeoutSeconds > 0
                             ? static_cast<uint64_t>(std::min(*site.timeoutSeconds, 86400.0) * 1000.0)
-                            : options_.defaultTimeoutMs;
+                        : configured ? static_cast<uint64_t>(configured->timeoutMs)
+                                     : options_.defaultTimeoutMs;
+    auto [argTags, derived] = provenanceOf(a);
+    request.argTags = std::move(argTags);
+    request.pcTags = namesJson(run_.heap(), call.pcTags);
     request.resource = site.resource;
     request.args = rawArgs;
     if (request.kind == AdapterRequest::Kind::Ask) {
@@ -136,6 +148,8 @@ AdapterRequest Broker::requestFor(const HostCall& call, const Json& rawArgs, con
         request.renderedPrompt = renderPrompt(request.prompt, request.context);
         request.schema = jsonSchemaFor(call.askType);
         request.typeName = call.askType ? showType(call.askType) : "Unit";
+        if (call.attempt > 0)
+            if (auto it = lastInvalid_.find(site.id); it != lastInvalid_.end()) request.previous = it->second;
     }
     return request;
 }
@@ -166,6 +180,9 @@ Decision Broker::decide(const HostCall& call) {
     const bool isModel = site.kind != SiteKind::Capability;
     const std::string& resource = site.resource;  // agents: their model
     auto heapFailure = [&]() { return refuse(heap.failed() ? heap.takeError() : err(DiagCode::R0701, "out of memory")); };
+
+    // A new call at the site (not a retry): an earlier call's invalid answer is not this one's.
+    if (call.attempt == 0) lastInvalid_.erase(site.id);
 
     Attempt a;
     a.call = &call;
@@ -523,7 +540,7 @@ Decision Broker::reserveAndDispatch() {
     }
     Decision d;
     d.kind = Decision::Kind::Dispatch;
-    d.request = requestFor(*a.call, a.rawArgs, a.key);
+    d.request = requestFor(a);
     d.reasons = a.reasons;
     if (a.approval.is_object()) {
         d.approvedBy = a.approval["approved_by"].get<std::string>();
@@ -621,8 +638,11 @@ Decision Broker::complete(const AdapterReply& reply) {
         if (!record({{"event", "invalid_output"}, {"run_id", options_.runId}, {"site", site.id},
                      {"resource", resource}, {"message", *decoded.invalidOutput}}))
             return stopForTrace(fmt::format("the invalid output of '{}' at {} is not recorded", resource, site.id));
+        lastInvalid_[site.id] = AdapterRequest::Previous{reply.result, *decoded.invalidOutput};
         return refuse(err(DiagCode::R0502, *decoded.invalidOutput, Json{{"resource", resource}}), true);
     }
+    if (callError && callError->code == DiagCode::R0502)  // the adapter could not read an answer at all
+        lastInvalid_[site.id] = AdapterRequest::Previous{nullptr, callError->message};
     if (callError) return refuse(std::move(*callError), operational);
     return answered(std::move(*decoded.value));
 }
@@ -825,7 +845,7 @@ Decision Broker::replayRecorded(const Attempt& a) {
     ++replayed_;
     // An adapter that keeps state by the order of calls (fixtures) advances past this one, so the
     // next live call gets what it would have got in the uninterrupted run.
-    replayedRequest_ = requestFor(call, rawArgs, key);
+    replayedRequest_ = requestFor(a);
     double cost = rec.contains("cost_usd") && rec["cost_usd"].is_number() ? rec["cost_usd"].get<double>() : 0.0;
     if (std::isfinite(cost) && cost > 0) spent_ += cost;
     uint64_t seq = ++seq_;
@@ -845,6 +865,7 @@ Decision Broker::replayRecorded(const Attempt& a) {
                 if (auto parsed = parseDiagCode(c->get<std::string>())) code = *parsed;
             if (auto m = e->find("message"); m != e->end() && m->is_string()) message = m->get<std::string>();
         }
+        if (code == DiagCode::R0502) lastInvalid_[site.id] = AdapterRequest::Previous{nullptr, message};
         return refuse(err(code, message, Json{{"resource", resource}}), diagInfo(code).operational);
     }
     Decoded decoded = decodeResult(call, rec["result"], a.allArgTags, a.prov, seq);
@@ -855,6 +876,7 @@ Decision Broker::replayRecorded(const Attempt& a) {
     if (decoded.invalidOutput) {
         emit({{"event", "invalid_output"}, {"run_id", options_.runId}, {"site", site.id}, {"resource", resource},
               {"message", *decoded.invalidOutput}});
+        lastInvalid_[site.id] = AdapterRequest::Previous{rec["result"], *decoded.invalidOutput};
         return refuse(err(DiagCode::R0502, *decoded.invalidOutput, Json{{"resource", resource}}), true);
     }
     return answered(std::move(*decoded.value));

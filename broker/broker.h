@@ -203,6 +203,10 @@ private:
     std::vector<bool> inFlightSent_;
     std::optional<Attempt> current_;
     std::optional<AdapterRequest> replayedRequest_;
+    // Per site: the last answer of the call in progress there that did not fit its type, for the
+    // repair turn of its retry (AdapterRequest::previous). Replayed calls set it too, so a resumed
+    // run's retry carries what the uninterrupted run's would have.
+    std::map<std::string, AdapterRequest::Previous> lastInvalid_;
 
     Decision refuse(RuntimeError error, bool operational = false);
     Decision answered(Value value);
@@ -216,7 +220,7 @@ private:
     std::pair<Json, Json> provenanceOf(const Attempt& a) const;
     // {param: [seq]}: the calls each argument derives from (a pending request shows them per argument).
     Json argDerivedFrom(const Attempt& a) const;
-    AdapterRequest requestFor(const HostCall& call, const Json& rawArgs, const std::string& key) const;
+    AdapterRequest requestFor(const Attempt& a) const;
     // (declared ∪ deep argument tags ∪ pc) − clears.
     std::optional<TagSetId> resultTagsFor(const HostCall& call, TagSetId allArgTags);
     // Writes an event to the trace (and fsyncs it when `durable`); false when the trace failed.

@@ -330,6 +330,7 @@ private:
             j["type"] = "call";
             j["resource"] = r.resource;
             j["args"] = r.args.is_null() ? Json::object() : r.args;
+            j["arg_tags"] = r.argTags.is_object() ? r.argTags : Json::object();
         } else {
             j["type"] = "ask";
             j["model"] = r.model;
@@ -340,10 +341,16 @@ private:
             j["rendered_prompt"] = r.renderedPrompt;
             j["schema"] = r.schema;
             j["type_name"] = r.typeName;
+            j["arg_tags"] = r.argTags.is_object() ? r.argTags : Json::object();
+            j["previous"] = r.previous ? Json{{"answer", r.previous->answer}, {"error", r.previous->error}} : Json(nullptr);
         }
         j["idempotency_key"] = r.idempotencyKey;
         j["timeout_ms"] = timeoutMs;
         j["run_id"] = r.runId;
+        // Added after the first version of the protocol (docs/adapters.md): older adapters ignore them.
+        j["site"] = r.site;
+        j["attempt"] = r.attempt;
+        j["pc_tags"] = r.pcTags.is_array() ? r.pcTags : Json::array();
         // Compact output never contains a raw newline; invalid UTF-8 is replaced, not thrown.
         std::string line = j.dump(-1, ' ', false, Json::error_handler_t::replace);
         line += '\n';

@@ -22,10 +22,7 @@
 
 namespace remit::cli {
 
-
-int traceCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--full"}, {"--why", "--state-dir"}, args)) return kUsage;
+int traceCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: trace needs exactly one RUN_ID (or trace path)\n", tool);
         return kUsage;
@@ -100,9 +97,7 @@ int approveResolved(std::string_view tool, const Args& args, ApprovalStore& stor
 
 }  // namespace
 
-int approveCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {}, {"--by", "--state-dir"}, args)) return kUsage;
+int approveCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 1 || args.positional[0].empty()) {
         fmt::print(stderr, "{}: error: approve needs a DIGEST (or a unique prefix of one) or a RUN_ID\n", tool);
         return kUsage;
@@ -116,8 +111,6 @@ int approveCommand(std::string_view tool, const std::vector<std::string>& argv) 
 }
 
 namespace {
-
-std::string oneLine(const nlohmann::json& value) { return dumpJson(value, JsonTextStyle{false, false, -1, ", ", ": "}); }
 
 int approvalsList(std::string_view tool, const Args& args, const ApprovalStore& store) {
     nlohmann::json requests = pendingRequestsJson(store);
@@ -138,7 +131,7 @@ int approvalsList(std::string_view tool, const Args& args, const ApprovalStore& 
                    r["run_id"].is_string() ? "  run " + r["run_id"].get<std::string>() : "",
                    age.empty() ? "" : "  asked " + age);
         for (const auto& reason : r["reasons"]) fmt::print("    needs approval: {}\n", reason.get<std::string>());
-        std::string argsText = oneLine(r["args"]);
+        std::string argsText = oneLineJson(r["args"]);
         if (argsText.size() > 100) argsText = argsText.substr(0, 100) + "… (`approvals show` has them all)";
         fmt::print("    args: {}\n", argsText);
         if (r["status"] == "approved")
@@ -175,14 +168,14 @@ int approvalsShow(std::string_view tool, const Args& args, const ApprovalStore& 
     for (std::string line; std::getline(lines, line);) fmt::print("    {}\n", line);
     if (request["arg_tags"].is_object())
         for (auto it = request["arg_tags"].begin(); it != request["arg_tags"].end(); ++it)
-            if (it->is_array() && !it->empty()) fmt::print("  '{}' carries {}\n", it.key(), oneLine(*it));
+            if (it->is_array() && !it->empty()) fmt::print("  '{}' carries {}\n", it.key(), oneLineJson(*it));
     if (request["arg_derived_from"].is_object())
         for (auto it = request["arg_derived_from"].begin(); it != request["arg_derived_from"].end(); ++it)
-            if (it->is_array() && !it->empty()) fmt::print("  '{}' derives from call(s) {}\n", it.key(), oneLine(*it));
+            if (it->is_array() && !it->empty()) fmt::print("  '{}' derives from call(s) {}\n", it.key(), oneLineJson(*it));
     if (request["derived_from"].is_array()) {
         if (request["derived_from"].empty()) {
             fmt::print("  the arguments derive only from the run's inputs and the program's constants{}\n",
-                       request["inputs"].is_null() ? "" : ": " + oneLine(request["inputs"]));
+                       request["inputs"].is_null() ? "" : ": " + oneLineJson(request["inputs"]));
         } else {
             fmt::print("  the arguments derive from these calls (as `trace --why` shows them):\n");
             for (const auto& seq : request["derived_from"]) {
@@ -202,7 +195,7 @@ int approvalsShow(std::string_view tool, const Args& args, const ApprovalStore& 
                    m.value("worst_case_cost_usd", nlohmann::json()).dump());
         for (const auto& f : m["flows"])
             fmt::print("    flow into {}: {} ({})\n", stringField(f, "sink"),
-                       oneLine(f.value("tags", nlohmann::json::array())), stringField(f, "verdict"));
+                       oneLineJson(f.value("tags", nlohmann::json::array())), stringField(f, "verdict"));
     } else if (!programPath.empty()) {
         fmt::print("  (the program {} cannot be read or checked any more, so its manifest is not shown)\n",
                    programPath);
@@ -215,43 +208,48 @@ int approvalsShow(std::string_view tool, const Args& args, const ApprovalStore& 
 
 }  // namespace
 
-int approvalsCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    constexpr const char* kUsage_ = "approvals needs a subcommand: list, show ID, approve ID or deny ID [--reason R]";
-    if (argv.empty()) {
-        fmt::print(stderr, "{}: error: {}\n", tool, kUsage_);
-        return kUsage;
+namespace {
+
+// The store of the state directory and the pending request `approvals SUB ID` names; prints why
+// not and returns empty (exit 2).
+std::string resolveOperand(std::string_view tool, std::string_view sub, const Args& args, ApprovalStore& store) {
+    if (args.positional.size() != 1 || args.positional[0].empty()) {
+        fmt::print(stderr, "{}: error: approvals {} needs one ID: a digest (or a unique prefix of one) or a run id\n",
+                   tool, sub);
+        return {};
     }
-    std::string sub = argv[0];
-    std::vector<std::string> rest(argv.begin() + 1, argv.end());
-    Args args;
-    if (sub == "list") {
-        if (!parseArgs(tool, rest, {"--json"}, {"--state-dir"}, args)) return kUsage;
-        if (!args.positional.empty()) {
-            fmt::print(stderr, "{}: error: approvals list takes no arguments\n", tool);
-            return kUsage;
-        }
-    } else if (sub == "show") {
-        if (!parseArgs(tool, rest, {"--json"}, {"--state-dir"}, args)) return kUsage;
-    } else if (sub == "approve") {
-        if (!parseArgs(tool, rest, {}, {"--by", "--state-dir"}, args)) return kUsage;
-    } else if (sub == "deny") {
-        if (!parseArgs(tool, rest, {}, {"--by", "--reason", "--state-dir"}, args)) return kUsage;
-    } else {
-        fmt::print(stderr, "{}: error: unknown approvals subcommand '{}'; {}\n", tool, sub, kUsage_);
+    if (!loadStore(tool, store)) return {};
+    return resolvePending(tool, args, store, args.positional[0]);
+}
+
+}  // namespace
+
+int approvalsListCommand(std::string_view tool, Args& args) {
+    if (!args.positional.empty()) {
+        fmt::print(stderr, "{}: error: approvals list takes no arguments\n", tool);
         return kUsage;
     }
     ApprovalStore store(approvalStorePath(stateDirOf(args)).string());
     if (!loadStore(tool, store)) return kUsage;
-    if (sub == "list") return approvalsList(tool, args, store);
-    if (args.positional.size() != 1 || args.positional[0].empty()) {
-        fmt::print(stderr, "{}: error: approvals {} needs one ID: a digest (or a unique prefix of one) or a run id\n",
-                   tool, sub);
-        return kUsage;
-    }
-    std::string digest = resolvePending(tool, args, store, args.positional[0]);
+    return approvalsList(tool, args, store);
+}
+
+int approvalsShowCommand(std::string_view tool, Args& args) {
+    ApprovalStore store(approvalStorePath(stateDirOf(args)).string());
+    std::string digest = resolveOperand(tool, "show", args, store);
+    return digest.empty() ? kUsage : approvalsShow(tool, args, store, digest);
+}
+
+int approvalsApproveCommand(std::string_view tool, Args& args) {
+    ApprovalStore store(approvalStorePath(stateDirOf(args)).string());
+    std::string digest = resolveOperand(tool, "approve", args, store);
+    return digest.empty() ? kUsage : approveResolved(tool, args, store, digest);
+}
+
+int approvalsDenyCommand(std::string_view tool, Args& args) {
+    ApprovalStore store(approvalStorePath(stateDirOf(args)).string());
+    std::string digest = resolveOperand(tool, "deny", args, store);
     if (digest.empty()) return kUsage;
-    if (sub == "show") return approvalsShow(tool, args, store, digest);
-    if (sub == "approve") return approveResolved(tool, args, store, digest);
     std::string error;
     std::string by = approverName(args);
     std::string reason = args.value("--reason") ? *args.value("--reason") : "";

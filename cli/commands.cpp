@@ -8,29 +8,18 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "broker/trace.h"
 #include "compiler/driver.h"
 #include "compiler/manifest.h"
 #include "runtime/canonical_json.h"
+#include "runtime/json_schema.h"
 #include "session/pipeline.h"
 #include "session/run_lifecycle.h"
 
 namespace remit::cli {
-
-bool Args::has(std::string_view name) const {
-    for (const auto& [key, value] : options)
-        if (key == name) return true;
-    return false;
-}
-
-const std::string* Args::value(std::string_view name) const {
-    const std::string* found = nullptr;
-    for (const auto& [key, value] : options)
-        if (key == name) found = &value;  // the last one wins, as with argparse
-    return found;
-}
 
 std::filesystem::path stateDirOf(const Args& args) {
     return args.value("--state-dir") ? std::filesystem::path(*args.value("--state-dir")) : ".remit";
@@ -38,16 +27,28 @@ std::filesystem::path stateDirOf(const Args& args) {
 
 std::string prettyJson(const Json& value) { return dumpJson(value, JsonTextStyle{false, false, 2, ",", ": "}); }
 
-std::string stateFlags(const Args& args) {
-    const std::string* dir = args.value("--state-dir");
-    if (!dir) return "";
-    bool plain = !dir->empty() && std::all_of(dir->begin(), dir->end(), [](char c) {
+std::string oneLineJson(const Json& value) { return dumpJson(value, JsonTextStyle{false, false, -1, ", ", ": "}); }
+
+std::string shellQuote(std::string_view s) {
+    bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
         return std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '.' || c == '_' || c == '-';
     });
-    if (plain) return " --state-dir " + *dir;
+    if (plain) return std::string(s);
     std::string quoted = "'";
-    for (char c : *dir) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return " --state-dir " + quoted + "'";
+    for (char c : s) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return quoted + "'";
+}
+
+std::optional<uint64_t> parseCount(const std::string& text, uint64_t max) {
+    if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
+    uint64_t n = std::stoull(text);
+    return n <= max ? std::optional(n) : std::nullopt;
+}
+
+std::string stateFlags(const Args& args) {
+    const std::string* dir = args.value("--state-dir");
+    return dir ? " --state-dir " + shellQuote(*dir) : "";
 }
 
 std::string tracePathFor(std::string_view tool, const Args& args, const std::string& run) {
@@ -103,56 +104,6 @@ void readLines(size_t maxBytes, const std::function<void(std::string_view)>& onL
     if (!overlong) onLine(line);
 }
 
-bool parseArgs(std::string_view tool, const std::vector<std::string>& argv, const std::vector<std::string>& switches,
-               const std::vector<std::string>& valued, Args& out) {
-    auto contains = [](const std::vector<std::string>& list, const std::string& s) {
-        for (const std::string& item : list)
-            if (item == s) return true;
-        return false;
-    };
-    bool onlyPositional = false;
-    for (size_t i = 0; i < argv.size(); ++i) {
-        const std::string& arg = argv[i];
-        if (onlyPositional || arg.size() < 2 || arg[0] != '-') {
-            out.positional.push_back(arg);
-            continue;
-        }
-        if (arg == "--") {
-            onlyPositional = true;
-            continue;
-        }
-        std::string name = arg, value;
-        bool inlineValue = false;
-        if (size_t eq = arg.find('='); eq != std::string::npos && arg.rfind("--", 0) == 0) {
-            name = arg.substr(0, eq);
-            value = arg.substr(eq + 1);
-            inlineValue = true;
-        }
-        if (contains(switches, name) && !inlineValue) {
-            out.options.emplace_back(name, "");
-        } else if (contains(valued, name)) {
-            if (!inlineValue) {
-                if (i + 1 >= argv.size()) {
-                    fmt::print(stderr, "{}: error: option {} needs a value\n", tool, name);
-                    return false;
-                }
-                value = argv[++i];
-            }
-            // An empty state directory would put runs, locks and approvals in the current directory.
-            if (name == "--state-dir" && value.empty()) {
-                fmt::print(stderr, "{}: error: --state-dir needs a directory, not an empty string\n", tool);
-                fmt::print(stderr, "  hint: leave it out to use .remit, or pass --state-dir DIR\n");
-                return false;
-            }
-            out.options.emplace_back(name, value);
-        } else {
-            fmt::print(stderr, "{}: error: unknown option {}\n", tool, arg);
-            return false;
-        }
-    }
-    return true;
-}
-
 void printDiagnostics(const DiagnosticList& diags, const CheckOutcome* outcome, const RenderOptions& options) {
     SourceLookup sources = [outcome](const std::string& file) { return outcome ? outcome->sourceFor(file) : nullptr; };
     fmt::print(stderr, "{}", renderDiagnostics(diags.items(), sources, options));
@@ -188,41 +139,20 @@ Json checkJson(const CheckOutcome& outcome) {
 
 }  // namespace
 
-int runTool(std::string_view tool, std::string_view usage,
-            const std::vector<std::pair<std::string_view, Command>>& commands, int argc, char** argv) {
-    std::vector<std::string> args(argv + 1, argv + argc);
-    if (args.empty() || args[0] == "-h" || args[0] == "--help") {
-        fmt::print(args.empty() ? stderr : stdout, "{}", usage);
-        return args.empty() ? kUsage : kOk;
-    }
-    std::string command = args[0];
-    args.erase(args.begin());
-    for (const auto& [name, run] : commands) {
-        if (name != command) continue;
-        try {
-            return run(tool, args);
-        } catch (const std::exception&) {
-            fmt::print(stderr, "{}: internal error while running '{}'; please report it with the input file\n", tool,
-                       command);
-            return kFailure;
-        }
-    }
-    fmt::print(stderr, "{}: error: unknown command '{}'\n\n{}", tool, command, usage);
-    return kUsage;
-}
-
-int checkCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--json", "--strict-flows"}, {"--host", "--policy", "--max-diagnostics"}, args))
-        return kUsage;
-    if (args.positional.empty()) {
-        fmt::print(stderr, "{}: error: check needs at least one FILE or directory\n", tool);
-        return kUsage;
-    }
+CheckOptions checkOptionsOf(const Args& args) {
     CheckOptions options;
     if (const std::string* host = args.value("--host")) options.hostPath = *host;
     if (const std::string* policy = args.value("--policy")) options.policyPath = *policy;
     options.strictFlows = args.has("--strict-flows");
+    return options;
+}
+
+int checkCommand(std::string_view tool, Args& args) {
+    if (args.positional.empty()) {
+        fmt::print(stderr, "{}: error: check needs at least one FILE or directory\n", tool);
+        return kUsage;
+    }
+    CheckOptions options = checkOptionsOf(args);
     bool json = args.has("--json");
     RenderOptions render;
     if (const std::string* max = args.value("--max-diagnostics")) {
@@ -296,19 +226,14 @@ static std::optional<CheckOutcome> checkedOrReport(std::string_view tool, const 
     return outcome;
 }
 
-int manifestCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--strict-flows"}, {"--host", "--policy"}, args)) return kUsage;
+int manifestCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: manifest needs exactly one PROGRAM\n", tool);
         return kUsage;
     }
     const std::string& file = args.positional[0];
     if (file.size() > 4 && file.ends_with(".rbc")) return bytecodeManifest(tool, file);
-    CheckOptions options;
-    if (const std::string* host = args.value("--host")) options.hostPath = *host;
-    if (const std::string* policy = args.value("--policy")) options.policyPath = *policy;
-    options.strictFlows = args.has("--strict-flows");
+    CheckOptions options = checkOptionsOf(args);
     int exit = kOk;
     auto outcome = checkedOrReport(tool, file, options, exit);
     if (!outcome) return exit;
@@ -316,9 +241,57 @@ int manifestCommand(std::string_view tool, const std::vector<std::string>& argv)
     return kOk;
 }
 
-int diffCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--json"}, {"--host"}, args)) return kUsage;
+// remitc schema PROG.rmt [SITE] (docs/models.md "Schemas"): the JSON Schema of the type each model
+// call asks for — exactly what an adapter receives as `schema` — for every model call site, or the
+// bare schema of one site.
+int schemaCommand(std::string_view tool, Args& args) {
+    if (args.positional.empty() || args.positional.size() > 2) {
+        fmt::print(stderr, "{}: error: schema needs a PROGRAM and at most one SITE\n", tool);
+        return kUsage;
+    }
+    CheckOptions options = checkOptionsOf(args);
+    int exit = kOk;
+    auto outcome = checkedOrReport(tool, args.positional[0], options, exit);
+    if (!outcome) return exit;
+    std::shared_ptr<const LoadedProgram> program = compileChecked(*outcome, exit);
+    if (!program) return exit;
+    const Manifest& manifest = outcome->checked->manifest;
+    Json sites = Json::array();
+    std::vector<std::string> ids;
+    for (const Site& site : program->module().sites) {
+        if (site.kind == SiteKind::Capability) continue;
+        TypeRef type = program->type(site.askType);
+        Json entry;
+        entry["site"] = site.id;
+        for (const CallSiteInfo& info : manifest.callSites)
+            if (info.site == site.id) {
+                entry["line"] = info.line;
+                entry["col"] = info.col;
+            }
+        entry["resource"] = site.resource;
+        entry["agent"] = site.agent.empty() ? Json(nullptr) : Json(site.agent);
+        entry["output_type"] = type ? showType(type) : "Unit";
+        entry["schema"] = jsonSchemaFor(type);
+        if (args.positional.size() == 2 && site.id == args.positional[1]) {
+            fmt::print("{}\n", entry["schema"].dump(2));
+            return kOk;
+        }
+        ids.push_back(site.id);
+        sites.push_back(std::move(entry));
+    }
+    if (args.positional.size() == 2) {
+        fmt::print(stderr, "{}: error: {} has no model call at site '{}'\n", tool, args.positional[0],
+                   args.positional[1]);
+        fmt::print(stderr, "  hint: {}\n",
+                   ids.empty() ? std::string("the program makes no model call")
+                               : fmt::format("its model call sites are {}", fmt::join(ids, ", ")));
+        return kUsage;
+    }
+    fmt::print("{}\n", Json{{"program", manifest.program}, {"sites", std::move(sites)}}.dump(2));
+    return kOk;
+}
+
+int diffCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 2) {
         fmt::print(stderr, "{}: error: diff needs OLD and NEW programs\n", tool);
         return kUsage;
@@ -344,9 +317,7 @@ int diffCommand(std::string_view tool, const std::vector<std::string>& argv) {
     return diff.widened ? kWidened : kOk;
 }
 
-int fmtCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--check"}, {}, args)) return kUsage;
+int fmtCommand(std::string_view tool, Args& args) {
     if (args.positional.empty()) {
         fmt::print(stderr, "{}: error: fmt needs at least one FILE\n", tool);
         return kUsage;

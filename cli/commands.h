@@ -1,12 +1,43 @@
-// The commands shared by remitc, remitvm and the prototype-compatible `remit` front end. Each
-// takes its arguments (after the command name) and returns the process exit code of
-// docs/compatibility.md ("Exit codes"). Only flag parsing and printing live here; the work is in
-// the libraries (compiler/, vm/, broker/).
+// The command lines of remitc, remitvm and the prototype-compatible `remit`, declared as data, and
+// the commands they run. Each command is a handler that gets its parsed arguments and returns the
+// process exit code of docs/compatibility.md ("Exit codes"). Only flag parsing and printing live in
+// cli/; the work is in the libraries (compiler/, vm/, broker/, session/).
+//
+// ONE TABLE: cli/command_table.cpp declares every command of the three tools — its name, operands,
+// one-line summary, flags (each with its value placeholder and one line of help), handler and
+// subcommands — and each tool's list of commands. Everything else is generated from it, so the
+// help cannot drift from what the parser accepts:
+//   - the parser (runTool → parseCommandLine): a command's handler only ever sees declared flags;
+//   - `TOOL --help`, `TOOL COMMAND --help` (and `TOOL COMMAND SUB --help`);
+//   - the test comparing every command's --help with what its parser accepts (tests/e2e/test_cli_help.py).
+//
+// To add a flag to a command: add a Flag to its `flags` in cli/command_table.cpp and read it in the
+// handler with args.has("--flag") (a switch), args.value("--flag") (a value; the last one given
+// wins) or args.values("--flag") (a repeatable flag: every value, in order).
+//
+//     Flag{"--json", "", "print the result as JSON on stdout"}                  a switch
+//     Flag{"--host", "H", "host interface (.rmti); default: the nearest host.rmti"}
+//     Flag{"--input", "NAME=VALUE", "one of main's inputs"}.alias("-i").repeatable()
+//     Flag{"--approvals", "client|operator", "who approves paused calls"}       lowercase words joined
+//                                           by | are the only values accepted (and completed)
+//     Flag{"--out", "DIR", "…"}.completes(Complete::Dirs)                      a directory (never "")
+//     Flag{"--max-steps", "N", "…"}.completes(Complete::Nothing)               not a path
+//
+// To add a command: write `int fooCommand(std::string_view tool, Args& args)` (declare it at the
+// end of this file), add a `Command` to cli/command_table.cpp, and list it in the tools that offer
+// it. A command with subcommands (`approvals list|show|approve|deny`) has `subcommands`, each a
+// Command with its own flags and handler, and no handler of its own. Then add the command line to
+// docs/compatibility.md ("Command lines"); the help test checks that every flag listed there is one
+// the parser accepts.
+//
+// Every command also accepts the common flags (commonFlags(): -h/--help); every tool accepts
+// --version and --help before a command.
 #pragma once
 
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -17,6 +48,7 @@
 
 namespace remit {
 struct CheckOutcome;
+struct CheckOptions;
 class LoadedProgram;
 }  // namespace remit
 
@@ -24,23 +56,101 @@ namespace remit::cli {
 
 enum Exit : int { kOk = 0, kFailure = 1, kUsage = 2, kPaused = 3, kWidened = 4 };
 
-struct Args {
-    std::vector<std::string> positional;
-    std::vector<std::pair<std::string, std::string>> options;  // --name value (value empty for a switch)
+// What a flag's value is, for shell completion: a path (the default), a directory (which the parser
+// also refuses empty) or neither. A placeholder of lowercase words joined by `|` completes those
+// words, whatever this says.
+enum class Complete { Files, Dirs, Nothing };
 
-    bool has(std::string_view name) const;
-    const std::string* value(std::string_view name) const;
+// One flag of a command. `name` is its long spelling ("--host"), or a short one ("-o") for a flag
+// without a long form; `alias` is another spelling of the same flag ("-i" for "--input"), which
+// Args records under `name`.
+struct Flag {
+    std::string_view name;
+    std::string_view value;  // its value's placeholder in help ("H", "N", "auto|always|never"); "" for a switch
+    std::string_view help;   // one line
+    std::string_view aliasName = {};
+    bool many = false;                  // may be given several times (Args::values)
+    Complete complete = Complete::Files;
+
+    constexpr Flag alias(std::string_view other) const { Flag f = *this; f.aliasName = other; return f; }
+    constexpr Flag repeatable() const { Flag f = *this; f.many = true; return f; }
+    constexpr Flag completes(Complete what) const { Flag f = *this; f.complete = what; return f; }
+    bool isSwitch() const { return value.empty(); }
+    // The values a placeholder such as "client|operator" allows; empty for any value.
+    std::vector<std::string_view> choices() const;
 };
 
-// Parses `argv` against the allowed switches (no value) and options (take a value). On an unknown
-// flag or a missing value prints an error and returns false.
-bool parseArgs(std::string_view tool, const std::vector<std::string>& argv, const std::vector<std::string>& switches,
-               const std::vector<std::string>& valued, Args& out);
+// A command's arguments as the parser found them: operands in order, and each flag given, under
+// its Flag::name, with its value ("" for a switch).
+struct Args {
+    std::vector<std::string> positional;
+    std::vector<std::pair<std::string, std::string>> options;
+
+    bool has(std::string_view name) const;
+    // The value of a flag given once or more: the last one wins (as with the prototype's argparse).
+    const std::string* value(std::string_view name) const;
+    // Every value of a repeatable flag, in the order given.
+    std::vector<std::string> values(std::string_view name) const;
+};
+
+using Handler = int (*)(std::string_view tool, Args& args);
+
+// One command of a tool, or one subcommand of a command.
+struct Command {
+    std::string_view name;
+    std::string_view operands;  // synopsis of its operands ("PROG.rmt|PROG.rbc", "[PATH...]"), "" for none
+    std::string_view summary;   // one line: the tool's listing and the head of --help
+    std::vector<Flag> flags = {};
+    Handler run = nullptr;             // null when the command has subcommands
+    std::vector<Command> subcommands = {};  // `approvals list|show|...`
+    std::string_view details = {};     // paragraphs --help prints after the flags (may be empty)
+};
+
+// One program: remitc, remitvm or remit.
+struct Tool {
+    std::string_view name;
+    std::string_view summary;
+    std::vector<const Command*> commands = {};
+    std::string_view details = {};  // paragraphs its --help prints after the commands
+};
+
+// The three tools, in the order remitc, remitvm, remit (cli/command_table.cpp).
+const std::vector<Tool>& allTools();
+const Tool* findTool(std::string_view name);
+// The flags every command accepts besides its own: -h/--help.
+const std::vector<Flag>& commonFlags();
+
+// The whole main() of a tool: `--version`, `--help` (or no command: usage on stderr, exit 2), then
+// the command named by argv[1] (and its subcommand), whose flags are parsed from the table before
+// its handler runs. An exception escaping a handler becomes a fixed message (no exception text,
+// which could carry host paths) and exit 1.
+int runTool(std::string_view tool, int argc, char** argv);
+
+// What parseCommandLine did with one command's arguments.
+enum class Parsed { Ok, Help, Error };
+// Parses `argv` (what follows the command's name) against `command`'s flags and the common ones,
+// left to right. On an error (an unknown flag, a missing value, a value outside its choices)
+// prints it on stderr and returns Error; `-h`/`--help` returns Help. `path` names the command in
+// hints ("approvals list"; default: its name).
+Parsed parseCommandLine(std::string_view tool, const Command& command, const std::vector<std::string>& argv,
+                        Args& out, std::string_view path = {});
+// `TOOL --help` and `TOOL COMMAND [SUB] --help`, generated from the table. `path` is the command
+// words after the tool ("approvals list").
+std::string toolHelp(const Tool& tool);
+std::string commandHelp(std::string_view tool, std::string_view path, const Command& command);
+// The version every tool prints: CMake's project version.
+std::string_view remitVersion();
 
 // JSON as the prototype prints results and envelopes: json.dumps(value, indent=2, ensure_ascii=False).
 // An ordered document keeps its members' order (results, envelopes); a sorted nlohmann::json
 // converts to one in its own (sorted) order.
 std::string prettyJson(const Json& value);
+// JSON on one line, with a space after each comma and colon: a value inside a line of text.
+std::string oneLineJson(const Json& value);
+// `s` as one word for a POSIX shell: as it is when it is plain, else single-quoted.
+std::string shellQuote(std::string_view s);
+// A whole decimal number in [0, max] (a port, a count); nullopt otherwise.
+std::optional<uint64_t> parseCount(const std::string& text, uint64_t max);
 
 // The state directory: --state-dir, else `.remit` in the current directory.
 std::filesystem::path stateDirOf(const Args& args);
@@ -54,6 +164,8 @@ std::string tracePathFor(std::string_view tool, const Args& args, const std::str
 // Prints diagnostics on stderr with renderDiagnostics, each with its source excerpt when
 // `outcome` holds the file; `options` may cap how many are printed in full.
 void printDiagnostics(const DiagnosticList& diags, const CheckOutcome* outcome, const RenderOptions& options = {});
+// The check options of --host, --policy and --strict-flows.
+CheckOptions checkOptionsOf(const Args& args);
 // Compiles a checked program to bytecode; a bytecode limit (E0003) is added to `diags`.
 std::shared_ptr<const LoadedProgram> buildChecked(const CheckOutcome& outcome, DiagnosticList& diags);
 // The same, printing the E0003 like any diagnostic and setting `exit` to 1.
@@ -65,38 +177,37 @@ std::shared_ptr<const LoadedProgram> compileChecked(const CheckOutcome& outcome,
 void readLines(size_t maxBytes, const std::function<void(std::string_view)>& onLine,
                const std::function<void()>& onOverlong);
 
-using Command = int (*)(std::string_view tool, const std::vector<std::string>& argv);
-
-// The whole main() of a tool: dispatches argv[1] to one of `commands` (by name), prints `usage` for
-// -h/--help or no command, and turns an escaped exception into a fixed message (no exception text,
-// which could carry host paths) with exit 1.
-int runTool(std::string_view tool, std::string_view usage,
-            const std::vector<std::pair<std::string_view, Command>>& commands, int argc, char** argv);
-
-int checkCommand(std::string_view tool, const std::vector<std::string>& argv);
-int fmtCommand(std::string_view tool, const std::vector<std::string>& argv);
-int manifestCommand(std::string_view tool, const std::vector<std::string>& argv);
-int diffCommand(std::string_view tool, const std::vector<std::string>& argv);
+int checkCommand(std::string_view tool, Args& args);
+int fmtCommand(std::string_view tool, Args& args);
+int manifestCommand(std::string_view tool, Args& args);
+int schemaCommand(std::string_view tool, Args& args);
+int diffCommand(std::string_view tool, Args& args);
+// cli/ask_command.cpp
+int askCommand(std::string_view tool, Args& args);
 // cli/run_commands.cpp
-int buildCommand(std::string_view tool, const std::vector<std::string>& argv);
-int disCommand(std::string_view tool, const std::vector<std::string>& argv);
-int keygenCommand(std::string_view tool, const std::vector<std::string>& argv);
-int runCommand(std::string_view tool, const std::vector<std::string>& argv);
+int buildCommand(std::string_view tool, Args& args);
+int disCommand(std::string_view tool, Args& args);
+int keygenCommand(std::string_view tool, Args& args);
+int runCommand(std::string_view tool, Args& args);
 // cli/broker_commands.cpp
-int traceCommand(std::string_view tool, const std::vector<std::string>& argv);
-int approvalsCommand(std::string_view tool, const std::vector<std::string>& argv);
-int approveCommand(std::string_view tool, const std::vector<std::string>& argv);
+int traceCommand(std::string_view tool, Args& args);
+// `approvals list|show|approve|deny`
+int approvalsListCommand(std::string_view tool, Args& args);
+int approvalsShowCommand(std::string_view tool, Args& args);
+int approvalsApproveCommand(std::string_view tool, Args& args);
+int approvalsDenyCommand(std::string_view tool, Args& args);
+int approveCommand(std::string_view tool, Args& args);
 // cli/run_commands.cpp: re-executions of a recorded run
-int resumeCommand(std::string_view tool, const std::vector<std::string>& argv);
-int replayCommand(std::string_view tool, const std::vector<std::string>& argv);
+int resumeCommand(std::string_view tool, Args& args);
+int replayCommand(std::string_view tool, Args& args);
 // cli/test_command.cpp
-int testCommand(std::string_view tool, const std::vector<std::string>& argv);
+int testCommand(std::string_view tool, Args& args);
 // cli/serve_command.cpp
-int serveCommand(std::string_view tool, const std::vector<std::string>& argv);
+int serveCommand(std::string_view tool, Args& args);
 // cli/mcp_command.cpp: the MCP server over stdio (docs/mcp.md)
-int mcpCommand(std::string_view tool, const std::vector<std::string>& argv);
+int mcpCommand(std::string_view tool, Args& args);
 // cli/inbox_http.cpp: the operators' web inbox (docs/operators.md)
-int inboxCommand(std::string_view tool, const std::vector<std::string>& argv);
+int inboxCommand(std::string_view tool, Args& args);
 // `manifest PROG.rbc`: the manifest stored in a verified artifact.
 int bytecodeManifest(std::string_view tool, const std::string& path);
 

@@ -21,7 +21,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -77,8 +76,6 @@ std::string escapeHtml(std::string_view s) {
     }
     return out;
 }
-
-std::string oneLine(const nlohmann::json& v) { return dumpJson(v, JsonTextStyle{false, false, -1, ", ", ": "}); }
 
 bool constantTimeEqual(std::string_view a, std::string_view b) {
     if (a.size() != b.size()) return false;
@@ -412,15 +409,6 @@ private:
         return fmt::format("remitvm resume {} --state-dir {}", runId, shellQuote(options_.stateDir.string()));
     }
 
-    static std::string shellQuote(const std::string& s) {
-        if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:@") ==
-                              std::string::npos)
-            return s;
-        std::string out = "'";
-        for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-        return out + "'";
-    }
-
     Response storeError(const Caller& caller, const std::string& error) const {
         return page(500, "The approval store cannot be read", caller,
                     "<p class=\"error\">" + escapeHtml(error) + "</p>");
@@ -455,7 +443,7 @@ private:
         for (const nlohmann::json& q : requests) {
             std::string digest = q["digest"].get<std::string>();
             std::string href = "/requests/" + digest;
-            std::string args = oneLine(q["args"]);
+            std::string args = oneLineJson(q["args"]);
             std::string_view cut = firstCodePoints(args, kListArgsChars);
             body += "<tr data-href=\"" + escapeHtml(href) + "\" data-digest=\"" + escapeHtml(digest) + "\">";
             body += "<td><a href=\"" + escapeHtml(href) + "\"><code>" + escapeHtml(digest.substr(0, 16)) + "</code></a></td>";
@@ -579,7 +567,7 @@ private:
                         b += " (<span class=\"tags\">" + escapeHtml(tagText(c["result_tags"])) + "</span>)";
                     b += ":</div>" + pre(c["result"]);
                 } else if (c.contains("error") && c["error"].is_object()) {
-                    b += "<div>error: " + escapeHtml(oneLine(c["error"])) + "</div>";
+                    b += "<div>error: " + escapeHtml(oneLineJson(c["error"])) + "</div>";
                 }
                 if (c.contains("approved_by") && c["approved_by"].is_string())
                     b += "<div>approved by " + escapeHtml(c["approved_by"].get<std::string>()) + "</div>";
@@ -626,7 +614,7 @@ private:
         const nlohmann::json& r = m["resource"];
         auto field = [](const nlohmann::json& o, const char* key) {
             if (!o.is_object() || !o.contains(key)) return std::string("—");
-            return escapeHtml(o[key].is_string() ? o[key].get<std::string>() : oneLine(o[key]));
+            return escapeHtml(o[key].is_string() ? o[key].get<std::string>() : oneLineJson(o[key]));
         };
         std::string b = "<table id=\"manifest\"><tbody>";
         b += "<tr><th>Resource</th><td><code>" + escapeHtml(resource) + "</code> (" + field(r, "kind") + ")</td></tr>";
@@ -657,23 +645,25 @@ private:
 
 }  // namespace
 
-int inboxCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--http"}, {"--host", "--port", "--keys", "--state-dir"}, args)) return kUsage;
+int inboxCommand(std::string_view tool, Args& args) {
     if (!args.positional.empty()) {
-        fmt::print(stderr, "{}: error: inbox takes no arguments, only flags\n", tool);
+        fmt::print(stderr, "{}: error: inbox takes no arguments, only flags ({} inbox --help)\n", tool, tool);
         return kUsage;
     }
     InboxOptions options;
     if (const std::string* host = args.value("--host")) options.host = *host;
+    if (options.host.empty()) {
+        fmt::print(stderr, "{}: error: --host needs an address, e.g. 127.0.0.1 or 0.0.0.0\n", tool);
+        return kUsage;
+    }
     if (const std::string* port = args.value("--port")) {
-        char* end = nullptr;
-        unsigned long n = std::strtoul(port->c_str(), &end, 10);
-        if (port->empty() || *end != '\0' || n > 65535 || port->find_first_not_of("0123456789") != std::string::npos) {
-            fmt::print(stderr, "{}: error: --port needs a port number from 0 to 65535, not '{}'\n", tool, *port);
+        std::optional<uint64_t> n = parseCount(*port, 65535);
+        if (!n) {
+            fmt::print(stderr, "{}: error: --port must be a number from 0 to 65535 (0 picks a free port), not '{}'\n",
+                       tool, *port);
             return kUsage;
         }
-        options.port = static_cast<uint16_t>(n);
+        options.port = static_cast<uint16_t>(*n);
     }
     const std::string* keysPath = args.value("--keys");
     if (!keysPath) {

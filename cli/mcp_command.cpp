@@ -280,14 +280,6 @@ Json Server::resourcesRead(const Json& id, const Json& params) {
                       Json{{"uri", std::string(firstCodePoints(wanted, 256))}});
 }
 
-// A whole decimal number in [0, max]; nullopt otherwise.
-std::optional<uint64_t> parseCount(const std::string& text, uint64_t max) {
-    if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos)
-        return std::nullopt;
-    uint64_t n = std::stoull(text);
-    return n <= max ? std::optional(n) : std::nullopt;
-}
-
 // The options of `mcp --http`; nullopt, with a message printed, when one is not usable.
 std::optional<McpHttpOptions> httpOptions(std::string_view tool, const Args& args) {
     McpHttpOptions options;
@@ -320,21 +312,11 @@ std::optional<McpHttpOptions> httpOptions(std::string_view tool, const Args& arg
 
 }  // namespace
 
-int mcpCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--http"},
-                   {"--host", "--port", "--keys", "--usage", "--free-monthly", "--approvals", "--state-dir"}, args))
-        return kUsage;
+int mcpCommand(std::string_view tool, Args& args) {
     // Who approves the calls paused runs wait for (docs/mcp.md, "Runs and approvals").
     mcp::ToolsOptions toolsOptions;
-    if (const std::string* approvals = args.value("--approvals")) {
-        if (*approvals != "client" && *approvals != "operator") {
-            fmt::print(stderr, "{}: error: --approvals must be client or operator, not '{}'\n", tool,
-                       firstCodePoints(*approvals, 40));
-            return kUsage;
-        }
+    if (const std::string* approvals = args.value("--approvals"))  // client|operator, checked by the parser
         toolsOptions.operatorApprovals = *approvals == "operator";
-    }
     if (const std::string* dir = args.value("--state-dir")) {
         if (!toolsOptions.operatorApprovals) {
             fmt::print(stderr, "{}: error: --state-dir is where the operator approves calls; it needs --approvals "

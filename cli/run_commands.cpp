@@ -20,6 +20,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "broker/approvals.h"
 #include "broker/broker.h"
@@ -158,10 +159,8 @@ std::string sourceTextFor(const ProgramSource& source) {
 
 }  // namespace
 
-int buildCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
+int buildCommand(std::string_view tool, Args& args) {
     // `-o OUT.rbc` (remitc) or `--out DIR` (the prototype's `remit build`, default `build`).
-    if (!parseArgs(tool, argv, {"--strict-flows"}, {"--host", "-o", "--out", "--sign"}, args)) return kUsage;
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: build needs exactly one PROGRAM.rmt\n", tool);
         return kUsage;
@@ -247,9 +246,7 @@ std::optional<std::string> writeNewFile(const std::string& path, const std::stri
 
 }  // namespace
 
-int keygenCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {}, {}, args)) return kUsage;
+int keygenCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 1 || !args.positional[0].ends_with(".pem") ||
         args.positional[0].ends_with(".pub.pem")) {
         fmt::print(stderr, "{}: error: keygen needs exactly one KEY.pem (the private key to write)\n", tool);
@@ -287,9 +284,7 @@ int keygenCommand(std::string_view tool, const std::vector<std::string>& argv) {
     return kOk;
 }
 
-int disCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--strict-flows"}, {"--host"}, args)) return kUsage;
+int disCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: dis needs exactly one PROGRAM (.rbc, or .rmt to compile first)\n", tool);
         return kUsage;
@@ -367,7 +362,7 @@ bool collectInputs(std::string_view tool, const Args& args, const LoadedProgram&
         given = std::move(*parsed);
     }
     for (const auto& [flag, value] : args.options) {
-        if (flag != "-i" && flag != "--input") continue;
+        if (flag != "--input") continue;
         size_t eq = value.find('=');
         if (eq == std::string::npos || eq == 0) {
             fmt::print(stderr, "{}: error: input '{}' must be written NAME=VALUE\n", tool, value);
@@ -440,13 +435,15 @@ std::string liveShimPath() {
 #endif
 }
 
-// The adapters the flags choose (docs/adapters.md "Which adapters a run uses"): --adapter CMD,
-// --live, or fixtures (default fixtures/run.json next to the program), as specs a run records. A
-// program without host-call sites runs without any fixtures file. An --adapter process starts in
-// the current directory, which is recorded. `recorded` (a resume without adapter flags: the
-// run's recorded adapters, process directory included) replaces the flags. Prints the problem and returns
-// false on a usage error.
-bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSource& source,
+// The adapters the flags and the policy choose (docs/adapters.md "Which adapters a run uses"):
+// first a model adapter for each model the program calls that the policy's [models."NAME"] or a
+// --model flag configures (docs/models.md), then the one that serves everything else — --adapter
+// CMD, --live, or fixtures (default fixtures/run.json next to the program). A program without
+// host-call sites, or whose every call goes to a configured model, runs without a fixtures file.
+// An --adapter process starts in the current directory, which is recorded. `recorded` (a resume
+// without adapter flags: the run's recorded adapters, process directory included) replaces the
+// flags. Prints the problem and returns false on a usage error.
+bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSource& source, const Policy* policy,
                      const std::vector<AdapterSpec>* recorded, std::vector<AdapterSpec>& specs) {
     if (recorded) {
         specs = *recorded;
@@ -458,6 +455,34 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
         fmt::print(stderr, "{}: error: choose one of --fixtures, --live and --adapter\n", tool);
         return false;
     }
+    specs.clear();
+    // The configured models the program calls: --model flags over the policy's tables.
+    std::map<std::string, ModelConfig> models;
+    if (policy) models = policy->models;
+    for (const std::string& value : args.values("--model")) {
+        std::string error;
+        std::optional<ModelConfig> config = modelConfigFromFlag(value, error);
+        if (!config) {
+            fmt::print(stderr, "{}: error: --model {}: {}\n", tool, value, error);
+            fmt::print(stderr, "  hint: --model NAME=PROVIDER:MODEL[@BASE_URL], e.g. --model llm=openai:gpt-4o-mini\n");
+            return false;
+        }
+        models[config->name] = std::move(*config);
+    }
+    const Module& module = source.program->module();
+    bool everyCallServed = true;
+    std::set<std::string> used;
+    for (const Site& site : module.sites) {
+        bool served = site.kind != SiteKind::Capability && models.count(site.resource);
+        everyCallServed = everyCallServed && served;
+        if (served && used.insert(site.resource).second) {
+            AdapterSpec spec;
+            spec.kind = AdapterSpec::Kind::Model;
+            spec.model = models[site.resource];
+            specs.push_back(std::move(spec));
+        }
+    }
+
     std::filesystem::path programDir = std::filesystem::absolute(source.file).lexically_normal().parent_path();
     AdapterSpec spec;
     if (adapterFlag) {
@@ -474,14 +499,16 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
         if (std::filesystem::exists(path, ec)) {
             spec.kind = AdapterSpec::Kind::Fixtures;
             spec.path = path;
-        } else if (!args.value("--fixtures") && source.program->module().sites.empty()) {
-            spec.kind = AdapterSpec::Kind::None;  // nothing to perform: no fixtures needed
+        } else if (!args.value("--fixtures") && everyCallServed) {
+            // Nothing left to perform: no fixtures needed (the models serve every call, or there is none).
+            if (specs.empty()) specs.push_back(AdapterSpec{AdapterSpec::Kind::None, "", "", "", {}});
+            return true;
         } else {
             fmt::print(stderr, "error: no fixtures at {}; pass --fixtures or --live\n", path);
             return false;
         }
     }
-    specs = {spec};
+    specs.push_back(std::move(spec));
     return true;
 }
 
@@ -493,6 +520,10 @@ std::unique_ptr<Adapter> openRunAdapters(std::string_view tool, const std::vecto
     switch (specs[error.index].kind) {
         case AdapterSpec::Kind::Process: fmt::print(stderr, "{}: error: --adapter: {}\n", tool, error.message); break;
         case AdapterSpec::Kind::Live: fmt::print(stderr, "{}: error: --live: {}\n", tool, error.message); break;
+        case AdapterSpec::Kind::Model:
+            fmt::print(stderr, "{}: error: {}{}\n", tool, error.message,
+                       specs[error.index].model.span.line ? "" : " (configured by --model)");
+            break;
         default: fmt::print(stderr, "{}: error: {}\n", tool, error.message); break;
     }
     if (!error.hint.empty()) fmt::print(stderr, "  hint: {}\n", error.hint);
@@ -614,7 +645,8 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
             return kFailure;
         }
         if (!allowAll) {
-            checkPolicyAgainstHost(*setup.policy, setup.host.resourceNames(), diags);
+            std::vector<std::string> hostModels = setup.host.modelNames();
+            checkPolicyAgainstHost(*setup.policy, setup.host.resourceNames(), diags, &hostModels);
             // A forged manifest gains nothing (the broker enforces every rule again), but an honest
             // one that exceeds the policy is refused before anything runs.
             std::optional<Manifest> manifest = manifestFromJson(nlohmann::json::parse(module.manifestJson));
@@ -696,8 +728,8 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     // The adapter, before anything runs: a bad flag or fixture file refuses the run (exit 2) and,
     // like every refusal before the start, writes no trace.
     std::vector<AdapterSpec> adapterSpecs;
-    if (!runAdapterSpecs(tool, args, source, continuation && continuation->adapters ? &*continuation->adapters : nullptr,
-                         adapterSpecs))
+    if (!runAdapterSpecs(tool, args, source, setup.policy ? &*setup.policy : nullptr,
+                         continuation && continuation->adapters ? &*continuation->adapters : nullptr, adapterSpecs))
         return kUsage;
     std::unique_ptr<Adapter> adapter = openRunAdapters(tool, adapterSpecs);
     if (!adapter) return kUsage;
@@ -868,12 +900,6 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     return kOk;
 }
 
-const std::vector<std::string> kRunSwitches = {"--json",        "--allow-all",   "--approve-all",
-                                               "--live",        "--interactive", "--strict-flows"};
-const std::vector<std::string> kRunOptions = {"--host",       "--policy",      "--fixtures",
-                                              "--adapter",    "--state-dir",   "--max-steps",
-                                              "--max-memory", "--max-wall-ms", "--trust"};
-
 // A recorded run read for `resume` or `replay`. Prints the problem and returns false (exit 2).
 bool readRecordedRun(std::string_view tool, const Args& args, const std::string& run, ReplayPurpose purpose,
                      ReplayPlan& plan) {
@@ -922,11 +948,7 @@ bool readResumePlan(std::string_view tool, const Args& args, const std::string& 
 
 }  // namespace
 
-int runCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    std::vector<std::string> options = kRunOptions;
-    options.insert(options.end(), {"-i", "--input", "--inputs"});
-    if (!parseArgs(tool, argv, kRunSwitches, options, args)) return kUsage;
+int runCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: run needs exactly one PROGRAM (.rmt or .rbc)\n", tool);
         return kUsage;
@@ -938,11 +960,7 @@ int runCommand(std::string_view tool, const std::vector<std::string>& argv) {
     return executeRun(tool, args, setup, given, nullptr);
 }
 
-int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    std::vector<std::string> options = kRunOptions;
-    options.push_back("--file");
-    if (!parseArgs(tool, argv, kRunSwitches, options, args)) return kUsage;
+int resumeCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: resume needs exactly one RUN_ID (or trace path)\n", tool);
         return kUsage;
@@ -983,7 +1001,7 @@ int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
     // Without adapter flags, the recorded adapters: the `adapters` a run records, or for a trace
     // written before they were, its mode (and for an adapter process, its command and directory).
     std::optional<std::vector<AdapterSpec>> recordedAdapters;
-    if (!args.value("--fixtures") && !args.has("--live") && !args.value("--adapter")) {
+    if (!args.value("--fixtures") && !args.has("--live") && !args.value("--adapter") && !args.value("--model")) {
         std::string mode = stringField(plan.start, "mode");
         if (plan.start.contains("adapters")) {
             std::string error;
@@ -995,12 +1013,12 @@ int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
                 return kUsage;
             }
         } else if (mode.starts_with("fixtures:")) {
-            recordedAdapters = {{AdapterSpec::Kind::Fixtures, mode.substr(9), "", ""}};
+            recordedAdapters = {{AdapterSpec::Kind::Fixtures, mode.substr(9), "", "", {}}};
         } else if (mode == "live") {
             args.options.push_back({"--live", ""});
         } else if (mode == "adapter" && !stringField(plan.start, "adapter_command").empty()) {
             recordedAdapters = {{AdapterSpec::Kind::Process, "", stringField(plan.start, "adapter_command"),
-                                 stringField(plan.start, "adapter_cwd")}};
+                                 stringField(plan.start, "adapter_cwd"), {}}};
         }
     }
     // A run made in strict-flows mode resumes in it.
@@ -1029,11 +1047,7 @@ int resumeCommand(std::string_view tool, const std::vector<std::string>& argv) {
     return executeRun(tool, args, setup, plan.start["inputs"], &continuation);
 }
 
-int replayCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {"--json", "--strict-flows"},
-                   {"--file", "--host", "--state-dir", "--max-steps", "--max-memory", "--max-wall-ms"}, args))
-        return kUsage;
+int replayCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 1) {
         fmt::print(stderr, "{}: error: replay needs exactly one RUN_ID (or trace path)\n", tool);
         return kUsage;

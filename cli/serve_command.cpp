@@ -229,9 +229,7 @@ void Server::shutdown() {
 
 }  // namespace
 
-int serveCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {}, {}, args)) return kUsage;
+int serveCommand(std::string_view tool, Args& args) {
     if (!args.positional.empty()) {
         fmt::print(stderr, "{}: error: serve takes no arguments; it reads requests on stdin (docs/serve.md)\n", tool);
         return kUsage;

@@ -78,9 +78,7 @@ void testFile(std::string_view tool, const std::string& file, const std::optiona
 
 }  // namespace
 
-int testCommand(std::string_view tool, const std::vector<std::string>& argv) {
-    Args args;
-    if (!parseArgs(tool, argv, {}, {"--host"}, args)) return kUsage;
+int testCommand(std::string_view tool, Args& args) {
     std::vector<std::string> paths = args.positional.empty() ? std::vector<std::string>{"."} : args.positional;
     for (const std::string& path : paths) {
         std::error_code ec;

@@ -1787,6 +1787,7 @@ Info Checker::modelCall(const CallExpr& e, const Ctx& ctx) {
     unionInto(result.taint, pc);
     if (ctx.record) {
         SiteRecord& site = siteFor(e, model, agent ? std::optional<std::string>(agent->name) : std::nullopt);
+        if (e.askType) site.info.outputType = showType(out);
         // Models have no approve tags of their own; the policy's grant may add some, as for a
         // capability (its parameters are `prompt` and `context`), or ask for every call.
         if (const Grant* grant = opts_.policy ? opts_.policy->grantFor(model) : nullptr) {

@@ -147,6 +147,7 @@ CheckOutcome checkSources(const std::string& programName, std::string programTex
     resolveHost(*out.host, *out.hostPath, host, out.diags);
     if (out.diags.hasErrors()) return out;
     std::vector<std::string> hostResources = host.resourceNames();
+    std::vector<std::string> hostModels = host.modelNames();
 
     // The policy is read before the program is checked: its [flows] strict decides how. Its own
     // problems are reported after the program's.
@@ -177,7 +178,7 @@ CheckOutcome checkSources(const std::string& programName, std::string programTex
     bool programOk = !out.diags.hasErrors();
     for (Diagnostic& d : policyDiags.items()) out.diags.add(std::move(d));
     if (!out.policy) return out;
-    checkPolicyAgainstHost(*out.policy, hostResources, out.diags);
+    checkPolicyAgainstHost(*out.policy, hostResources, out.diags, &hostModels);
     // The policy comparison is only meaningful for a program that checks (as in the prototype).
     if (programOk && !out.diags.hasErrors())
         checkManifestAgainstPolicy(out.checked->manifest, *out.policy, programName, out.program->span, out.diags);

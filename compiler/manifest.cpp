@@ -95,6 +95,8 @@ Json callSiteJson(const CallSiteInfo& site, bool modelCall) {
     // As in the prototype, every model call carries "agent" (null for a direct `llm.ask`), and a
     // capability call has no such key.
     if (site.agent || modelCall) j["agent"] = optionalJson(site.agent);
+    // Ours: the type a model call asks for, as written (its JSON Schema: `remitc schema`).
+    if (site.outputType) j["output_type"] = *site.outputType;
     j["approval"] = approvalText(site.approval);
     j["reasons"] = stringArray(site.reasons);
     j["retry"] = site.retry;
@@ -289,6 +291,11 @@ bool readCallSite(const Json& j, CallSiteInfo& out) {
     if (const Json* agent = member(j, "agent"); agent != nullptr && !agent->is_null()) {
         if (!agent->is_string()) return false;
         out.agent = agent->template get<std::string>();
+    }
+    out.outputType.reset();
+    if (const Json* type = member(j, "output_type"); type != nullptr) {
+        if (!type->is_string()) return false;
+        out.outputType = type->template get<std::string>();
     }
     return true;
 }

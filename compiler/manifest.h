@@ -50,6 +50,7 @@ struct CallSiteInfo {
     uint32_t line = 0, col = 0;
     std::string resource;   // capability or model name (agent calls count under their model)
     std::optional<std::string> agent;
+    std::optional<std::string> outputType;  // model calls: the requested type as written (`remitc schema`)
     Approval approval = Approval::None;
     std::vector<std::string> reasons;  // in the order found
     int64_t retry = 0;

@@ -34,4 +34,10 @@ std::vector<std::string> HostModel::resourceNames() const {
     return out;
 }
 
+std::vector<std::string> HostModel::modelNames() const {
+    std::vector<std::string> out;
+    for (const auto& [name, model] : models) out.push_back(name);
+    return out;
+}
+
 }  // namespace remit

@@ -56,6 +56,7 @@ struct HostModel {
     // The tags of a `main` parameter: declared by an `input` line, else `untrusted`.
     std::vector<std::string> inputTags(const std::string& param) const;
     std::vector<std::string> resourceNames() const;  // capabilities and models, sorted
+    std::vector<std::string> modelNames() const;     // models, sorted
 };
 
 }  // namespace remit

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <span>
@@ -20,12 +21,15 @@ namespace remit {
 
 namespace {
 
-constexpr std::string_view kTopLevelTables[] = {"budget", "grant", "limits", "flows", "artifacts"};
+constexpr std::string_view kTopLevelTables[] = {"budget", "grant", "limits", "flows", "artifacts", "models"};
 constexpr std::string_view kBudgetKeys[] = {"max_usd"};
 constexpr std::string_view kGrantKeys[] = {"max_calls", "arg_prefix", "arg_one_of", "arg_max", "approve", "approval"};
 constexpr std::string_view kLimitsKeys[] = {"max_steps", "max_memory", "max_wall_ms"};
 constexpr std::string_view kFlowsKeys[] = {"strict"};
 constexpr std::string_view kArtifactsKeys[] = {"trust"};
+constexpr std::string_view kModelKeys[] = {"provider",    "model",       "base_url",           "api_key_env",
+                                           "max_tokens",  "temperature", "input_usd_per_mtok", "output_usd_per_mtok",
+                                           "timeout_ms"};
 
 // Long or odd strings are summarised rather than echoed: a diagnostic line should stay one line.
 constexpr size_t kMaxQuotedValue = 40;
@@ -225,6 +229,8 @@ std::optional<std::string_view> homeTableOf(std::string_view key) {
         if (k == key) return "[artifacts]";
     for (std::string_view k : kGrantKeys)
         if (k == key) return "[grant.\"<resource>\"]";
+    for (std::string_view k : kModelKeys)
+        if (k == key) return "[models.\"<model>\"]";
     return std::nullopt;
 }
 
@@ -245,6 +251,8 @@ public:
                 parseFlows(key, node, policy);
             } else if (name == "artifacts") {
                 parseArtifacts(key, node, policy);
+            } else if (name == "models") {
+                parseModels(key, node, policy);
             } else {
                 unknownTopLevel(key, node);
             }
@@ -267,7 +275,8 @@ private:
 
     void unknownTopLevel(const toml::key& key, const toml::node& node) {
         std::string_view name = key.str();
-        std::string valid = "valid tables: [budget], [grant.\"<resource>\"], [limits], [flows], [artifacts]";
+        std::string valid =
+            "valid tables: [budget], [grant.\"<resource>\"], [limits], [flows], [artifacts], [models.\"<model>\"]";
         std::string hint = valid;
         if (auto home = homeTableOf(name)) {
             hint = fmt::format("'{}' belongs in {}; {}", name, *home, valid);
@@ -418,6 +427,134 @@ private:
             for (auto&& [k, v] : *settings) parseGrantKey(k, v, header, grant);
             policy.grants.emplace(resource, std::move(grant));
         }
+    }
+
+    // [models."NAME"]: one table per model the host performs itself (docs/models.md).
+    void parseModels(const toml::key& key, const toml::node& node, Policy& policy) {
+        const toml::table* table = requireTable(key, node, "write one [models.\"<model>\"] table per model");
+        if (!table) return;
+        for (auto&& [nameKey, modelNode] : *table) {
+            std::string name(nameKey.str());
+            std::string header = fmt::format("[models.{}]", tomlKey(name));
+            const toml::table* settings = modelNode.as_table();
+            if (!settings) {
+                error(spanOf(modelNode.source()),
+                      fmt::format("model '{}' must be a table of settings, got {}", name, describe(modelNode)),
+                      fmt::format("write {} on its own line, with provider = \"openai\" and model = \"…\" under it",
+                                  header));
+                continue;
+            }
+            ModelConfig config;
+            config.name = name;
+            config.span = spanOf(settings->is_inline() ? nameKey.source() : settings->source());
+            bool hasProvider = false, hasModel = false, hasBaseUrl = false, hasKeyEnv = false;
+            const size_t errorsBefore = found_.size();
+            for (auto&& [k, v] : *settings) {
+                std::string_view setting = k.str();
+                hasProvider = hasProvider || setting == "provider";
+                hasModel = hasModel || setting == "model";
+                if (setting == "provider") {
+                    const auto* text = v.as_string();
+                    if (!text || std::find(std::begin(ModelConfig::kProviders), std::end(ModelConfig::kProviders),
+                                           text->get()) == std::end(ModelConfig::kProviders)) {
+                        error(spanOf(v.source()),
+                              fmt::format("provider in {} must be \"openai\" or \"anthropic\", got {}", header,
+                                          describe(v)),
+                              "\"openai\" speaks Chat Completions (OpenAI, vLLM, llama.cpp, Ollama, gateways); "
+                              "\"anthropic\" speaks Messages");
+                        continue;
+                    }
+                    config.provider = text->get();
+                } else if (setting == "model") {
+                    if (const auto* text = stringSetting(v, header, "model", "e.g. model = \"gpt-4o-mini\""))
+                        config.model = *text;
+                } else if (setting == "base_url") {
+                    const std::string* text =
+                        stringSetting(v, header, "base_url", "e.g. base_url = \"http://127.0.0.1:8000/v1\"");
+                    if (!text) continue;
+                    if (!text->starts_with("http://") && !text->starts_with("https://")) {
+                        error(spanOf(v.source()),
+                              fmt::format("base_url in {} must start with http:// or https://, got {}", header,
+                                          describe(v)),
+                              "e.g. base_url = \"http://127.0.0.1:8000/v1\"");
+                        continue;
+                    }
+                    config.baseUrl = *text;
+                    while (config.baseUrl.ends_with('/')) config.baseUrl.pop_back();
+                    hasBaseUrl = true;
+                } else if (setting == "api_key_env") {
+                    const auto* text = v.as_string();
+                    const bool valid = text && std::all_of(text->get().begin(), text->get().end(), [](char c) {
+                        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+                    }) && !(text->get().size() && text->get()[0] >= '0' && text->get()[0] <= '9');
+                    if (!valid) {
+                        // Never echo the value: an operator may have pasted the key itself here.
+                        error(spanOf(v.source()),
+                              fmt::format("api_key_env in {} must name an environment variable (letters, digits "
+                                          "and _), not hold a key",
+                                          header),
+                              "e.g. api_key_env = \"OPENAI_API_KEY\"; put the key in that variable, never in this "
+                              "file; \"\" sends no key");
+                        continue;
+                    }
+                    config.apiKeyEnv = text->get();
+                    hasKeyEnv = true;
+                } else if (setting == "max_tokens" || setting == "timeout_ms") {
+                    const auto* integer = v.as_integer();
+                    const int64_t most = setting == "max_tokens" ? 1'000'000 : 86'400'000;
+                    if (!integer || integer->get() <= 0 || integer->get() > most) {
+                        error(spanOf(v.source()),
+                              fmt::format("{} in {} must be a positive integer of at most {}, got {}", setting, header,
+                                          most, describe(v)),
+                              setting == "max_tokens" ? "e.g. max_tokens = 1024" : "e.g. timeout_ms = 60000");
+                        continue;
+                    }
+                    (setting == "max_tokens" ? config.maxTokens : config.timeoutMs) = integer->get();
+                } else if (setting == "temperature" || setting == "input_usd_per_mtok" ||
+                           setting == "output_usd_per_mtok") {
+                    std::optional<double> number;
+                    if (const auto* i = v.as_integer()) number = static_cast<double>(i->get());
+                    if (const auto* f = v.as_floating_point()) number = f->get();
+                    const double most = setting == "temperature" ? 2.0 : 1e6;
+                    if (!number || !std::isfinite(*number) || *number < 0 || *number > most) {
+                        error(spanOf(v.source()),
+                              fmt::format("{} in {} must be a number from 0 to {}, got {}", setting, header, most,
+                                          describe(v)),
+                              setting == "temperature" ? "e.g. temperature = 0.2"
+                                                       : "dollars per million tokens, e.g. input_usd_per_mtok = 0.15");
+                        continue;
+                    }
+                    (setting == "temperature"          ? config.temperature
+                     : setting == "input_usd_per_mtok" ? config.inputUsdPerMtok
+                                                       : config.outputUsdPerMtok) = *number;
+                } else {
+                    unknownKey(k, header, kModelKeys);
+                }
+            }
+            if (!hasProvider || !hasModel) {
+                error(config.span,
+                      fmt::format("{} needs {}", header,
+                                  !hasProvider && !hasModel ? "provider and model"
+                                  : !hasProvider            ? "provider"
+                                                            : "model"),
+                      "e.g. provider = \"openai\" and model = \"gpt-4o-mini\" (docs/models.md)");
+                continue;
+            }
+            if (found_.size() != errorsBefore) continue;  // reported above
+            if (!hasBaseUrl) config.baseUrl = ModelConfig::defaultBaseUrl(config.provider);
+            if (!hasKeyEnv) config.apiKeyEnv = ModelConfig::defaultApiKeyEnv(config.provider);
+            policy.models.emplace(name, std::move(config));
+        }
+    }
+
+    const std::string* stringSetting(const toml::node& value, const std::string& header, std::string_view setting,
+                                     std::string_view hint) {
+        const auto* text = value.as_string();
+        if (text && !text->get().empty()) return &text->get();
+        error(spanOf(value.source()),
+              fmt::format("{} in {} must be a non-empty string, got {}", setting, header, describe(value)),
+              std::string(hint));
+        return nullptr;
     }
 
     void parseGrantKey(const toml::key& key, const toml::node& value, const std::string& header, Grant& grant) {
@@ -616,6 +753,48 @@ void addSorted(std::vector<Diagnostic> found, DiagnosticList& diags) {
 
 }  // namespace
 
+std::string ModelConfig::defaultBaseUrl(std::string_view provider) {
+    return provider == "anthropic" ? "https://api.anthropic.com/v1" : "https://api.openai.com/v1";
+}
+
+std::string ModelConfig::defaultApiKeyEnv(std::string_view provider) {
+    return provider == "anthropic" ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY";
+}
+
+std::optional<ModelConfig> modelConfigFromFlag(std::string_view text, std::string& error) {
+    size_t equals = text.find('=');
+    size_t colon = equals == std::string_view::npos ? std::string_view::npos : text.find(':', equals + 1);
+    if (equals == 0 || equals == std::string_view::npos || colon == std::string_view::npos) {
+        error = "expected NAME=PROVIDER:MODEL";
+        return std::nullopt;
+    }
+    ModelConfig config;
+    config.name = std::string(text.substr(0, equals));
+    config.provider = std::string(text.substr(equals + 1, colon - equals - 1));
+    std::string_view rest = text.substr(colon + 1);
+    size_t at = rest.find("@http://");
+    if (at == std::string_view::npos) at = rest.find("@https://");
+    config.model = std::string(rest.substr(0, at));
+    if (std::find(std::begin(ModelConfig::kProviders), std::end(ModelConfig::kProviders), config.provider) ==
+        std::end(ModelConfig::kProviders)) {
+        error = fmt::format("unknown provider '{}' (openai or anthropic)", config.provider);
+        return std::nullopt;
+    }
+    if (config.model.empty()) {
+        error = "no model id after the provider";
+        return std::nullopt;
+    }
+    config.baseUrl = at == std::string_view::npos ? ModelConfig::defaultBaseUrl(config.provider)
+                                                  : std::string(rest.substr(at + 1));
+    while (config.baseUrl.ends_with('/')) config.baseUrl.pop_back();
+    config.apiKeyEnv = ModelConfig::defaultApiKeyEnv(config.provider);
+    // A server of your own (vLLM, llama.cpp, Ollama) usually wants no key: send the provider's
+    // variable only when it is set. The provider's own API always gets it (and refuses without).
+    const char* key = std::getenv(config.apiKeyEnv.c_str());
+    if (at != std::string_view::npos && (!key || !*key)) config.apiKeyEnv.clear();
+    return config;
+}
+
 const Grant* Policy::grantFor(std::string_view resource) const {
     if (allowAll) {
         static const Grant kUnlimited;
@@ -667,7 +846,7 @@ std::optional<Policy> parsePolicy(const std::string& file, std::string_view text
 }
 
 void checkPolicyAgainstHost(const Policy& policy, const std::vector<std::string>& hostResources,
-                            DiagnosticList& diags) {
+                            DiagnosticList& diags, const std::vector<std::string>* hostModels) {
     if (policy.allowAll) return;
     std::set<std::string_view> declared(hostResources.begin(), hostResources.end());
     std::vector<Diagnostic> found;
@@ -684,6 +863,25 @@ void checkPolicyAgainstHost(const Policy& policy, const std::vector<std::string>
         else
             d.hint = "grant only capabilities and models declared in the host interface, or remove this grant";
         found.push_back(std::move(d));
+    }
+    if (hostModels) {
+        std::set<std::string_view> models(hostModels->begin(), hostModels->end());
+        for (const auto& [name, config] : policy.models) {
+            if (models.count(name)) continue;
+            Diagnostic d;
+            d.code = DiagCode::E0505;
+            d.message = declared.count(name)
+                            ? fmt::format("policy configures model '{}', which the host declares as a capability", name)
+                            : fmt::format("policy configures model '{}', which the host does not declare", name);
+            d.file = policy.file;
+            d.span = config.span;
+            d.details = {{"model", name}};
+            if (auto close = closestName(name, *hostModels))
+                d.hint = fmt::format("did you mean '{}'?", *close);
+            else
+                d.hint = "configure only models declared in the host interface (`model NAME cost …`)";
+            found.push_back(std::move(d));
+        }
     }
     addSorted(std::move(found), diags);
 }

@@ -41,6 +41,30 @@ struct RunLimits {
     std::optional<int64_t> maxWallMs;  // milliseconds of VM time, adapter time excluded
 };
 
+// One [models."NAME"] table (extension): how the host performs the model calls granted under
+// NAME — which provider's API, which model, at what price (docs/models.md). Written by the host
+// operator, never by the program. The API key is never here, only the name of the environment
+// variable that holds it. parsePolicy fills in every default, so a config is complete.
+struct ModelConfig {
+    std::string name;  // the model resource the host declares (`llm`)
+    Span span;         // the table header
+    std::string provider;  // "openai" (Chat Completions and compatible servers) | "anthropic" (Messages)
+    std::string model;     // the provider's model id
+    std::string baseUrl;   // default https://api.openai.com/v1 | https://api.anthropic.com/v1
+    std::string apiKeyEnv;  // default OPENAI_API_KEY | ANTHROPIC_API_KEY; "" sends no key (a local server)
+    int64_t maxTokens = 4096;
+    std::optional<double> temperature;
+    // Dollars per million tokens. With neither, a call is charged its declared cost.
+    std::optional<double> inputUsdPerMtok, outputUsdPerMtok;
+    // The deadline of a call without a `timeout` of its own (retries of 429 and 5xx included).
+    int64_t timeoutMs = 120'000;
+
+    static constexpr std::string_view kProviders[] = {"openai", "anthropic"};
+    // The provider's defaults, for a config given by flags rather than a table.
+    static std::string defaultBaseUrl(std::string_view provider);
+    static std::string defaultApiKeyEnv(std::string_view provider);
+};
+
 struct Policy {
     std::string file;                     // the path as given (reported in diagnostics and check --json)
     std::optional<double> maxUsd;         // [budget] max_usd; none: only the program's budget applies
@@ -51,6 +75,8 @@ struct Policy {
     // [artifacts] trust: .rbc files run under this policy must be signed by a key in this
     // directory (resolved against the policy file's directory; docs/policy.md "[artifacts]").
     std::optional<std::string> trustDir;
+    // [models."NAME"]: the models the host performs itself, by model resource name.
+    std::map<std::string, ModelConfig> models;
     bool allowAll = false;  // --allow-all: every resource granted, no limits, no max_usd
     std::string sha256;     // policy_hash: hex SHA-256 of the file's bytes; empty for allow-all
 
@@ -60,6 +86,11 @@ struct Policy {
     static Policy allowAllPolicy();
 };
 
+// A model configured by `--model NAME=PROVIDER:MODEL[@BASE_URL]` (docs/models.md): the provider's
+// defaults for everything else, no prices; with a BASE_URL, the provider's key variable is used
+// only when it is set. Nothing, with `error`, when the text is not of that form.
+std::optional<ModelConfig> modelConfigFromFlag(std::string_view text, std::string& error);
+
 // Parses and validates policy text read from `file`. Every problem is an E0504 with a position:
 // TOML syntax errors, unknown tables and keys (at the key, with a hint listing the valid keys and
 // a close match), and values of the wrong type or range (at the value). Returns nullopt when any
@@ -67,8 +98,9 @@ struct Policy {
 std::optional<Policy> parsePolicy(const std::string& file, std::string_view text, DiagnosticList& diags);
 
 // E0505 for each grant of a resource (capability or model name) that the host does not declare,
-// at the grant's table header, with a hint naming a close declared resource. Nothing for allow-all.
+// at the grant's table header, with a hint naming a close declared resource; with `hostModels`, also
+// for each [models."NAME"] table whose NAME is not a model the host declares. Nothing for allow-all.
 void checkPolicyAgainstHost(const Policy& policy, const std::vector<std::string>& hostResources,
-                            DiagnosticList& diags);
+                            DiagnosticList& diags, const std::vector<std::string>* hostModels = nullptr);
 
 }  // namespace remit

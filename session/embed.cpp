@@ -247,7 +247,8 @@ CreateResult Run::create(const Program& program, const RunOptions& options) {
         policyText = std::make_unique<SourceFile>("policy.toml", options.policyToml);
         std::optional<Policy> parsed = parsePolicy("policy.toml", options.policyToml, diags);
         if (parsed) {
-            checkPolicyAgainstHost(*parsed, p.host.resourceNames(), diags);
+            std::vector<std::string> hostModels = p.host.modelNames();
+            checkPolicyAgainstHost(*parsed, p.host.resourceNames(), diags, &hostModels);
             std::optional<Manifest> manifest = manifestFromJson(Json::parse(p.manifestJson));
             if (manifest && !diags.hasErrors())
                 checkManifestAgainstPolicy(*manifest, *parsed, p.programName, Span{}, diags);

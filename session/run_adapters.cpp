@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "broker/fixture_adapter.h"
+#include "broker/model_adapter.h"
 #include "broker/process_adapter.h"
 #include "broker/routing_adapter.h"
 
@@ -17,8 +20,72 @@ const char* kindName(AdapterSpec::Kind kind) {
         case AdapterSpec::Kind::Process: return "process";
         case AdapterSpec::Kind::Live: return "live";
         case AdapterSpec::Kind::None: return "none";
+        case AdapterSpec::Kind::Model: return "model";
     }
     return "none";
+}
+
+// A model spec as run_start records it: every setting, the key's variable name and never a key.
+Json modelJson(const ModelConfig& m) {
+    auto optional = [](const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); };
+    return {{"kind", "model"},
+            {"name", m.name},
+            {"provider", m.provider},
+            {"model", m.model},
+            {"base_url", m.baseUrl},
+            {"api_key_env", m.apiKeyEnv},
+            {"max_tokens", m.maxTokens},
+            {"temperature", optional(m.temperature)},
+            {"input_usd_per_mtok", optional(m.inputUsdPerMtok)},
+            {"output_usd_per_mtok", optional(m.outputUsdPerMtok)},
+            {"timeout_ms", m.timeoutMs}};
+}
+
+// And back, refusing anything that is not exactly that shape.
+bool modelFromJson(const Json& entry, ModelConfig& m, std::string& error) {
+    auto text = [&](const char* key, std::string& out, bool mayBeEmpty) {
+        auto it = entry.find(key);
+        if (it == entry.end() || !it->is_string() || (!mayBeEmpty && it->get<std::string>().empty())) {
+            error = fmt::format("a model adapter entry has no string `{}`", key);
+            return false;
+        }
+        out = it->get<std::string>();
+        return true;
+    };
+    auto integer = [&](const char* key, int64_t& out) {
+        auto it = entry.find(key);
+        if (it == entry.end() || !it->is_number_integer() || it->get<int64_t>() <= 0) {
+            error = fmt::format("a model adapter entry has no positive integer `{}`", key);
+            return false;
+        }
+        out = it->get<int64_t>();
+        return true;
+    };
+    auto number = [&](const char* key, std::optional<double>& out) {
+        auto it = entry.find(key);
+        if (it == entry.end()) {
+            error = fmt::format("a model adapter entry has no `{}`", key);
+            return false;
+        }
+        if (it->is_null()) return true;
+        if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0) {
+            error = fmt::format("a model adapter entry's `{}` is not a non-negative number", key);
+            return false;
+        }
+        out = it->get<double>();
+        return true;
+    };
+    if (!text("name", m.name, false) || !text("provider", m.provider, false) || !text("model", m.model, false) ||
+        !text("base_url", m.baseUrl, false) || !text("api_key_env", m.apiKeyEnv, true) ||
+        !integer("max_tokens", m.maxTokens) || !integer("timeout_ms", m.timeoutMs) ||
+        !number("temperature", m.temperature) || !number("input_usd_per_mtok", m.inputUsdPerMtok) ||
+        !number("output_usd_per_mtok", m.outputUsdPerMtok))
+        return false;
+    if (m.provider != "openai" && m.provider != "anthropic") {
+        error = fmt::format("a model adapter entry has unknown provider '{}'", m.provider);
+        return false;
+    }
+    return true;
 }
 
 std::unique_ptr<Adapter> openOne(const AdapterSpec& spec, const AdapterOpenOptions& options, std::string& error,
@@ -32,6 +99,9 @@ std::unique_ptr<Adapter> openOne(const AdapterSpec& spec, const AdapterOpenOptio
         }
         case AdapterSpec::Kind::Live: return makeLiveAdapter(options.liveShim, spec.path, error);
         case AdapterSpec::Kind::None: return FixtureAdapter::empty();
+        case AdapterSpec::Kind::Model:
+            hint = "the key goes in the environment, never in a file; docs/models.md";
+            return makeModelAdapter(spec.model, error);
     }
     error = "unknown adapter kind";
     return nullptr;
@@ -47,6 +117,7 @@ std::string adapterMode(const std::vector<AdapterSpec>& specs) {
         case AdapterSpec::Kind::Process: return "adapter";
         case AdapterSpec::Kind::Live: return "live";
         case AdapterSpec::Kind::None: return "none";
+        case AdapterSpec::Kind::Model: return "model";
     }
     return "none";
 }
@@ -54,6 +125,10 @@ std::string adapterMode(const std::vector<AdapterSpec>& specs) {
 Json adapterSpecsJson(const std::vector<AdapterSpec>& specs) {
     Json out = Json::array();
     for (const AdapterSpec& spec : specs) {
+        if (spec.kind == AdapterSpec::Kind::Model) {
+            out.push_back(modelJson(spec.model));
+            continue;
+        }
         Json entry = {{"kind", kindName(spec.kind)}};
         switch (spec.kind) {
             case AdapterSpec::Kind::Fixtures:
@@ -62,7 +137,8 @@ Json adapterSpecsJson(const std::vector<AdapterSpec>& specs) {
                 entry["command"] = spec.command;
                 entry["cwd"] = spec.workingDir;
                 break;
-            case AdapterSpec::Kind::None: break;
+            case AdapterSpec::Kind::None:
+            case AdapterSpec::Kind::Model: break;
         }
         out.push_back(std::move(entry));
     }
@@ -99,6 +175,9 @@ std::optional<std::vector<AdapterSpec>> adapterSpecsFromJson(const Json& value, 
             if (!text("command", spec.command) || !text("cwd", spec.workingDir)) return std::nullopt;
         } else if (kind == "none") {
             spec.kind = AdapterSpec::Kind::None;
+        } else if (kind == "model") {
+            spec.kind = AdapterSpec::Kind::Model;
+            if (!modelFromJson(entry, spec.model, error)) return std::nullopt;
         } else {
             error = fmt::format("unknown adapter kind '{}'", kind);
             return std::nullopt;

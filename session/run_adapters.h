@@ -15,6 +15,7 @@
 
 #include "broker/adapter.h"
 #include "runtime/json_text.h"
+#include "runtime/policy.h"
 
 namespace remit {
 
@@ -24,14 +25,16 @@ struct AdapterSpec {
         Process,   // an adapter process speaking JSON lines (broker/process_adapter.h)
         Live,      // a prototype-style adapters.py through the Python shim
         None,      // nothing performs calls: a program without host-call sites
+        Model,     // a model the host configured (broker/model_adapter.h): serves that model's calls only
     } kind = Kind::None;
     std::string path;        // Fixtures: the fixture file; Live: the program's folder (where adapters.py is)
     std::string command;     // Process: the command line, as the operator wrote it
     std::string workingDir;  // Process: the absolute directory the process starts in
+    ModelConfig model;       // Model: the whole configuration — the key's variable name, never the key
 };
 
 // The run's `mode` as `run_start` and the `trace:` line show it (docs/broker.md "Traces"): that of
-// the last spec — `fixtures:PATH`, `adapter`, `live` or `none`.
+// the last spec — `fixtures:PATH`, `adapter`, `live`, `model` or `none`.
 std::string adapterMode(const std::vector<AdapterSpec>& specs);
 
 // The `adapters` array `run_start` records, and back. fromJson refuses (nullopt, `error` saying

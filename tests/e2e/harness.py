@@ -33,8 +33,18 @@ class Result:
         return f"exit {self.code}\n--- stdout\n{self.out}\n--- stderr\n{self.err}"
 
 
-def run(tool, *args, cwd=None, timeout=60, stdin=None):
-    proc = subprocess.run([tool, *map(str, args)], cwd=cwd, capture_output=True, timeout=timeout, input=stdin)
+def run(tool, *args, cwd=None, timeout=60, stdin=None, env=None):
+    """Runs a tool; `env` adds variables to (or, with None values, removes them from) the environment."""
+    environment = None
+    if env is not None:
+        environment = dict(os.environ)
+        for k, v in env.items():
+            if v is None:
+                environment.pop(k, None)
+            else:
+                environment[k] = v
+    proc = subprocess.run([tool, *map(str, args)], cwd=cwd, capture_output=True, timeout=timeout, input=stdin,
+                          env=environment)
     return Result(proc)
 
 

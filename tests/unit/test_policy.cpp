@@ -3,6 +3,8 @@
 // host's resources, and the allow-all policy.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+
 #include "runtime/hash.h"
 #include "runtime/policy.h"
 
@@ -225,12 +227,14 @@ TEST_CASE("policy: unknown keys are E0504 at the key, with the valid keys and a 
 
     d = onlyError("max_usd = 1\n");
     CHECK(d.message == "unknown top-level key 'max_usd' in the policy");
-    CHECK(d.hint == "'max_usd' belongs in [budget]; valid tables: [budget], [grant.\"<resource>\"], [limits], [flows], [artifacts]");
+    CHECK(d.hint == "'max_usd' belongs in [budget]; valid tables: [budget], [grant.\"<resource>\"], [limits], [flows], [artifacts], "
+          "[models.\"<model>\"]");
     checkSpan(d.span, 1, 1, 1, 8);
 
     d = onlyError("# limits\n[limit]\nmax_steps = 5\n");
     CHECK(d.message == "unknown table [limit] in the policy");
-    CHECK(d.hint == "did you mean [limits]? valid tables: [budget], [grant.\"<resource>\"], [limits], [flows], [artifacts]");
+    CHECK(d.hint == "did you mean [limits]? valid tables: [budget], [grant.\"<resource>\"], [limits], [flows], [artifacts], "
+          "[models.\"<model>\"]");
     checkSpan(d.span, 2, 2, 2, 7);
 
     d = onlyError("[grants.llm]\nmax_calls = 1\n");  // the prototype's table is singular
@@ -533,4 +537,122 @@ TEST_CASE("policy: nesting is bounded before toml++ builds anything") {
     CHECK(ok.policy->grants.count("a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t.u.v.w.x.y.z.0.1.2.3.4.5.6.7.8.9") == 1);
     Parsed proto = parse(kPrototypePolicy);
     CHECK(proto.diags.items().empty());
+}
+
+TEST_CASE("policy: [models] tables configure models, with every default filled in") {
+    Parsed parsed = parse(R"([models.llm]
+provider = "openai"
+model = "gpt-4o-mini"
+input_usd_per_mtok = 0.15
+output_usd_per_mtok = 0.6
+
+[models."local"]
+provider = "openai"
+model = "qwen2.5"
+base_url = "http://127.0.0.1:8000/v1/"
+api_key_env = ""
+max_tokens = 512
+temperature = 0
+timeout_ms = 5000
+
+[models.claude]
+provider = "anthropic"
+model = "claude-haiku-4-5"
+)");
+    REQUIRE(parsed.policy);
+    const auto& models = parsed.policy->models;
+    REQUIRE(models.size() == 3);
+    const ModelConfig& llm = models.at("llm");
+    CHECK(llm.provider == "openai");
+    CHECK(llm.baseUrl == "https://api.openai.com/v1");
+    CHECK(llm.apiKeyEnv == "OPENAI_API_KEY");
+    CHECK(llm.maxTokens == 4096);
+    CHECK(llm.timeoutMs == 120000);
+    CHECK_FALSE(llm.temperature);
+    CHECK(llm.inputUsdPerMtok == 0.15);
+    CHECK(llm.outputUsdPerMtok == 0.6);
+    checkSpan(llm.span, 1, 1, 1, 13);
+    const ModelConfig& local = models.at("local");
+    CHECK(local.baseUrl == "http://127.0.0.1:8000/v1");
+    CHECK(local.apiKeyEnv.empty());
+    CHECK(local.maxTokens == 512);
+    CHECK(local.temperature == 0.0);
+    CHECK(local.timeoutMs == 5000);
+    const ModelConfig& claude = models.at("claude");
+    CHECK(claude.baseUrl == "https://api.anthropic.com/v1");
+    CHECK(claude.apiKeyEnv == "ANTHROPIC_API_KEY");
+}
+
+TEST_CASE("policy: [models] errors are E0504 at the key or value, and never echo a pasted key") {
+    Diagnostic unknown = onlyError("[models.llm]\nprovider = \"openai\"\nmodel = \"m\"\nmax_token = 5\n");
+    CHECK(unknown.code == DiagCode::E0504);
+    CHECK(unknown.message == "unknown key 'max_token' in [models.llm]");
+    CHECK(unknown.hint.find("did you mean 'max_tokens'?") == 0);
+    checkSpan(unknown.span, 4, 1, 4, 10);
+
+    Diagnostic provider = onlyError("[models.llm]\nprovider = \"openia\"\nmodel = \"m\"\n");
+    CHECK(provider.message == "provider in [models.llm] must be \"openai\" or \"anthropic\", got \"openia\"");
+    checkSpan(provider.span, 2, 12, 2, 20);
+
+    Diagnostic missing = onlyError("[models.llm]\nprovider = \"openai\"\n");
+    CHECK(missing.message == "[models.llm] needs model");
+
+    Diagnostic key = onlyError("[models.llm]\nprovider = \"openai\"\nmodel = \"m\"\napi_key_env = \"sk-live-abc123\"\n");
+    CHECK(key.message.find("must name an environment variable") != std::string::npos);
+    CHECK(key.message.find("sk-live") == std::string::npos);
+    CHECK(key.hint.find("sk-live") == std::string::npos);
+
+    Diagnostic url = onlyError("[models.llm]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"api.openai.com\"\n");
+    CHECK(url.message == "base_url in [models.llm] must start with http:// or https://, got \"api.openai.com\"");
+
+    Diagnostic tokens = onlyError("[models.llm]\nprovider = \"openai\"\nmodel = \"m\"\nmax_tokens = 0\n");
+    CHECK(tokens.message == "max_tokens in [models.llm] must be a positive integer of at most 1000000, got 0");
+    Diagnostic price = onlyError("[models.llm]\nprovider = \"openai\"\nmodel = \"m\"\ninput_usd_per_mtok = \"0.1\"\n");
+    CHECK(price.message == "input_usd_per_mtok in [models.llm] must be a number from 0 to 1000000, got \"0.1\"");
+    Diagnostic temperature = onlyError("[models.llm]\nprovider = \"openai\"\nmodel = \"m\"\ntemperature = 3\n");
+    CHECK(temperature.message == "temperature in [models.llm] must be a number from 0 to 2, got 3");
+    Diagnostic notTable = onlyError("[models]\nllm = \"gpt-4o\"\n");
+    CHECK(notTable.message == "model 'llm' must be a table of settings, got \"gpt-4o\"");
+    Diagnostic misplaced = onlyError("[grant.llm]\nprovider = \"openai\"\n");
+    CHECK(misplaced.hint.find("'provider' belongs in [models.\"<model>\"]") == 0);
+}
+
+TEST_CASE("policy: a [models] table must name a model the host declares (E0505)") {
+    Parsed parsed = parse(R"([models.lm]
+provider = "openai"
+model = "m"
+
+[models."web.fetch"]
+provider = "openai"
+model = "m"
+)");
+    REQUIRE(parsed.policy);
+    std::vector<std::string> models = {"llm"};
+    DiagnosticList diags;
+    checkPolicyAgainstHost(*parsed.policy, {"llm", "web.fetch"}, diags, &models);
+    REQUIRE(diags.items().size() == 2);
+    CHECK(diags.items()[0].code == DiagCode::E0505);
+    CHECK(diags.items()[0].message == "policy configures model 'lm', which the host does not declare");
+    CHECK(diags.items()[0].hint == "did you mean 'llm'?");
+    checkSpan(diags.items()[0].span, 1, 1, 1, 12);
+    CHECK(diags.items()[1].message == "policy configures model 'web.fetch', which the host declares as a capability");
+}
+
+TEST_CASE("policy: --model NAME=PROVIDER:MODEL[@BASE_URL]") {
+    std::string error;
+    std::optional<ModelConfig> plain = modelConfigFromFlag("llm=anthropic:claude-haiku-4-5", error);
+    REQUIRE(plain);
+    CHECK(plain->name == "llm");
+    CHECK(plain->provider == "anthropic");
+    CHECK(plain->model == "claude-haiku-4-5");
+    CHECK(plain->baseUrl == "https://api.anthropic.com/v1");
+    CHECK(plain->apiKeyEnv == "ANTHROPIC_API_KEY");
+    ::unsetenv("OPENAI_API_KEY");
+    std::optional<ModelConfig> local = modelConfigFromFlag("llm=openai:qwen2.5:7b@http://127.0.0.1:11434/v1/", error);
+    REQUIRE(local);
+    CHECK(local->model == "qwen2.5:7b");
+    CHECK(local->baseUrl == "http://127.0.0.1:11434/v1");
+    CHECK(local->apiKeyEnv.empty());  // a server of your own, and no key in the environment
+    for (const char* bad : {"llm", "llm=openai", "=openai:m", "llm=gemini:m", "llm=openai:"})
+        CHECK_MESSAGE(!modelConfigFromFlag(bad, error), bad);
 }

@@ -192,6 +192,34 @@ TEST_CASE("process adapter: call and ask round trips, one process for the run") 
     CHECK(r.message.find("unknown error 'Whatever'") != std::string::npos);
 }
 
+TEST_CASE("process adapter: requests carry the site, the attempt, the tags and the repair turn") {
+    auto adapter = make(kFake);
+    AdapterRequest c = call(Json{{"email", "a@b"}});
+    c.attempt = 2;
+    c.argTags = Json{{"email", {"untrusted"}}};
+    c.pcTags = Json::array({"private"});
+    AdapterReply r = adapter->perform(c);
+    REQUIRE_MESSAGE(r.ok, r.message);
+    CHECK(r.result["site"] == "main#0");
+    CHECK(r.result["attempt"] == 2);
+    CHECK(r.result["arg_tags"] == Json{{"email", {"untrusted"}}});
+    CHECK(r.result["pc_tags"] == Json::array({"private"}));
+    CHECK_FALSE(r.result.contains("previous"));  // model calls only
+
+    AdapterRequest first = ask("llm");
+    r = adapter->perform(first);
+    REQUIRE(r.ok);
+    CHECK(r.result["previous"].is_null());
+    CHECK(r.result["attempt"] == 0);
+    CHECK(r.result["arg_tags"] == Json::object());
+    AdapterRequest retry = ask("llm");
+    retry.attempt = 1;
+    retry.previous = AdapterRequest::Previous{Json{{"verdict", "maybe"}}, "model output does not match"};
+    r = adapter->perform(retry);
+    REQUIRE(r.ok);
+    CHECK(r.result["previous"] == Json{{"answer", {{"verdict", "maybe"}}}, {"error", "model output does not match"}});
+}
+
 TEST_CASE("process adapter: a late reply is a Timeout, and the next call gets a fresh process") {
     ProcessAdapterOptions options;
     options.startupGraceMs = 0;

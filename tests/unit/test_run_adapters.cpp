@@ -93,8 +93,8 @@ TEST_CASE("routing adapter: a call nobody serves fails operationally, naming the
 
 TEST_CASE("run adapters: the record a run keeps reads back to the same specs, and the mode follows the last") {
     std::vector<AdapterSpec> specs = {
-        {AdapterSpec::Kind::Process, "", "python3 ad.py", "/srv/app"},
-        {AdapterSpec::Kind::Fixtures, "fixtures/run.json", "", ""},
+        {AdapterSpec::Kind::Process, "", "python3 ad.py", "/srv/app", {}},
+        {AdapterSpec::Kind::Fixtures, "fixtures/run.json", "", "", {}},
     };
     Json record = adapterSpecsJson(specs);
     std::string error;
@@ -105,7 +105,7 @@ TEST_CASE("run adapters: the record a run keeps reads back to the same specs, an
     CHECK((*back)[0].command == "python3 ad.py");
     CHECK((*back)[0].workingDir == "/srv/app");
     CHECK(adapterMode(specs) == "fixtures:fixtures/run.json");
-    CHECK(adapterMode({{AdapterSpec::Kind::Process, "", "x", "/"}}) == "adapter");
+    CHECK(adapterMode({{AdapterSpec::Kind::Process, "", "x", "/", {}}}) == "adapter");
     CHECK(adapterMode({}) == "none");
 }
 
@@ -122,13 +122,80 @@ TEST_CASE("run adapters: a damaged record is refused, never opened as something 
 
 TEST_CASE("run adapters: a spec that cannot be opened names itself, and nothing is opened") {
     AdapterOpenError error;
-    std::vector<AdapterSpec> specs = {{AdapterSpec::Kind::None, "", "", ""},
-                                      {AdapterSpec::Kind::Fixtures, "/nonexistent/fixtures.json", "", ""}};
+    std::vector<AdapterSpec> specs = {{AdapterSpec::Kind::None, "", "", "", {}},
+                                      {AdapterSpec::Kind::Fixtures, "/nonexistent/fixtures.json", "", "", {}}};
     CHECK_FALSE(openAdapters(specs, {}, error));
     CHECK(error.index == 1);
     CHECK(error.message.find("/nonexistent/fixtures.json") != std::string::npos);
     error = {};
-    auto none = openAdapters({{AdapterSpec::Kind::None, "", "", ""}}, {}, error);
+    auto none = openAdapters({{AdapterSpec::Kind::None, "", "", "", {}}}, {}, error);
     REQUIRE(none);
     CHECK(std::string(none->kind()) == "fixture");
+}
+
+namespace {
+
+AdapterSpec modelSpec(std::string provider, std::string baseUrl, std::string apiKeyEnv) {
+    AdapterSpec spec;
+    spec.kind = AdapterSpec::Kind::Model;
+    spec.model.name = "llm";
+    spec.model.provider = std::move(provider);
+    spec.model.model = "claude-haiku-4-5";
+    spec.model.baseUrl = std::move(baseUrl);
+    spec.model.apiKeyEnv = std::move(apiKeyEnv);
+    return spec;
+}
+
+}  // namespace
+
+TEST_CASE("run adapters: a model spec records its whole configuration, never a key, and reads back") {
+    AdapterSpec model = modelSpec("anthropic", "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY");
+    model.model.maxTokens = 300;
+    model.model.inputUsdPerMtok = 1.0;
+    std::vector<AdapterSpec> specs = {model, {AdapterSpec::Kind::Fixtures, "fixtures/run.json", "", "", {}}};
+    Json record = adapterSpecsJson(specs);
+    CHECK(record[0] == Json{{"kind", "model"},
+                            {"name", "llm"},
+                            {"provider", "anthropic"},
+                            {"model", "claude-haiku-4-5"},
+                            {"base_url", "https://api.anthropic.com/v1"},
+                            {"api_key_env", "ANTHROPIC_API_KEY"},
+                            {"max_tokens", 300},
+                            {"temperature", nullptr},
+                            {"input_usd_per_mtok", 1.0},
+                            {"output_usd_per_mtok", nullptr},
+                            {"timeout_ms", 120000}});
+    std::string error;
+    auto back = adapterSpecsFromJson(record, error);
+    REQUIRE_MESSAGE(back, error);
+    CHECK(adapterSpecsJson(*back) == record);
+    CHECK(adapterMode({model}) == "model");
+    for (const char* damage : {"provider", "name", "max_tokens", "temperature", "base_url"}) {
+        Json broken = record;
+        broken[0].erase(damage);
+        error.clear();
+        CHECK_MESSAGE(!adapterSpecsFromJson(broken, error), damage);
+        CHECK(error.find(damage) != std::string::npos);
+    }
+    Json unknown = record;
+    unknown[0]["provider"] = "gemini";
+    CHECK_FALSE(adapterSpecsFromJson(unknown, error));
+    Json negative = record;
+    negative[0]["input_usd_per_mtok"] = -1;
+    CHECK_FALSE(adapterSpecsFromJson(negative, error));
+}
+
+TEST_CASE("run adapters: a model whose key variable is unset cannot be opened, and says which variable") {
+    AdapterSpec model = modelSpec("openai", "http://127.0.0.1:9/v1", "REMIT_TEST_UNSET_KEY_VARIABLE");
+    AdapterOpenError error;
+    CHECK_FALSE(openAdapters({model}, {}, error));
+    CHECK(error.message.find("REMIT_TEST_UNSET_KEY_VARIABLE is not set") != std::string::npos);
+    model.model.apiKeyEnv.clear();
+    error = {};
+    auto opened = openAdapters({model, {AdapterSpec::Kind::None, "", "", "", {}}}, {}, error);
+    REQUIRE(opened);
+    auto* routing = dynamic_cast<RoutingAdapter*>(opened.get());
+    REQUIRE(routing);
+    CHECK(std::string(routing->route(AdapterRequest::Kind::Ask, "llm")->kind()) == "model");
+    CHECK(std::string(routing->route(AdapterRequest::Kind::Call, "llm")->kind()) == "fixture");
 }
