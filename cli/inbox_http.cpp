@@ -405,8 +405,12 @@ private:
         return "<input type=\"hidden\" name=\"csrf\" value=\"" + escapeHtml(caller.csrf) + "\">";
     }
 
+    // The command that continues a run, to paste into a shell anywhere: the state directory absolute.
     std::string resumeCommand(const std::string& runId) const {
-        return fmt::format("remitvm resume {} --state-dir {}", runId, shellQuote(options_.stateDir.string()));
+        std::error_code ec;
+        std::filesystem::path dir = std::filesystem::absolute(options_.stateDir, ec);
+        return fmt::format("{} resume {} --state-dir {}", tool_, runId,
+                           shellQuote((ec ? options_.stateDir : dir).lexically_normal().string()));
     }
 
     Response storeError(const Caller& caller, const std::string& error) const {

@@ -166,23 +166,27 @@ def test_a_prototype_store_lists():
         s = run(REMITVM, "approvals", "show", "abab", cwd=ws.path)
         expect(s.code == 0 and '"to": "x"' in s.out, "shown", s)
 
-# Answers every call with a fixed result: enough to see the approved call performed.
-ADAPTER = """import json, sys
-for line in sys.stdin:
-    r = json.loads(line)
-    result = "m-9" if r["resource"] == "mail.send" else "a customer"
-    print(json.dumps({"id": r["id"], "ok": True, "result": result}), flush=True)
-"""
+# An adapter with countable effects: each call it performs is a line of its --log
+# (tests/e2e/adapters/effects_adapter.py). The tests copy it into the workspace as ad.py, so that a
+# relative adapter command means something only where the run was made (and so that a test can
+# break and mend its first line, #!).
+EFFECTS_ADAPTER = (REPO / "tests/e2e/adapters/effects_adapter.py").read_text().split("\n", 1)[1]
+
+
+def sends(ws):
+    log = ws.path / "effects.jsonl"
+    lines = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return [e for e in lines if e.get("resource") == "mail.send"]
 
 
 def test_a_run_resumed_from_another_directory_finds_its_program_and_adapter():
-    for command in ("python3 ad.py", "./ad.py"):
+    for command in ("python3 ad.py --log effects.jsonl", "./ad.py --log effects.jsonl"):
         resume_from_elsewhere(command)
 
 
 def resume_from_elsewhere(command):
     with workspace() as ws:
-        ws.write("ad.py", "#!/usr/bin/env python3\n" + ADAPTER).chmod(0o755)
+        ws.write("ad.py", "#!/usr/bin/env python3\n" + EFFECTS_ADAPTER).chmod(0o755)
         state = ws.path / "st"
         r = run(REMITVM, "run", "prog.rmt", "-i", "who=Ada", "--adapter", command, "--state-dir", state,
                 cwd=ws.path)
@@ -195,20 +199,9 @@ def resume_from_elsewhere(command):
         a = run(REMITVM, "approvals", "approve", start["run_id"], "--state-dir", state, cwd=elsewhere)
         expect(a.code == 0, "approved from elsewhere", a)
         c = run(REMITVM, "resume", start["run_id"], "--state-dir", state, cwd=elsewhere)
-        expect(c.code == 0 and json.loads(c.out) == "sent m-9",
+        expect(c.code == 0 and json.loads(c.out) == "sent done:mail.send",
                f"the resume runs the program and `{command}` where the run was made", c)
-
-
-# An adapter with countable effects: each call it performs is a line of its --log
-# (tests/e2e/adapters/effects_adapter.py); here copied into the workspace as ad.py, whose first
-# line (#!) the test breaks and mends.
-EFFECTS_ADAPTER = (REPO / "tests/e2e/adapters/effects_adapter.py").read_text().split("\n", 1)[1]
-
-
-def sends(ws):
-    log = ws.path / "effects.jsonl"
-    lines = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    return [e for e in lines if e.get("resource") == "mail.send"]
+        expect(len(sends(ws)) == 1, f"the effect happened once, logged where the run was made: {sends(ws)}")
 
 
 def test_an_approval_is_used_only_by_a_dispatch_that_reaches_the_adapter():

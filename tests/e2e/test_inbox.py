@@ -6,11 +6,13 @@ state-changing request; the security headers on every response; every value esca
 deny under the key's id, which the run's resume then meets. tests/inbox_browser drives the same
 server from a real browser."""
 import hashlib
+import html
 import html.parser
 import http.client
 import json
 import random
 import re
+import shlex
 import subprocess
 import urllib.parse
 
@@ -176,6 +178,9 @@ def test_login_session_and_csrf():
             sid = cookie.split(";")[0].split("=", 1)[1]
             status, _, body = inbox.request("GET", f"/requests/{digest}", cookie=sid)
             expect(status == 200 and 'id="approve"' in body, "the session sees the request and its forms")
+            shown = re.search(r"Then continue the run: <code>(.*?)</code>", body)
+            expect(shown is not None, "the request page says how to continue the run", body)
+            resume_line = shlex.split(html.unescape(shown.group(1)))
             csrf = re.search(r'name="csrf" value="([0-9a-f]{64})"', body).group(1)
             path = f"/requests/{digest}/approve"
             status, _, body = inbox.request("POST", path, cookie=sid, form={})
@@ -202,8 +207,15 @@ def test_login_session_and_csrf():
             expect(status == 303 and "Max-Age=0" in headers.get("set-cookie", ""), "logged out")
             status, _, _ = inbox.request("GET", "/", cookie=sid)
             expect(status == 401, "the old cookie is worth nothing")
-        c = run(REMITVM, "resume", req["run_id"], "--state-dir", "st", cwd=ws.path)
-        expect(c.code == 0 and json.loads(c.out) == "sent m-1", "the run completes under alice's approval", c)
+        # The command the page showed, pasted into a shell in another directory (the state directory
+        # in it is absolute).
+        expect(resume_line[:3] == ["remitvm", "resume", req["run_id"]]
+               and resume_line[3:] == ["--state-dir", str((ws.path / "st").resolve())], f"the command: {resume_line}")
+        elsewhere = ws.path / "elsewhere"
+        elsewhere.mkdir()
+        c = run(REMITVM, *resume_line[1:], cwd=elsewhere)
+        expect(c.code == 0 and json.loads(c.out) == "sent m-1", "the pasted command completes the run under alice's "
+               "approval", c)
 
 
 def test_every_value_is_escaped():

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""An adapter process with real, countable effects, for the resume/replay tests (test_resume.py).
+"""An adapter process with real, countable effects, for the tests that must see an effect performed
+once: resume and replay (test_resume.py), approvals (test_approvals.py) and the web inbox in a
+browser (tests/inbox_browser).
 
 Every call is an effect appended to the JSON-lines log named by --log: {"resource", "args", "key"}.
 An effect whose idempotency key is already in the log is not performed again; a line
