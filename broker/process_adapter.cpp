@@ -365,38 +365,10 @@ private:
                 if (fd >= 0) ::close(fd);
             return false;
         }
-        posix_spawn_file_actions_t actions;
-        posix_spawn_file_actions_init(&actions);
-        posix_spawn_file_actions_adddup2(&actions, toChild[0], STDIN_FILENO);
-        posix_spawn_file_actions_adddup2(&actions, fromChild[1], STDOUT_FILENO);
-        // stderr (fd 2) is inherited as is; every other descriptor is closed in the child.
-        posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-        // Before the exec, so a relative program or argument resolves where the run was made.
-        if (!options_.workingDir.empty()) posix_spawn_file_actions_addchdir_np(&actions, options_.workingDir.c_str());
-
-        posix_spawnattr_t attr;
-        posix_spawnattr_init(&attr);
-        // Its own process group, so a timeout or shutdown also stops whatever the adapter started;
-        // no blocked signals; default dispositions for signals we may ignore (an ignored SIGPIPE
-        // would otherwise be inherited across exec).
-        sigset_t none, defaults;
-        sigemptyset(&none);
-        sigemptyset(&defaults);
-        for (int s : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD, SIGUSR1, SIGUSR2}) sigaddset(&defaults, s);
-        posix_spawnattr_setsigmask(&attr, &none);
-        posix_spawnattr_setsigdefault(&attr, &defaults);
-        posix_spawnattr_setpgroup(&attr, 0);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-
-        std::vector<char*> cargv;
-        cargv.reserve(argv_.size() + 1);
-        for (auto& a : argv_) cargv.push_back(a.data());
-        cargv.push_back(nullptr);
-
+        // stderr (fd 2) is inherited as is. Before the exec the child changes to the working
+        // directory, so a relative program or argument resolves where the run was made.
         pid_t pid = -1;
-        int rc = ::posix_spawnp(&pid, cargv[0], &actions, &attr, cargv.data(), environ);
-        posix_spawn_file_actions_destroy(&actions);
-        posix_spawnattr_destroy(&attr);
+        int rc = spawnProcess(argv_, ChildFds{toChild[0], fromChild[1], -1}, options_.workingDir, pid);
         ::close(toChild[0]);
         ::close(fromChild[1]);
         if (rc != 0) {
@@ -699,6 +671,42 @@ std::unique_ptr<Adapter> makeProcessAdapter(const std::string& command, const Pr
     std::vector<std::string> argv;
     if (!splitCommand(command, argv, error)) return nullptr;
     return makeArgvAdapter(std::move(argv), "process", options, error);
+}
+
+int spawnProcess(const std::vector<std::string>& argv, ChildFds fds, const std::string& workingDir, pid_t& pid) {
+    if (argv.empty()) return EINVAL;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    if (fds.in >= 0) posix_spawn_file_actions_adddup2(&actions, fds.in, STDIN_FILENO);
+    if (fds.out >= 0) posix_spawn_file_actions_adddup2(&actions, fds.out, STDOUT_FILENO);
+    if (fds.err >= 0) posix_spawn_file_actions_adddup2(&actions, fds.err, STDERR_FILENO);
+    // Every other descriptor is closed in the child.
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    if (!workingDir.empty()) posix_spawn_file_actions_addchdir_np(&actions, workingDir.c_str());
+
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    // Its own process group, so a timeout or shutdown also stops whatever the child started, and a
+    // signal to the parent's group does not reach it; no blocked signals; default dispositions for
+    // signals the parent may ignore or handle (an ignored SIGPIPE would otherwise be inherited
+    // across exec).
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    for (int s : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD, SIGUSR1, SIGUSR2}) sigaddset(&defaults, s);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
+    std::vector<char*> cargv;
+    cargv.reserve(argv.size() + 1);
+    for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+    cargv.push_back(nullptr);
+    int rc = ::posix_spawnp(&pid, cargv[0], &actions, &attr, cargv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    return rc;
 }
 
 std::unique_ptr<Adapter> makeProcessAdapter(const std::string& command, std::string& error) {

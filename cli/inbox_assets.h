@@ -65,6 +65,8 @@ ol.provenance > li { margin-bottom: .8rem; }
 button { font: inherit; padding: .4rem 1rem; border-radius: 4px; border: 1px solid var(--line); background: #fff; cursor: pointer; }
 button.approve { background: var(--ok); border-color: var(--ok); color: #fff; }
 button.deny { background: var(--no); border-color: var(--no); color: #fff; }
+form.continue { margin: .8rem 0; }
+button.continue { background: #1a56a8; border-color: #1a56a8; color: #fff; }
 form.login { display: flex; flex-direction: column; gap: .8rem; max-width: 24rem; background: #fff; border: 1px solid var(--line); padding: 1.2rem; border-radius: 4px; }
 form.login input { padding: .45rem; font: inherit; }
 )css";

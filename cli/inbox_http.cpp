@@ -2,7 +2,8 @@
 // over HTTP — the pending approval requests, one in full, approve and deny — for people who are
 // not at a shell. What it shows and does is session/approval_requests.h, the same functions
 // `remitvm approvals` prints; this file is only HTTP and HTML: who is asking (keys, sessions,
-// roles), CSRF, the security headers, and the pages, every string in them escaped.
+// roles), CSRF, the security headers, and the pages, every string in them escaped. Continuing a
+// run after a decision is cli/resume_jobs.h: the resume command, run as a child process.
 //
 // Security, as for any admin page:
 // - A key is required: keys.json as for `mcp --http` (session/api_keys.h), only keys with a role.
@@ -32,9 +33,11 @@
 
 #include "broker/approvals.h"
 #include "broker/replay.h"
+#include "broker/trace.h"
 #include "cli/commands.h"
 #include "cli/http_server.h"
 #include "cli/inbox_assets.h"
+#include "cli/resume_jobs.h"
 #include "runtime/canonical_json.h"
 #include "runtime/hash.h"
 #include "runtime/source.h"
@@ -108,24 +111,27 @@ struct InboxOptions {
     std::string host = "127.0.0.1";
     uint16_t port = 8001;
     std::string keysPath;
-    std::filesystem::path stateDir;
+    std::filesystem::path stateDir;  // absolute
+    std::string executable;          // this program, which continues runs (`resume`)
 };
 
 class Inbox final : public http::Handler {
 public:
     Inbox(std::string_view tool, InboxOptions options, ApiKeys keys)
-        : tool_(tool), options_(std::move(options)), keys_(std::move(keys)) {}
+        : tool_(tool), options_(std::move(options)), keys_(std::move(keys)),
+          jobs_({options_.executable, "resume"}, options_.stateDir) {}
 
     std::optional<Response> screen(const Request& r) override {
         // Decisions are refused before their body is read when the caller may not make them.
-        if (r.method == "POST" && r.path.starts_with("/requests/")) {
+        if (r.method == "POST" && (r.path.starts_with("/requests/") || r.path.starts_with("/runs/"))) {
             if (std::optional<Response> refused = crossOrigin(r)) return secured(std::move(*refused));
             Auth auth = authenticate(r);
             if (!auth.caller) return secured(unauthorized(auth));
             if (auth.caller->role != KeyRole::Approver)
                 return secured(page(403, "Not allowed", *auth.caller,
                                     "<p class=\"error\">Your key (" + escapeHtml(auth.caller->keyId) +
-                                        ") is a viewer's: it can see requests but not decide them.</p>"));
+                                        ") is a viewer's: it can see requests but not decide them or continue "
+                                        "runs.</p>"));
         }
         return std::nullopt;
     }
@@ -149,6 +155,7 @@ private:
     std::string tool_;
     InboxOptions options_;
     ApiKeys keys_;
+    ResumeJobs jobs_;
     std::mutex mutex_;
     std::unordered_map<std::string, Session> sessions_;  // guarded; by the SHA-256 of the cookie
     std::deque<std::string> sessionOrder_;              // guarded; oldest first
@@ -260,12 +267,24 @@ private:
             out.headers.emplace_back("Set-Cookie", std::string(kCookie) + "=; Max-Age=0" + cookieAttributes(r));
             return out;
         }
-        bool known = path == "/" || path.starts_with("/requests/");
+        bool known = path == "/" || path.starts_with("/requests/") || path.starts_with("/runs/");
         if (!known) return page404();
         Auth auth = authenticate(r);
         if (!auth.caller) return unauthorized(auth);
         const Caller& caller = *auth.caller;
         if (path == "/") return get ? listPage(r, caller) : notAllowed("GET, HEAD");
+        if (path.starts_with("/runs/")) {
+            // /runs/<run id>[/continue]
+            std::string_view rest = std::string_view(path).substr(6);
+            std::string runId(rest.substr(0, rest.find('/')));
+            std::string_view action = rest.substr(runId.size());
+            if (!isRunId(runId)) return page404();
+            if (action.empty()) return get ? runPage(caller, runId) : notAllowed("GET, HEAD");
+            if (action != "/continue") return page404();
+            if (r.method != "POST") return notAllowed("POST");
+            if (auth.byCookie && !csrfOk(r, caller)) return csrfRefused();
+            return continueRun(caller, runId);
+        }
         // /requests/<digest>[/approve|/deny]
         std::string_view rest = std::string_view(path).substr(10);
         std::string_view digest = rest.substr(0, rest.find('/'));
@@ -310,7 +329,7 @@ private:
 
     Response decide(const Request& r, const Caller& caller, const std::string& digest, bool approve) {
         ApprovalStore store(approvalStorePath(options_.stateDir).string());
-        std::string error, reason;
+        std::string error, reason, runId;
         if (!approve) {
             reason = http::formField(r.body, "reason").value_or("");
             reason.erase(0, reason.find_first_not_of(" \t\r\n"));
@@ -321,13 +340,17 @@ private:
                                         "run's error names it. <a href=\"/requests/{}\">Back to the request</a></p>",
                                         kMaxReasonBytes, digest));
         }
-        bool done = store.load(error) && (approve ? approveRequest(store, digest, caller.keyId, error)
-                                                  : denyRequest(store, digest, caller.keyId, reason, error));
+        bool loaded = store.load(error);
+        if (loaded && !store.pendingMatching(digest, true).empty())  // for the notice's Continue button
+            if (nlohmann::json run = pendingRequestJson(store, digest)["run_id"]; run.is_string()) runId = run;
+        bool done = loaded && (approve ? approveRequest(store, digest, caller.keyId, error)
+                                       : denyRequest(store, digest, caller.keyId, reason, error));
         if (!done)
             return page(409, "Not decided", caller,
                         "<p class=\"error\">" + escapeHtml(error) + "</p><p><a href=\"/\">Back to the list</a></p>");
         fmt::print(stderr, "{} inbox: {} {} by {}\n", tool_, approve ? "approved" : "denied", digest, caller.keyId);
-        return redirect(fmt::format("/?done={}&request={}", approve ? "approved" : "denied", digest));
+        return redirect(fmt::format("/?done={}&request={}{}", approve ? "approved" : "denied", digest,
+                                    isRunId(runId) ? "&run=" + runId : ""));
     }
 
     static bool validUtf8(std::string_view s) {
@@ -368,14 +391,17 @@ private:
         return r;
     }
 
-    Response page(int status, const std::string& title, const Caller& caller, const std::string& body) const {
-        return html(status, title, &caller, body);
+    // `head`: markup of the template's own for <head> (never a value).
+    Response page(int status, const std::string& title, const Caller& caller, const std::string& body,
+                  std::string_view head = {}) const {
+        return html(status, title, &caller, body, head);
     }
 
-    Response html(int status, const std::string& title, const Caller* caller, const std::string& body) const {
+    Response html(int status, const std::string& title, const Caller* caller, const std::string& body,
+                  std::string_view head = {}) const {
         std::string out = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-                          "<title>" + escapeHtml(title) + " — Remit inbox</title>"
+                          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">" +
+                          std::string(head) + "<title>" + escapeHtml(title) + " — Remit inbox</title>"
                           "<link rel=\"stylesheet\" href=\"/static/inbox.css\">"
                           "<script src=\"/static/inbox.js\" defer></script></head>\n<body><header>"
                           "<a class=\"brand\" href=\"/\">Remit inbox</a>";
@@ -405,12 +431,9 @@ private:
         return "<input type=\"hidden\" name=\"csrf\" value=\"" + escapeHtml(caller.csrf) + "\">";
     }
 
-    // The command that continues a run, to paste into a shell anywhere: the state directory absolute.
+    // The command that continues a run, to paste into a shell anywhere (the state directory is absolute).
     std::string resumeCommand(const std::string& runId) const {
-        std::error_code ec;
-        std::filesystem::path dir = std::filesystem::absolute(options_.stateDir, ec);
-        return fmt::format("{} resume {} --state-dir {}", tool_, runId,
-                           shellQuote((ec ? options_.stateDir : dir).lexically_normal().string()));
+        return fmt::format("{} resume {} --state-dir {}", tool_, runId, shellQuote(options_.stateDir.string()));
     }
 
     Response storeError(const Caller& caller, const std::string& error) const {
@@ -434,6 +457,10 @@ private:
             body += done == "approved" ? "The run uses the approval when it is resumed"
                                        : "The run fails at this call when it is resumed, naming you and your reason";
             body += ".</p>\n";
+            std::string run = http::formField(query, "run").value_or("");
+            if (isRunId(run) && caller.role == KeyRole::Approver)
+                body += continueForm(caller, run, done == "approved" ? "Continue the run now"
+                                                                     : "Continue the run now (it fails at this call)");
         }
         body += "<h1>Pending approvals</h1>\n";
         body += fmt::format("<p class=\"store\">{} pending in <code>{}</code>, oldest first.</p>\n", requests.size(),
@@ -601,10 +628,88 @@ private:
                  "<button class=\"deny\" id=\"deny\" type=\"submit\">Deny</button></form>";
             b += "</div>\n";
         }
-        if (q["run_id"].is_string())
-            b += "<p class=\"muted\">Then continue the run: <code>" +
-                 escapeHtml(resumeCommand(q["run_id"].get<std::string>())) + "</code></p>\n";
+        if (q["run_id"].is_string() && isRunId(q["run_id"].get<std::string>())) {
+            std::string runId = q["run_id"].get<std::string>();
+            if (q["status"] == "approved" && caller.role == KeyRole::Approver)
+                b += continueForm(caller, runId, "Continue the run now");
+            b += "<p class=\"muted\" id=\"resume\">After the decision the run continues from here (Continue) or "
+                 "in a shell: <code>" + escapeHtml(resumeCommand(runId)) + "</code></p>\n";
+        }
         return page(200, resource + " @ " + site, caller, b);
+    }
+
+    // A button that continues the run from here (POST /runs/RUN/continue); for approvers.
+    std::string continueForm(const Caller& caller, const std::string& runId, const std::string& label) const {
+        return "<form class=\"continue\" method=\"post\" action=\"/runs/" + escapeHtml(runId) + "/continue\">" +
+               csrfField(caller) + "<button class=\"continue\" id=\"continue\" type=\"submit\">" + escapeHtml(label) +
+               "</button></form>\n";
+    }
+
+    Response continueRun(const Caller& caller, const std::string& runId) {
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(runTracePath(options_.stateDir, runId), ec))
+            return page(404, "No such run", caller,
+                        "<p class=\"error\">The state directory has no run " + escapeHtml(runId) +
+                            ".</p><p><a href=\"/\">Back to the list</a></p>");
+        if (std::string why = jobs_.start(runId, caller.keyId); !why.empty())
+            return page(503, "Not continued", caller,
+                        "<p class=\"error\">" + escapeHtml(why) + "</p><p><a href=\"/\">Back to the list</a></p>");
+        fmt::print(stderr, "{} inbox: continuing run {} for {}\n", tool_, runId, caller.keyId);
+        return redirect("/runs/" + runId);
+    }
+
+    // A run continued from here: still going (the page reloads itself each second), or how it ended.
+    Response runPage(const Caller& caller, const std::string& runId) {
+        std::optional<ResumeJobs::Job> job = jobs_.find(runId);
+        std::string b = "<p><a href=\"/\">← All pending approvals</a></p>\n<h1>Run <code>" + escapeHtml(runId) +
+                        "</code></h1>\n";
+        if (!job) {
+            b += "<p class=\"muted\">This inbox has not continued this run since it started.</p>";
+            if (caller.role == KeyRole::Approver) b += continueForm(caller, runId, "Continue the run now");
+            b += "<p class=\"muted\">In a shell: <code>" + escapeHtml(resumeCommand(runId)) + "</code></p>\n";
+            return page(404, "Run " + runId, caller, b);
+        }
+        b += "<p class=\"muted\">Continued by " + escapeHtml(job->startedBy) + ", " +
+             escapeHtml(ageText(nlohmann::json(job->startedAt))) + ", with <code>" +
+             escapeHtml(resumeCommand(runId)) + " --json</code>.</p>\n";
+        if (job->running) {
+            b += "<p class=\"notice\" id=\"running\">The run is going on; this page reloads until it ends.</p>\n";
+            return page(200, "Run " + runId, caller, b, "<meta http-equiv=\"refresh\" content=\"1\">");
+        }
+        const nlohmann::json& e = job->envelope;
+        std::string status = e.is_object() ? stringField(e, "status") : "";
+        std::string resumedAs = e.is_object() ? stringField(e, "run_id") : "";
+        if (status == "completed") {
+            b += "<p class=\"notice\" id=\"outcome\" data-status=\"completed\">The run completed";
+            if (e.contains("calls") && e["calls"].is_number_unsigned())
+                b += " (" + escapeHtml(e["calls"].dump()) + " call(s)";
+            if (e.contains("spent_usd") && e["spent_usd"].is_number())
+                b += ", $" + escapeHtml(fmt::format("{:.4f}", e["spent_usd"].get<double>())) + " spent";
+            if (e.contains("calls") && e["calls"].is_number_unsigned()) b += ")";
+            b += ".</p>\n<h2>Result</h2>\n<div id=\"result\">" + pre(e.value("result", nlohmann::json())) + "</div>\n";
+            if (!tagText(e.value("result_tags", nlohmann::json())).empty())
+                b += "<p>carries <span class=\"tags\">" + escapeHtml(tagText(e["result_tags"])) + "</span></p>\n";
+        } else if (status == "approval_required") {
+            std::string digest = e.contains("pending") && e["pending"].is_object() ? stringField(e["pending"], "digest") : "";
+            b += "<p class=\"notice\" id=\"outcome\" data-status=\"approval_required\">The run paused again: another "
+                 "call needs approval.";
+            if (isDigest(digest))
+                b += " <a href=\"/requests/" + digest + "\">Open the request</a>";
+            b += "</p>\n";
+        } else if (e.contains("error") && e["error"].is_object()) {
+            const nlohmann::json& err = e["error"];
+            b += "<p class=\"notice denied\" id=\"outcome\" data-status=\"" + escapeHtml(status) + "\">The run " +
+                 escapeHtml(status.empty() ? "ended" : status) + ": <code>" + escapeHtml(stringField(err, "code")) +
+                 "</code> " + escapeHtml(stringField(err, "message")) + "</p>\n";
+        } else {
+            b += "<p class=\"notice denied\" id=\"outcome\" data-status=\"stopped\">The resume stopped" +
+                 (job->exitCode >= 0 ? " (exit " + std::to_string(job->exitCode) + ")" : std::string(" (killed)")) +
+                 " without running to an end; what it said is below.</p>\n";
+        }
+        if (!resumedAs.empty()) b += "<p>Its trace: run <code>" + escapeHtml(resumedAs) + "</code>.</p>\n";
+        if (!job->errors.empty())
+            b += "<h2>What the resume printed</h2>\n<pre id=\"errors\">" + escapeHtml(job->errors) + "</pre>\n";
+        return page(200, "Run " + runId, caller, b);
     }
 
     static std::string manifestSection(const nlohmann::json& q) {
@@ -699,7 +804,16 @@ int inboxCommand(std::string_view tool, Args& args) {
         return kUsage;
     }
     options.keysPath = *keysPath;
-    options.stateDir = stateDirOf(args);
+    std::error_code ec;
+    options.stateDir = std::filesystem::absolute(stateDirOf(args), ec).lexically_normal();
+    if (ec) options.stateDir = stateDirOf(args);
+    // This very program continues runs (`TOOL resume`), so a page resumes exactly as a shell does.
+    options.executable = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    if (ec || options.executable.empty()) {
+        fmt::print(stderr, "{}: error: cannot find this program's own path (/proc/self/exe), which continues runs\n",
+                   tool);
+        return kFailure;
+    }
     // The store is read now, so a damaged one is reported at start-up, not on the first page.
     ApprovalStore store(approvalStorePath(options.stateDir).string());
     if (!store.load(problem)) {

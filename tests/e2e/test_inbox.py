@@ -14,9 +14,10 @@ import random
 import re
 import shlex
 import subprocess
+import time
 import urllib.parse
 
-from harness import REMIT, REMITVM, Workspace, expect, main, run
+from harness import REMIT, REMITVM, REPO, Workspace, expect, main, run
 from test_approvals import HOST, PROGRAM  # the mailer whose send needs approval
 
 FIXTURES = json.dumps({"capabilities": {"crm.lookup": [{"output": "a customer"}] * 4,
@@ -178,7 +179,7 @@ def test_login_session_and_csrf():
             sid = cookie.split(";")[0].split("=", 1)[1]
             status, _, body = inbox.request("GET", f"/requests/{digest}", cookie=sid)
             expect(status == 200 and 'id="approve"' in body, "the session sees the request and its forms")
-            shown = re.search(r"Then continue the run: <code>(.*?)</code>", body)
+            shown = re.search(r"in a shell: <code>(.*?)</code>", body)
             expect(shown is not None, "the request page says how to continue the run", body)
             resume_line = shlex.split(html.unescape(shown.group(1)))
             csrf = re.search(r'name="csrf" value="([0-9a-f]{64})"', body).group(1)
@@ -196,7 +197,7 @@ def test_login_session_and_csrf():
             expect(store(ws)["approved"] == {}, "none of those approved anything")
             status, headers, _ = inbox.request("POST", path, cookie=sid, form={"csrf": csrf},
                                                headers={"Origin": f"http://127.0.0.1:{inbox.port}"})
-            expect(status == 303 and headers["location"] == f"/?done=approved&request={digest}",
+            expect(status == 303 and headers["location"] == f"/?done=approved&request={digest}&run={req['run_id']}",
                    f"approved from the page: {status} {headers}")
             expect(store(ws)["approved"][digest]["by"] == "alice", "under the key's id")
             status, _, body = inbox.request("GET", headers["location"], cookie=sid)
@@ -327,6 +328,122 @@ def test_deny_with_a_reason_fails_the_run_naming_the_key():
         c = run(REMITVM, "resume", req["run_id"], "--state-dir", "st", cwd=ws.path)
         expect(c.code == 1 and "R0302" in c.err and "denied by alice: not <our> customer" in c.err,
                "the resume fails naming the key and the reason", c)
+
+
+EFFECTS = REPO / "tests/e2e/adapters/effects_adapter.py"
+
+
+def outcome_of(inbox, run_id, token):
+    """The run's page once the resume has ended: (status, page). The page reloads itself while the
+    run goes on; this reads it as often."""
+    for _ in range(600):
+        status, _, body = inbox.request("GET", f"/runs/{run_id}", token=token)
+        found = re.search(r'id="outcome" data-status="([a-z_]+)"', body)
+        if found:
+            return found.group(1), body
+        expect(status == 200 and 'http-equiv="refresh"' in body, f"while the run goes on, its page reloads: {body}")
+        time.sleep(0.1)
+    expect(False, f"run {run_id} never ended")
+
+
+def test_continue_the_run_from_the_page():
+    """Issue #18, done when: an operator goes from a paused run to a completed one through the page
+    alone. After Approve, Continue runs `remitvm resume` as a child of the inbox; the run's page says
+    how it ended. The effect is performed once, however often Continue is pressed; a denial fails
+    the run, naming the key and the reason; an adapter that cannot start keeps the approval."""
+    with workspace() as ws:
+        gate = ws.path / "gate"
+        adapter = f"python3 {EFFECTS} --log effects.jsonl --gate mail.send:{gate}"
+        r = run(REMITVM, "run", "prog.rmt", "-i", "who=Ada", "--adapter", adapter, "--state-dir", "st",
+                cwd=ws.path)
+        expect(r.code == 3, "paused", r)
+        req = json.loads(run(REMITVM, "approvals", "list", "--json", "--state-dir", "st", cwd=ws.path).out)[0]
+        run_id, digest = req["run_id"], req["digest"]
+
+        def sends():
+            log = ws.path / "effects.jsonl"
+            return [json.loads(l) for l in log.read_text().splitlines() if '"mail.send"' in l] if log.exists() else []
+
+        with Inbox(ws) as inbox:
+            path = f"/runs/{run_id}/continue"
+            status, _, _ = inbox.request("POST", path)
+            expect(status == 401, "continuing needs a key: 401")
+            status, _, _ = inbox.request("POST", path, token=TOKENS["victor"])
+            expect(status == 403, "a viewer cannot continue a run: 403")
+            status, _, _ = inbox.request("POST", path, token=TOKENS["alice"], headers={"Origin": "http://evil.example"})
+            expect(status == 403, "continuing from another origin: 403")
+            status, headers, _ = inbox.request("POST", "/login", form={"key": TOKENS["alice"]})
+            sid = headers["set-cookie"].split(";")[0].split("=", 1)[1]
+            status, _, body = inbox.request("POST", path, cookie=sid, form={})
+            expect(status == 403 and "CSRF" in body, "a session's POST without its token: 403")
+            status, _, _ = inbox.request("POST", "/runs/not-a-run/continue", token=TOKENS["alice"])
+            expect(status == 404, "not a run id: 404")
+            status, _, body = inbox.request("POST", "/runs/20260101-000000-abcdef/continue", token=TOKENS["alice"])
+            expect(status == 404 and "no run" in body, "a run the state directory does not have: 404")
+            expect(not sends() and not [p for p in (ws.path / "st/runs").glob("*.jsonl") if p.stem != run_id],
+                   "none of those ran anything")
+
+            status, headers, _ = inbox.request("POST", f"/requests/{digest}/approve", token=TOKENS["alice"])
+            expect(status == 303 and headers["location"].endswith(f"&run={run_id}"), f"approved: {headers}")
+            status, _, body = inbox.request("GET", headers["location"], token=TOKENS["alice"])
+            expect(f'action="/runs/{run_id}/continue"' in body, "the notice offers to continue the run", body)
+            status, _, body = inbox.request("GET", f"/requests/{digest}", token=TOKENS["alice"])
+            expect(f'action="/runs/{run_id}/continue"' in body, "so does the approved request's page")
+            try:
+                status, headers, _ = inbox.request("POST", path, token=TOKENS["alice"])
+                expect(status == 303 and headers["location"] == f"/runs/{run_id}", f"continuing: {status} {headers}")
+                # The adapter holds the send until the gate opens: the run is going on.
+                status, _, body = inbox.request("GET", f"/runs/{run_id}", token=TOKENS["alice"])
+                expect(status == 200 and 'id="running"' in body and 'http-equiv="refresh"' in body
+                       and "Continued by alice" in body, "the run's page says it is going on, and reloads", body)
+                status, _, _ = inbox.request("POST", path, token=TOKENS["alice"])
+                expect(status == 303, "pressing Continue again while it runs: the same page, no second resume")
+            finally:
+                gate.write_text("")
+            state, body = outcome_of(inbox, run_id, TOKENS["alice"])
+            expect(state == "completed" and "The run completed" in body
+                   and "&quot;sent done:mail.send&quot;" in body, "the run completed; its result is shown", body)
+            expect(len(sends()) == 1, f"the effect happened once: {sends()}")
+            # Continued again (a second click, later): answered from the trace, nothing sent again.
+            inbox.request("POST", path, token=TOKENS["alice"])
+            state, _ = outcome_of(inbox, run_id, TOKENS["alice"])
+            expect(state == "completed" and len(sends()) == 1, f"continuing a completed run sends nothing: {sends()}")
+            status, _, body = inbox.request("GET", f"/runs/{run_id}", token=TOKENS["victor"])
+            expect(status == 200 and "The run completed" in body and 'id="continue"' not in body,
+                   "a viewer sees how the run ended, without the button")
+
+            # Denied, then continued: the run fails naming the key and the reason.
+            run(REMITVM, "run", "prog.rmt", "-i", "who=Bob", "--adapter", adapter, "--state-dir", "st", cwd=ws.path)
+            second = [q for q in json.loads(run(REMITVM, "approvals", "list", "--json", "--state-dir", "st",
+                                                cwd=ws.path).out) if q["status"] == "pending"][0]
+            inbox.request("POST", f"/requests/{second['digest']}/deny", token=TOKENS["alice"],
+                          form={"reason": "not <our> customer"})
+            inbox.request("POST", f"/runs/{second['run_id']}/continue", token=TOKENS["alice"])
+            state, body = outcome_of(inbox, second["run_id"], TOKENS["alice"])
+            expect(state == "failed" and "R0302" in body and "denied by alice: not &lt;our&gt; customer" in body,
+                   "the denied run fails, naming alice and the reason (escaped)", body)
+            expect(len(sends()) == 1, "the denied call was not made")
+
+            # An adapter that cannot start any more: the page shows what the resume said, and the
+            # approval is kept for the resume after the fix.
+            ws.write("ad.py", EFFECTS.read_text())
+            run(REMITVM, "run", "prog.rmt", "-i", "who=Cy", "--adapter", "python3 ad.py --log effects.jsonl",
+                "--state-dir", "st", cwd=ws.path)
+            third = [q for q in json.loads(run(REMITVM, "approvals", "list", "--json", "--state-dir", "st",
+                                               cwd=ws.path).out) if q["status"] == "pending"][0]
+            inbox.request("POST", f"/requests/{third['digest']}/approve", token=TOKENS["alice"])
+            (ws.path / "ad.py").rename(ws.path / "ad.py.off")
+            inbox.request("POST", f"/runs/{third['run_id']}/continue", token=TOKENS["alice"])
+            state, body = outcome_of(inbox, third["run_id"], TOKENS["alice"])
+            expect(state == "stopped" and "exit 2" in body and "did not reach the adapter" in body
+                   and "the approval by alice is kept" in body, "the page says the call reached nobody", body)
+            listed = json.loads(run(REMITVM, "approvals", "list", "--json", "--state-dir", "st", cwd=ws.path).out)
+            expect([q["status"] for q in listed if q["digest"] == third["digest"]] == ["approved"],
+                   f"the approval is still there: {listed}")
+            (ws.path / "ad.py.off").rename(ws.path / "ad.py")
+            inbox.request("POST", f"/runs/{third['run_id']}/continue", token=TOKENS["alice"])
+            state, body = outcome_of(inbox, third["run_id"], TOKENS["alice"])
+            expect(state == "completed" and len(sends()) == 2, f"fixed, the run completes under that approval: {body}")
 
 
 if __name__ == "__main__":

@@ -5,13 +5,14 @@
 //   node test_inbox.mjs REMITVM [--screenshots DIR]
 //
 // An operator goes from a paused run to a completed one through the page alone: the page lists
-// the request, the operator logs in, opens it, clicks Approve, and the resumed run completes with
-// its effect performed once (the adapter counts effects). Also: a denial fails the resume with
-// R0302 naming the denier and the reason; an XSS payload in an untrusted argument runs nothing
-// (page-side probes: a global the payload would set, and CSP violation events); the CSP itself
-// blocks an inline script; missing or wrong keys get 401; a viewer cannot approve; a cross-site
-// form POST and a same-origin POST without the CSRF token are refused. With --screenshots, the list
-// and a request page are saved as PNG (docs/images/ holds the ones docs/operators.md shows).
+// the request, the operator logs in, opens it, clicks Approve, then Continue, and the run's page
+// shows it completed, with its effect performed once (the adapter counts effects). Also: a denial,
+// continued, fails the run with R0302 naming the denier and the reason; an XSS payload in an
+// untrusted argument, and another in a denial's reason, run nothing (page-side probes: a global the
+// payload would set, and CSP violation events); the CSP itself blocks an inline script; missing or
+// wrong keys get 401; a viewer cannot approve; a cross-site form POST and a same-origin POST without
+// the CSRF token are refused. With --screenshots, the list, a request page and a continued run's
+// page are saved as PNG (docs/images/ holds the ones docs/operators.md shows).
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync, rmSync, existsSync, mkdirSync } from "node:fs";
@@ -87,6 +88,16 @@ function pause(who) {
   check(r.code === 3, `the run for ${JSON.stringify(who)} pauses for approval`, r);
   const envelope = JSON.parse(r.out);
   return { run_id: envelope.run_id, digest: envelope.pending.digest };
+}
+
+// The page of a run continued from the inbox reloads itself until the run ends; waits for that.
+async function waitForOutcome(page) {
+  for (let i = 0; i < 600; i++) {
+    const outcome = await page.$eval("#outcome", (el) => el.dataset.status).catch(() => null);
+    if (outcome) return outcome;
+    await new Promise((done) => setTimeout(done, 100));
+  }
+  throw new Error(`the run's page never showed how the run ended: ${page.url()}`);
 }
 
 // The inbox on a free port.
@@ -214,20 +225,30 @@ try {
   check(response.status() === 200 && (await page.$eval("#notice", (el) => el.textContent)).includes("Approved"), "approved, says the list");
   check((await page.$eval("#requests tbody tr", (el) => el.textContent)).includes("approved by alice"), "the row says who approved it");
   check(store().approved[first.digest]?.by === "alice", "the store holds alice's approval", store().approved);
-  let r = remit("resume", first.run_id, "--state-dir", "st");
-  check(r.code === 0 && JSON.parse(r.out) === "sent done:mail.send", "the resumed run completes", r);
+  // Continue, from the same notice: the inbox resumes the run, and its page says how it ended.
+  [response] = await Promise.all([page.waitForNavigation(), page.click("#continue")]);
+  check(response.status() === 200 && page.url() === `${base}/runs/${first.run_id}`, "Continue opens the run's page", page.url());
+  check(await waitForOutcome(page) === "completed", "the run completed", await page.content());
+  check((await page.$eval("#result", (el) => el.textContent)).includes(JSON.stringify("sent done:mail.send")), "its result is shown");
   check(effects().length === 1, "the effect happened once", effects());
+  if (screenshots) await page.screenshot({ path: join(screenshots, "inbox-run.png"), fullPage: true });
   await page.goto(base + "/");
   check(await page.$("#requests") === null, "nothing is pending any more");
 
-  // Deny with a reason: the resume fails with R0302 naming alice and the reason.
+  // Deny with a reason (one more payload), then Continue: the run fails with R0302 naming alice
+  // and the reason, shown as text.
   const second = pause("Bob");
+  const reason = `<img src=x onerror="window.__pwned=3">not our customer`;
   await page.goto(`${base}/requests/${second.digest}`);
-  await page.type("#reason", "not our customer");
+  await page.type("#reason", reason);
   [response] = await Promise.all([page.waitForNavigation(), page.click("#deny")]);
   check(response.status() === 200 && (await page.$eval("#notice", (el) => el.textContent)).includes("Denied"), "denied, says the list");
-  r = remit("resume", second.run_id, "--state-dir", "st");
-  check(r.code === 1 && r.err.includes("R0302") && r.err.includes("denied by alice: not our customer"), "the resume fails naming the denier and the reason", r);
+  await Promise.all([page.waitForNavigation(), page.click("#continue")]);
+  check(await waitForOutcome(page) === "failed", "the denied run failed", await page.content());
+  const failed = await page.$eval("#outcome", (el) => el.textContent);
+  check(failed.includes("R0302") && failed.includes(`denied by alice: ${reason}`), "the page names the denier and the reason, as text", failed);
+  const probe2 = await page.evaluate(() => ({ pwned: window.__pwned, images: document.querySelectorAll("img").length }));
+  check(probe2.pwned === undefined && probe2.images === 0, "the reason's payload ran nothing", probe2);
   check(effects().length === 1, "the denied call was not made", effects());
 
   // A form on another origin posting to the inbox, with the operator's cookie: refused.
