@@ -144,6 +144,14 @@ const Command kDiff{
     .run = diffCommand,
 };
 
+const Command kLsp{
+    .name = "lsp",
+    .operands = "",
+    .summary = "the language server for editors, over LSP on stdin/stdout (docs/editors.md)",
+    .flags = {Flag{"--stdio", "", "speak LSP on stdin and stdout (the only transport; editors' clients pass it)"}},
+    .run = lspCommand,
+};
+
 // ---- remitvm ----
 
 const Command kRun{
@@ -295,7 +303,7 @@ const std::vector<Tool>& allTools() {
     static const std::vector<Tool> tools = {
         Tool{.name = "remitc",
              .summary = "remitc: check, format, compile and compare Remit programs",
-             .commands = {&kCheck, &kFmt, &kBuild, &kKeygen, &kDis, &kManifest, &kSchema, &kDiff},
+             .commands = {&kCheck, &kFmt, &kBuild, &kKeygen, &kDis, &kManifest, &kSchema, &kDiff, &kLsp},
              .details = "--strict-flows: decisions on tagged data count for deny parameters too, and early exits\n"
                         "taint what follows (docs/language.md \"Strict flows\"); a policy's [flows] strict = true\n"
                         "does the same."},

@@ -208,6 +208,8 @@ int serveCommand(std::string_view tool, Args& args);
 int mcpCommand(std::string_view tool, Args& args);
 // cli/inbox_http.cpp: the operators' web inbox (docs/operators.md)
 int inboxCommand(std::string_view tool, Args& args);
+// cli/lsp_command.cpp: the language server over stdio (docs/editors.md)
+int lspCommand(std::string_view tool, Args& args);
 // `manifest PROG.rbc`: the manifest stored in a verified artifact.
 int bytecodeManifest(std::string_view tool, const std::string& path);
 

@@ -25,6 +25,7 @@
 
 #include "cli/commands.h"
 #include "cli/mcp_http.h"
+#include "runtime/json_rpc.h"
 #include "runtime/source.h"
 #include "session/mcp_tools.h"
 
@@ -52,11 +53,12 @@ constexpr const char* kInstructions =
     "for it. remit_examples returns complete working programs; remit_run_fixtures and remit_run execute a "
     "program offline on fixtures.";
 
-constexpr int kParseError = -32700;
-constexpr int kInvalidRequest = -32600;
-constexpr int kMethodNotFound = -32601;
-constexpr int kInvalidParams = -32602;
-constexpr int kInternalError = -32603;
+using jsonrpc::errorReply;
+using jsonrpc::kInternalError;
+using jsonrpc::kInvalidParams;
+using jsonrpc::kInvalidRequest;
+using jsonrpc::kMethodNotFound;
+using jsonrpc::resultReply;
 constexpr int kResourceNotFound = -32002;
 
 struct Resource {
@@ -93,16 +95,6 @@ void writeMessage(const Json& message) noexcept {
     std::fflush(stdout);
 }
 
-Json errorReply(const Json& id, int code, std::string message, Json data = nullptr) {
-    Json error = {{"code", code}, {"message", std::move(message)}};
-    if (!data.is_null()) error["data"] = std::move(data);
-    return Json{{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(error)}};
-}
-
-Json resultReply(const Json& id, Json result) {
-    return Json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
-}
-
 class Server final : public McpEndpoint {
 public:
     explicit Server(mcp::ToolsOptions options = {}) : tools_(std::move(options)) {}
@@ -125,22 +117,7 @@ private:
 };
 
 std::optional<Json> Server::parse(std::string_view text, Json& error) const {
-    // A reply to a message that cannot be parsed still names its id when it can be read, so the
-    // client can match it to the request instead of waiting for its own timeout.
-    if (jsonNestsDeeperThan(text, kMaxMessageDepth)) {
-        error = errorReply(recoverMessageId(text), kParseError,
-                           fmt::format("Parse error: JSON nested deeper than {} levels", kMaxMessageDepth));
-        return std::nullopt;
-    }
-    // Lone surrogate escapes (a JavaScript string cut inside an emoji) become U+FFFD. A raw NUL
-    // is never JSON, though the parser would stop at it and accept the text before it.
-    Json message = text.find('\0') == std::string_view::npos ? Json::parse(replaceLoneSurrogates(text), nullptr, false)
-                                                             : Json(Json::value_t::discarded);
-    if (message.is_discarded()) {
-        error = errorReply(recoverMessageId(text), kParseError, "Parse error: the message is not valid JSON");
-        return std::nullopt;
-    }
-    return message;
+    return jsonrpc::parseMessage(text, kMaxMessageDepth, error);
 }
 
 bool Server::speaks(std::string_view version) const {

@@ -7,6 +7,8 @@
 # compiler and vm share a layer and may not link each other: the compiler never runs code, and the
 # VM never sees source. remit_mcp (session/mcp_tools.h) sits in the session folder above the session
 # library it uses and below the transports of cli/; it is kept out of the embedding library.
+# remit_lsp (session/lsp_server.h, the language server) is at the same layer for the same reason:
+# a protocol engine that cli/ starts, kept out of the embedding library (it links only the compiler).
 # remit_check_layers() runs after every library is defined.
 set(REMIT_LAYERS
   "remit_runtime:0"
@@ -16,6 +18,7 @@ set(REMIT_LAYERS
   "remit_broker:3"
   "remit_session:4"
   "remit_mcp:5"
+  "remit_lsp:5"
   "remit_cli:6")
 
 # -DREMIT_FORBIDDEN_LINK=FROM:TO adds one forbidden link before the check, so a test can prove

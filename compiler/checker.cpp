@@ -95,8 +95,8 @@ std::string freeze(const Taint& taint) {
     return out;
 }
 
-// resource (or "agent:NAME") -> worst-case number of calls. Counts saturate instead of wrapping.
-using Effects = std::map<std::string, uint64_t>;
+// resource (or "agent:NAME") -> worst-case number of calls (checker.h).
+using Effects = CallCounts;
 constexpr uint64_t kManyCalls = uint64_t(1) << 53;
 
 uint64_t saturatingAdd(uint64_t a, uint64_t b) { return std::min(kManyCalls, a + b); }
@@ -139,6 +139,7 @@ struct VarInfo {
     // A `var`'s declaration: the identity under which a loop carries its taint from one iteration
     // (and one analysis pass) to the next. Null for everything immutable.
     const void* decl = nullptr;
+    Span declSpan{};  // the declaring name, for CheckFacts::definitions
 };
 
 // Lexical scopes: a chain of small tables, innermost first.
@@ -511,7 +512,19 @@ private:
         if (interrupted()) return Info{arena_.never(), {}, {}};
         Info info = exprInner(e, ctx);
         noteType(e, info.type);
+        if (opts_.recordFacts && !dry_ && !stopped_) noteFacts(e, info);
         return info;
+    }
+    // CheckFacts: a call site's attempts under its own key too ("site:main#0"), so the effects
+    // algebra (loops multiply, branches take the larger, callers add) gives each site's worst case.
+    void noteSiteCalls(Effects& eff, const std::string& site, uint64_t attempts) const {
+        if (opts_.recordFacts && !site.empty()) eff["site:" + site] = saturatingAdd(eff["site:" + site], attempts);
+    }
+    // CheckFacts: the union of the tags and the most calls over every walk that reports.
+    void noteFacts(const Expr& e, const Info& info) {
+        ExprFacts& facts = result_.facts.exprs[static_cast<uint32_t>(e.id)];
+        for (const auto& [tag, origins] : info.taint) facts.tags[tag].insert(origins.begin(), origins.end());
+        for (const auto& [resource, n] : info.eff) facts.calls[resource] = std::max(facts.calls[resource], n);
     }
     Info exprInner(const Expr& e, const Ctx& ctx);
     Info binary(const BinaryExpr& e, const Ctx& ctx);
@@ -702,7 +715,9 @@ FnSummary Checker::analyseFn(const FnDecl& fn, const std::vector<Info>& args, co
         for (size_t i = 0; i < fn.params.size(); ++i) {
             TypeRef t = resolve(*fn.params[i].type);
             Taint taint = i < args.size() ? args[i].taint : Taint{};
-            scope.define(fn.params[i].name, VarInfo{t, std::move(taint), false});
+            const Param& p = fn.params[i];
+            Span name{p.span.line, p.span.col, p.span.line, p.span.col + static_cast<uint32_t>(p.name.size())};
+            scope.define(p.name, VarInfo{t, std::move(taint), false, nullptr, name});
         }
         fnStack_.push_back(FnFrame{&fn, ret, {}});
         Info info = block(*fn.body, Ctx{&scope, pc, 0, record && finalPass});
@@ -739,6 +754,11 @@ FnSummary Checker::analyseFn(const FnDecl& fn, const std::vector<Info>& args, co
                fmt::format("function '{}' must return a value of type {} on every path", fn.name, showType(ret)),
                fn.nameSpan, "end the function with a return statement");
     FnSummary summary{ret, std::move(taint), std::move(body.eff)};
+    if (opts_.recordFacts && !outerDry && !stopped_) {
+        FunctionFacts& facts = result_.facts.functions[fn.name];
+        for (const auto& [resource, n] : summary.eff) facts.calls[resource] = std::max(facts.calls[resource], n);
+        facts.worstCaseCostUsd = worstCaseCostOf(host_, facts.calls);
+    }
     fnCache_[key] = summary;
     return summary;
 }
@@ -786,6 +806,11 @@ Info Checker::statements(const std::vector<StmtPtr>& stmts, size_t from, const C
                 IfParts parts = ifParts(e, ctx);
                 raisePc(parts.cond.taint);  // strict: the rest runs only because the guard held
                 noteType(e, arena_.unit());
+                // CheckFacts: the guard itself, as expr() records an `if` (its branches' tags and calls).
+                if (opts_.recordFacts && !dry_ && !stopped_)
+                    noteFacts(*s.value,
+                              Info{arena_.unit(), unite(unite(parts.thenInfo.taint, parts.elseInfo.taint), parts.cond.taint),
+                                   sum(parts.cond.eff, maxOf(parts.thenInfo.eff, parts.elseInfo.eff))});
                 // The block's value is the rest's (unreachable, Never, when both branches return:
                 // then the rest is still checked, so its calls are resolved and its errors found,
                 // but what it would call never counts).
@@ -838,7 +863,7 @@ Info Checker::statement(const Stmt& s, const Ctx& ctx) {
                 report(DiagCode::E0112, fmt::format("'{}' is already defined in this block", s.name), s.nameSpan,
                        "choose a different name, or declare it with var and assign to it");
             Taint taint = s.isVar ? unite(v.taint, pcAt(ctx)) : v.taint;
-            ctx.scope->define(s.name, VarInfo{t, std::move(taint), s.isVar, s.isVar ? &s : nullptr});
+            ctx.scope->define(s.name, VarInfo{t, std::move(taint), s.isVar, s.isVar ? &s : nullptr, s.nameSpan});
             return Info{arena_.unit(), {}, std::move(v.eff)};
         }
         case StmtKind::Assign: {
@@ -943,6 +968,7 @@ Info Checker::exprInner(const Expr& e, const Ctx& ctx) {
                 report(DiagCode::E0101, fmt::format("unknown variable '{}'", name), e.span, hint);
                 return Info{arena_.never(), {}, {}};
             }
+            if (opts_.recordFacts) result_.facts.definitions[static_cast<uint32_t>(e.id)] = v->declSpan;
             return Info{v->type, v->taint, {}};
         }
         case ExprKind::Field: {
@@ -1204,7 +1230,7 @@ Info Checker::forExpr(const ForExpr& e, const Ctx& ctx) {
     uint64_t times = static_cast<uint64_t>(std::max<int64_t>(0, *n));
     carryIntoLoop(e, *ctx.scope);
     Scope inner(ctx.scope);
-    inner.define(e.var, VarInfo{elem, it.taint, false});
+    inner.define(e.var, VarInfo{elem, it.taint, false, nullptr, e.varSpan});
     Taint pc = unite(pcAt(ctx), it.taint);
     Effects perIteration;
     Taint filterTaint;
@@ -1716,6 +1742,7 @@ Info Checker::capabilityCall(const CallExpr& e, const Capability& cap, const Ctx
                resourceDetails(name));
     uint64_t attempts = 1 + static_cast<uint64_t>(std::max<int64_t>(0, e.retry.value_or(0)));
     eff[name] = saturatingAdd(eff[name], attempts);
+    noteSiteCalls(eff, resolved.site, attempts);
     Taint taint = all;
     for (const std::string& t : cap.tags) taint[t].insert(fmt::format("{} (line {})", name, e.span.line));
     for (const std::string& t : cap.clears) taint.erase(t);
@@ -1820,6 +1847,7 @@ Info Checker::modelCall(const CallExpr& e, const Ctx& ctx) {
     if (e.retry && *e.retry < 0) report(DiagCode::E0107, "a retry count cannot be negative", e.span);
     uint64_t attempts = 1 + static_cast<uint64_t>(std::max<int64_t>(0, e.retry.value_or(0)));
     result.eff[model] = saturatingAdd(result.eff[model], attempts);
+    noteSiteCalls(result.eff, resolved.site, attempts);
     if (agent) result.eff["agent:" + agent->name] = saturatingAdd(result.eff["agent:" + agent->name], attempts);
     return fallback(e, out, std::move(result), ctx);
 }
@@ -2078,13 +2106,9 @@ void Checker::buildManifest(const Effects& eff) {
         r.worstCaseCost = static_cast<double>(calls) * r.costPerCall;
         return r;
     };
-    double total = 0;
     std::map<std::string, ResourceUse> resources;
-    for (const auto& [name, n] : eff) {
-        if (name.rfind("agent:", 0) == 0) continue;
-        resources[name] = describe(name, n);
-        total += resources[name].worstCaseCost;
-    }
+    for (const auto& [name, n] : eff)
+        if (name.rfind("agent:", 0) != 0 && name.rfind("site:", 0) != 0) resources[name] = describe(name, n);
     for (const UseEntry& u : prog_.uses)
         if (!resources.count(u.name) && (host_.capability(u.name) || host_.model(u.name)))
             resources[u.name] = describe(u.name, 0);
@@ -2100,7 +2124,7 @@ void Checker::buildManifest(const Effects& eff) {
         use.maxCallsWorstCase = it == eff.end() ? 0 : it->second;
         m.agents.push_back(std::move(use));
     }
-    m.worstCaseCostUsd = std::round(total * 1e6) / 1e6;
+    m.worstCaseCostUsd = worstCaseCostOf(host_, eff);
     m.budgetUsd = prog_.budgetUsd;
     for (auto& [call, site] : sites_) m.callSites.push_back(site.info);
     std::sort(m.callSites.begin(), m.callSites.end(), [](const CallSiteInfo& a, const CallSiteInfo& b) {
@@ -2350,6 +2374,16 @@ static void resolveHostTypes(const HostInterface& ast, const std::string& file, 
 }
 
 // ---------------------------------------------------------------- entry
+
+double worstCaseCostOf(const HostModel& host, const CallCounts& calls) {
+    double total = 0;
+    for (const auto& [name, n] : calls) {
+        if (name.rfind("agent:", 0) == 0 || n == 0) continue;
+        if (const Capability* c = host.capability(name)) total += static_cast<double>(n) * c->cost;
+        else if (const ModelInfo* m = host.model(name)) total += static_cast<double>(n) * m->cost;
+    }
+    return std::round(total * 1e6) / 1e6;
+}
 
 CheckResult checkProgram(const Program& program, HostModel host, DiagnosticList& diags, const CheckerOptions& options) {
     CheckResult result;

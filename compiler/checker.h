@@ -8,8 +8,10 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -34,12 +36,43 @@ struct ResolvedCall {
     TypeRef askType = nullptr;  // Model/Agent: the requested output type
 };
 
+// Resource (a capability or model name, or "agent:NAME" for the calls an agent makes) -> the
+// worst-case number of calls. Counts saturate at 2^53 instead of wrapping. When facts are recorded
+// (CheckerOptions::recordFacts), "site:fn#k" counts the attempts of one call site too.
+using CallCounts = std::map<std::string, uint64_t>;
+
+// The worst-case cost in USD of `calls` under `host`'s prices, rounded to 6 decimals as the
+// manifest's worst_case_cost_usd is (agent and site entries are counted under their resource already).
+double worstCaseCostOf(const HostModel& host, const CallCounts& calls);
+
+// What the walk learned about one expression, for tools (the language server's hover): recorded
+// only when CheckerOptions::recordFacts is set. A function is analysed once per calling context,
+// so the tags are the union over every context its expressions were analysed in, and the calls
+// the most any one context makes.
+struct ExprFacts {
+    std::map<std::string, std::set<std::string>> tags;  // tag -> where it comes from ("input 'topic'")
+    CallCounts calls;  // evaluating the expression once makes at most this many calls
+};
+
+// The same for each program function: one call of it makes at most `calls`.
+struct FunctionFacts {
+    CallCounts calls;
+    double worstCaseCostUsd = 0;
+};
+
+struct CheckFacts {
+    std::unordered_map<uint32_t, ExprFacts> exprs;         // by ast::NodeId of each expression walked
+    std::map<std::string, FunctionFacts> functions;       // by function name
+    std::unordered_map<uint32_t, Span> definitions;       // ast::NodeId of a variable's use -> its declaration's name
+};
+
 struct CheckResult {
     HostModel host;                 // owns the TypeArena every TypeRef here points into
     std::map<std::string, TypeRef> programTypes;  // the program's own `type` declarations
     Manifest manifest;
     std::vector<TypeRef> exprTypes;  // by ast::NodeId of expressions and written types; null elsewhere
     std::unordered_map<uint32_t, ResolvedCall> calls;     // by ast::NodeId of each call
+    CheckFacts facts;               // empty unless CheckerOptions::recordFacts
     bool ok = false;                // no errors
     bool interrupted = false;       // CheckerOptions::interrupted stopped the walk (an E0003 says so)
 };
@@ -63,6 +96,8 @@ struct CheckerOptions {
     // "always"` and `approve` tags make call sites need approval in the manifest, as they do at run
     // time. Must outlive checkProgram.
     const Policy* policy = nullptr;
+    // Record CheckResult::facts (the language server asks; the command line does not pay for it).
+    bool recordFacts = false;
 };
 
 // Resolves the host interface (E0105, E0112 in the host file) into `host`.

@@ -174,6 +174,7 @@ CheckOutcome checkSources(const std::string& programName, std::string programTex
     checkerOptions.strictFlows = options.strictFlows || (out.policy && out.policy->strictFlows);
     if (out.policy) checkerOptions.policy = &*out.policy;
     checkerOptions.interrupted = options.interrupted;
+    checkerOptions.recordFacts = options.recordFacts;
     out.checked = checkProgram(*out.program, std::move(host), out.diags, checkerOptions);
     bool programOk = !out.diags.hasErrors();
     for (Diagnostic& d : policyDiags.items()) out.diags.add(std::move(d));

@@ -48,6 +48,7 @@ struct CheckOptions {
     // problems of both (serve, whose host writes the one and a model the other). The command line
     // stops at the program's errors, as the prototype does.
     bool hostDespiteProgramErrors = false;
+    bool recordFacts = false;  // CheckerOptions::recordFacts (the language server's hover and code lenses)
 };
 
 // Everything `check` learns about one program file. Sources are kept so diagnostics can be

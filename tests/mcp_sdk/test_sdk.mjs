@@ -5,6 +5,7 @@ import { spawn } from "node:child_process";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { expect, runTests } from "../node_harness.mjs";
 
 const remitvm = process.argv[2];
 if (!remitvm) {
@@ -26,9 +27,6 @@ const SPIN =
 // A request the server does not answer fails here quickly instead of at the SDK's 60 s default.
 const QUICK = { timeout: 15000 };
 
-function expect(condition, what, detail) {
-  if (!condition) throw new Error(what + (detail === undefined ? "" : "\n" + JSON.stringify(detail)));
-}
 const text = (result) => JSON.parse(result.content[0].text);
 
 async function stdioClient() {
@@ -127,15 +125,4 @@ const tests = {
   },
 };
 
-let failed = 0;
-for (const [name, test] of Object.entries(tests)) {
-  try {
-    await test();
-    console.log(`ok    ${name}`);
-  } catch (error) {
-    failed += 1;
-    console.log(`FAIL  ${name}\n${error.stack ?? error}`);
-  }
-}
-console.log(`${Object.keys(tests).length - failed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+await runTests(tests);
