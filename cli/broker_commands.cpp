@@ -85,11 +85,35 @@ std::string approverName(const Args& args) {
     return "cli";
 }
 
+// `approvals approve|deny --json`: the request as `list --json` gave it before the decision, with
+// the decision in it — "status" "approved" or "denied", who ("approved_by" or "denied_by"), the
+// denial's "reason" — and "resume", the command that continues its run (null without a run id).
+nlohmann::json decidedJson(std::string_view tool, const Args& args, nlohmann::json request, bool approved,
+                           const std::string& by, const std::string& reason) {
+    request["status"] = approved ? "approved" : "denied";
+    request["approved_by"] = approved ? nlohmann::json(by) : nlohmann::json();  // a denial overrides an approval
+    if (!approved) {
+        request["denied_by"] = by;
+        request["reason"] = reason;
+    }
+    request["resume"] = request["run_id"].is_string()
+                            ? nlohmann::json(fmt::format("{} resume {}{}", tool, request["run_id"].get<std::string>(),
+                                                         stateFlags(args)))
+                            : nlohmann::json();
+    return request;
+}
+
 int approveResolved(std::string_view tool, const Args& args, ApprovalStore& store, const std::string& digest) {
     std::string error;
-    if (!approveRequest(store, digest, approverName(args), error)) {
+    std::string by = approverName(args);
+    nlohmann::json request = pendingRequestJson(store, digest);
+    if (!approveRequest(store, digest, by, error)) {
         fmt::print(stderr, "{}: error: {}\n", tool, error);
         return kUsage;
+    }
+    if (args.has("--json")) {
+        fmt::print("{}\n", prettyJson(decidedJson(tool, args, std::move(request), true, by, "")));
+        return kOk;
     }
     fmt::print("approved {} (single use, bound to this program version, call site and arguments)\n", digest);
     return kOk;
@@ -253,9 +277,14 @@ int approvalsDenyCommand(std::string_view tool, Args& args) {
     std::string error;
     std::string by = approverName(args);
     std::string reason = args.value("--reason") ? *args.value("--reason") : "";
+    nlohmann::json request = pendingRequestJson(store, digest);
     if (!denyRequest(store, digest, by, reason, error)) {
         fmt::print(stderr, "{}: error: {}\n", tool, error);
         return kUsage;
+    }
+    if (args.has("--json")) {
+        fmt::print("{}\n", prettyJson(decidedJson(tool, args, std::move(request), false, by, reason)));
+        return kOk;
     }
     fmt::print("denied {} by {}{}: the run fails at this call when it resumes\n", digest, by,
                reason.empty() ? "" : " (" + reason + ")");

@@ -980,8 +980,8 @@ void stopOnSignal(int) {
 
 }  // namespace
 
-bool serveUntilSignalled(Server& server, const std::string& host, uint16_t port, Handler& handler,
-                         const std::function<void(const std::string&)>& listening, std::string& error) {
+bool serveUntilSignalled(std::string_view tool, Server& server, const std::string& host, uint16_t port,
+                         Handler& handler, const std::function<void(const std::string&)>& listening) {
     // The server holds up to maxOpenConnections connections, and the work behind it takes
     // descriptors besides; a soft limit of 1024, common for services, would refuse connections
     // long before that. The hard limit is the operator's: it is never exceeded.
@@ -999,10 +999,12 @@ bool serveUntilSignalled(Server& server, const std::string& host, uint16_t port,
     sigemptyset(&action.sa_mask);
     ::sigaction(SIGINT, &action, nullptr);
     ::sigaction(SIGTERM, &action, nullptr);
-    if (!server.listen(host, port, error)) {
-        if (errno == EADDRINUSE)
-            error += fmt::format("\n  hint: another server holds port {}; pick another --port, or --port 0 for a free one",
-                                 port);
+    if (std::string error; !server.listen(host, port, error)) {
+        bool inUse = errno == EADDRINUSE;
+        fmt::print(stderr, "{}: error: {}\n", tool, error);
+        if (inUse)
+            fmt::print(stderr,
+                       "  hint: another server holds port {}; pick another --port, or --port 0 for a free one\n", port);
         gSignalled = nullptr;
         return false;
     }

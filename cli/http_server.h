@@ -199,9 +199,10 @@ private:
 // request being answered has finished), calling `listening(base)` once it listens, with the URL of
 // the server's root without its slash (`http://127.0.0.1:8001`, an IPv6 host in brackets, the port
 // actually bound). The process's soft descriptor limit is raised to fit the server's connections
-// (never above the hard limit). False with `error` when it cannot listen; for a port in use, the
-// error ends with a line `  hint: …` saying what to do.
-bool serveUntilSignalled(Server& server, const std::string& host, uint16_t port, Handler& handler,
-                         const std::function<void(const std::string&)>& listening, std::string& error);
+// (never above the hard limit). False when it cannot listen, having printed `TOOL: error: …` on
+// stderr (for a port in use, with a line `  hint: …` saying what to do): the commands that serve
+// (`mcp --http`, `inbox`) then exit 1.
+bool serveUntilSignalled(std::string_view tool, Server& server, const std::string& host, uint16_t port,
+                         Handler& handler, const std::function<void(const std::string&)>& listening);
 
 }  // namespace remit::cli::http

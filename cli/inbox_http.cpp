@@ -825,17 +825,13 @@ int inboxCommand(std::string_view tool, Args& args) {
     limits.maxBody = size_t(64) << 10;  // a login or a decision: a few fields
     http::Server server(limits);
     Inbox inbox(tool, options, std::move(*keys));
-    std::string error;
-    bool served = http::serveUntilSignalled(server, options.host, options.port, inbox, [&](const std::string& base) {
-        fmt::print(stderr, "{} inbox: listening on {}/ ({} approver key(s), {} viewer key(s); store {})\n", tool, base,
-                   approvers, viewers, approvalStorePath(options.stateDir).string());
-        std::fflush(stderr);
-    }, error);
-    if (!served) {
-        fmt::print(stderr, "{}: error: {}\n", tool, error);
-        return kFailure;
-    }
-    return kOk;
+    bool served =
+        http::serveUntilSignalled(tool, server, options.host, options.port, inbox, [&](const std::string& base) {
+            fmt::print(stderr, "{} inbox: listening on {}/ ({} approver key(s), {} viewer key(s); store {})\n", tool,
+                       base, approvers, viewers, approvalStorePath(options.stateDir).string());
+            std::fflush(stderr);
+        });
+    return served ? kOk : kFailure;
 }
 
 }  // namespace remit::cli

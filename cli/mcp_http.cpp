@@ -399,16 +399,12 @@ int serveMcpHttp(std::string_view tool, const McpHttpOptions& options, McpEndpoi
     limits.maxBody = mcp::kMaxMessageBytes;
     http::Server server(limits);
     McpHttp handler(tool, options, std::move(keys), std::move(usage), endpoint);
-    std::string error;
-    bool served = http::serveUntilSignalled(server, options.host, options.port, handler, [&](const std::string& base) {
-        fmt::print(stderr, "{} mcp: listening on {}/mcp\n", tool, base);
-        std::fflush(stderr);
-    }, error);
-    if (!served) {
-        fmt::print(stderr, "{}: error: {}\n", tool, error);
-        return kFailure;
-    }
-    return kOk;
+    bool served =
+        http::serveUntilSignalled(tool, server, options.host, options.port, handler, [&](const std::string& base) {
+            fmt::print(stderr, "{} mcp: listening on {}/mcp\n", tool, base);
+            std::fflush(stderr);
+        });
+    return served ? kOk : kFailure;
 }
 
 }  // namespace remit::cli

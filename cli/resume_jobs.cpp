@@ -1,7 +1,11 @@
 // Continuing runs from the web inbox: see resume_jobs.h.
 #include "cli/resume_jobs.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -10,11 +14,6 @@
 #include <mutex>
 #include <system_error>
 #include <thread>
-
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "broker/process_adapter.h"
 

@@ -19,8 +19,8 @@ namespace remit::cli {
 
 class ResumeJobs {
 public:
-    static constexpr size_t kMaxRunning = 4;   // resumes at once; more are refused until one ends
-    static constexpr size_t kMaxKept = 256;    // finished jobs remembered
+    static constexpr size_t kMaxRunning = 4;       // resumes at once; more are refused until one ends
+    static constexpr size_t kMaxKept = 256;        // finished jobs remembered
     static constexpr size_t kMaxOutput = 1 << 20;  // bytes kept of each of stdout and stderr
 
     struct Job {

@@ -140,6 +140,33 @@ def test_approve_through_approvals_and_the_printed_follow_ups_work_when_pasted()
         expect(d.code == 2 and "already used" in d.err, "a used approval cannot be denied", d)
 
 
+def test_approve_and_deny_print_the_decision_as_json():
+    """`approvals approve|deny --json`: the request as `list --json` gave it, with the decision, who
+    made it, the denial's reason and the command that continues the run (pasteable)."""
+    with workspace() as ws:
+        pause(ws, state="my state")
+        req = json.loads(run(REMITVM, "approvals", "list", "--json", "--state-dir", "my state", cwd=ws.path).out)[0]
+        a = run(REMITVM, "approvals", "approve", req["digest"][:12], "--json", "--by", "bob", "--state-dir", "my state",
+                cwd=ws.path)
+        expect(a.code == 0, "approve --json", a)
+        j = json.loads(a.out)
+        expect(j["digest"] == req["digest"] and j["status"] == "approved" and j["approved_by"] == "bob"
+               and j["args"] == req["args"] and j["run_id"] == req["run_id"]
+               and j["resume"] == f"remitvm resume {req['run_id']} --state-dir 'my state'", f"approve --json: {j}")
+        # An approval not used yet can still be denied; the denial overrides it.
+        d = run(REMIT, "approvals", "deny", req["run_id"], "--json", "--reason", "<wrong> recipient", "--by", "alice",
+                "--state-dir", "my state", cwd=ws.path)
+        expect(d.code == 0, "remit approvals deny --json", d)
+        j = json.loads(d.out)
+        expect(j["digest"] == req["digest"] and j["status"] == "denied" and j["denied_by"] == "alice"
+               and j["approved_by"] is None and j["reason"] == "<wrong> recipient"
+               and j["resume"] == f"remit resume {req['run_id']} --state-dir 'my state'", f"deny --json: {j}")
+        r = run(REMITVM, *shlex.split(j["resume"])[1:], cwd=ws.path)
+        expect(r.code == 1 and "denied by alice: <wrong> recipient" in r.err, "the printed resume meets the denial", r)
+        d = run(REMITVM, "approvals", "deny", req["digest"], "--json", "--state-dir", "my state", cwd=ws.path)
+        expect(d.code == 2 and d.out == "" and "no pending approval" in d.err, "nothing left to deny: exit 2, no JSON", d)
+
+
 def test_bad_requests_are_clear_errors():
     with workspace() as ws:
         r = run(REMITVM, "approvals", cwd=ws.path)

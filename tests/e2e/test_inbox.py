@@ -119,6 +119,14 @@ def test_flags_and_keys_files_are_checked_before_it_listens():
         # The MCP server reads the same file, roles and all.
         r = run(REMITVM, "mcp", "--http", "--keys", "bad-role.json", "--port", "0", cwd=ws.path)
         expect(r.code == 2 and "role" in r.err, "mcp --http checks the role too", r)
+        (ws.path / "st/approvals.json").unlink()
+        # A port another server holds: exit 1, with what to do; mcp --http says the same.
+        with Inbox(ws) as inbox:
+            for cmd in (["inbox", "--keys", "keys.json", "--state-dir", "st"], ["mcp", "--http", "--keys", "keys.json"]):
+                r = run(REMITVM, *cmd, "--port", str(inbox.port), cwd=ws.path)
+                expect(r.code == 1 and r.err.startswith("remitvm: error: ")
+                       and f"hint: another server holds port {inbox.port}" in r.err and "--port 0" in r.err,
+                       f"{cmd[0]}: a port in use", r)
 
 
 def test_keys_and_roles():
