@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -119,6 +120,22 @@ ModelWireAnswer unwrapAnswer(Json answer, bool wrapped) {
     return a;
 }
 
+// OpenAI's own API (and Azure's) refuses `max_tokens` for its reasoning models and takes
+// `max_completion_tokens` for every model; the compatible servers (vLLM, llama.cpp, Ollama,
+// gateways) read `max_tokens`. So the field follows the host the request goes to.
+std::string_view maxTokensField(const ModelConfig& config) {
+    if (isAnthropic(config)) return "max_tokens";
+    std::string_view url = config.baseUrl;
+    if (auto scheme = url.find("://"); scheme != std::string_view::npos) url.remove_prefix(scheme + 3);
+    std::string host(url.substr(0, url.find_first_of("/:?#")));
+    for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    auto endsWith = [&](std::string_view suffix) {
+        return host.size() >= suffix.size() && host.compare(host.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    bool openAiItself = host == "api.openai.com" || endsWith(".openai.azure.com");
+    return openAiItself ? "max_completion_tokens" : "max_tokens";
+}
+
 }  // namespace
 
 ModelWireRequest modelWireRequest(const ModelConfig& config, const AdapterRequest& request) {
@@ -137,7 +154,7 @@ ModelWireRequest modelWireRequest(const ModelConfig& config, const AdapterReques
 
     Json& body = out.body;
     body["model"] = config.model;
-    body["max_tokens"] = config.maxTokens;
+    body[maxTokensField(config)] = config.maxTokens;
     if (config.temperature) body["temperature"] = *config.temperature;
     std::string user = request.renderedPrompt;
     if (request.previous && !previousAnswer) user += "\n\n" + repairText(*request.previous);

@@ -99,6 +99,23 @@ TEST_CASE("model adapter: an OpenAI request carries the schema as strict structu
     CHECK(format["json_schema"]["schema"]["properties"]["mood"]["enum"] == Json{"upbeat", "grim"});
 }
 
+TEST_CASE("model adapter: OpenAI's own API gets max_completion_tokens, compatible servers max_tokens") {
+    auto field = [](std::string provider, std::string baseUrl) {
+        ModelConfig c = config(provider);
+        c.baseUrl = std::move(baseUrl);
+        Json body = modelWireRequest(c, ask(kMoodSchema, "")).body;
+        CHECK(body.contains("max_tokens") != body.contains("max_completion_tokens"));
+        return body.contains("max_tokens") ? "max_tokens" : "max_completion_tokens";
+    };
+    CHECK(std::string(field("openai", "https://api.openai.com/v1")) == "max_completion_tokens");
+    CHECK(std::string(field("openai", "https://API.OpenAI.com:443/v1")) == "max_completion_tokens");
+    CHECK(std::string(field("openai", "https://myres.openai.azure.com/openai/v1")) == "max_completion_tokens");
+    CHECK(std::string(field("openai", "http://127.0.0.1:8000/v1")) == "max_tokens");
+    CHECK(std::string(field("openai", "https://api.openai.com.example.net/v1")) == "max_tokens");
+    CHECK(std::string(field("openai", "http://localhost:11434/v1")) == "max_tokens");
+    CHECK(std::string(field("anthropic", "https://api.anthropic.com/v1")) == "max_tokens");
+}
+
 TEST_CASE("model adapter: an Anthropic request forces one tool whose input schema is the type") {
     ModelWireRequest wire = modelWireRequest(config("anthropic"), ask(kMoodSchema, "You are terse."));
     CHECK(wire.url == "http://127.0.0.1:9/v1/messages");
