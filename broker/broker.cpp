@@ -430,16 +430,45 @@ Decision Broker::approved(const std::string& by) {
     if (!current_ || current_->state != Attempt::State::AwaitingApproval)
         return refuse(err(DiagCode::R0702, "internal: approved() without a call waiting for approval"));
     // The approval goes through the store, when there is one, so it is recorded and consumed
-    // (single use) like any other.
+    // (single use) like any other. The store has the last word: an operator who denied the
+    // request meanwhile (`approvals deny` while the person was being asked) wins, as a denial
+    // wins over an approval not yet used.
     if (ApprovalStore* store = options_.approvals) {
         std::string storeError;
+        Denial denial;
+        store->approve(current_->digest, by, storeError);  // false without error: no longer pending
         std::optional<std::string> who;
-        if (store->approve(current_->digest, by, storeError))
-            who = store->decide(current_->digest, approvalRequest(*current_), options_.runId, current_->key, storeError);
+        if (storeError.empty())
+            who = store->decide(current_->digest, approvalRequest(*current_), options_.runId, current_->key,
+                                storeError, &denial);
         if (!storeError.empty()) return stop(storeError);
+        if (!who && !denial.by.empty()) return refuseDenied(denial);
         if (!who) return stop(fmt::format("the approval of digest {} was not recorded in the store", current_->digest));
+        return grantApproval(*who);
     }
     return grantApproval(by);
+}
+
+Decision Broker::denied(const std::string& by, const std::string& reason) {
+    if (!current_ || current_->state != Attempt::State::AwaitingApproval)
+        return refuse(err(DiagCode::R0702, "internal: denied() without a call waiting for approval"));
+    Denial denial{by, reason};
+    if (ApprovalStore* store = options_.approvals) {
+        // Recorded as `approvals deny` records it, then used up by this attempt (moved to
+        // `refused`), so the store tells who refused the call and why.
+        std::string storeError;
+        store->deny(current_->digest, by, reason, storeError);  // false without error: no longer pending
+        Denial recorded;
+        std::optional<std::string> who;
+        if (storeError.empty())
+            who = store->decide(current_->digest, approvalRequest(*current_), options_.runId, current_->key,
+                                storeError, &recorded);
+        if (!storeError.empty()) return stop(storeError);
+        // The person said no, so no approval the store still held counts (a denial replaces an
+        // unused one anyway); an operator's earlier denial is the one reported.
+        if (!who && !recorded.by.empty()) denial = std::move(recorded);
+    }
+    return refuseDenied(denial);
 }
 
 Decision Broker::recheckApproval() {

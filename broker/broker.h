@@ -131,6 +131,10 @@ public:
     // Answered or Refuse decision (writing the `fallback` event when the site's `else` runs).
     Decision decide(const HostCall& call);
     Decision approved(const std::string& by);
+    // approved()'s counterpart: the person asked said no. The denial goes through the store, when
+    // there is one, as `remitvm approvals deny` records it (and is used up by this attempt); the
+    // attempt fails with R0302 naming `by` and `reason`, and an `approval_denied` event is recorded.
+    Decision denied(const std::string& by, const std::string& reason);
     // The call waiting for approval, asked of the approval store again: an operator may have
     // approved it since (`remitvm approve`). Dispatch when the store now holds an approval (it is
     // consumed), else NeedsApproval again, recording nothing twice.

@@ -268,6 +268,10 @@ const Command kMcp{
             Flag{"--approvals", "client|operator", "who approves the calls paused runs wait for; default: client"},
             Flag{"--state-dir", "D", "where the operator approves calls (with --approvals operator)"}.completes(
                 Complete::Dirs),
+            Flag{"--elicitation-timeout", "S",
+                 "seconds the user has to answer a request to approve a call (with --approvals operator); default: "
+                 "300"}
+                .completes(Complete::Nothing),
         },
     .run = mcpCommand,
 };

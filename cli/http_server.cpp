@@ -218,6 +218,20 @@ std::string serializeResponse(const Response& response, bool keepAlive, bool hea
     return out;
 }
 
+bool accepts(const Request& request, std::string_view mediaType) {
+    std::optional<std::string_view> accept = request.header("accept");
+    if (!accept) return false;
+    // Media ranges separated by commas, each perhaps with parameters (`;q=0.9`).
+    std::string_view rest = *accept;
+    while (!rest.empty()) {
+        size_t comma = rest.find(',');
+        std::string_view range = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        if (lowerAscii(trimOws(range.substr(0, range.find(';')))) == mediaType) return true;
+    }
+    return false;
+}
+
 std::optional<size_t> findHeadEnd(std::string_view buffer, size_t& from) {
     for (size_t i = from; i < buffer.size(); ++i) {
         if (buffer[i] != '\n') continue;
@@ -468,6 +482,49 @@ bool sendAll(int fd, std::string_view bytes) {
     }
     return true;
 }
+
+}  // namespace
+
+bool EventStream::writeChunk(std::string_view bytes) {
+    if (broken_) return false;
+    if (!sendAll(fd_, fmt::format("{:x}\r\n{}\r\n", bytes.size(), bytes))) broken_ = true;
+    return !broken_;
+}
+
+bool EventStream::send(std::string_view data, const std::vector<std::pair<std::string, std::string>>& headers) {
+    if (!available_ || broken_) return false;
+    if (!started_) {
+        std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n";
+        for (const auto& [name, value] : headers)
+            if (name.find_first_of("\r\n") == std::string::npos && value.find_first_of("\r\n") == std::string::npos)
+                head += fmt::format("{}: {}\r\n", name, value);
+        head += "Transfer-Encoding: chunked\r\n\r\n";
+        started_ = true;
+        if (!sendAll(fd_, head)) {
+            broken_ = true;
+            return false;
+        }
+    }
+    // One event: its type, a `data:` line per line of the data, and the blank line ending it.
+    std::string event = "event: message\n";
+    for (size_t at = 0; at <= data.size();) {
+        size_t end = data.find_first_of("\r\n", at);
+        if (end == std::string_view::npos) end = data.size();
+        event += fmt::format("data: {}\n", data.substr(at, end - at));
+        at = end + (end < data.size() && data[end] == '\r' && end + 1 < data.size() && data[end + 1] == '\n' ? 2 : 1);
+    }
+    event += '\n';
+    return writeChunk(event);
+}
+
+bool EventStream::finish(std::string_view last) {
+    if (!started_) return false;
+    if (!last.empty() && !send(last)) return false;
+    if (broken_ || !sendAll(fd_, "0\r\n\r\n")) broken_ = true;
+    return !broken_;
+}
+
+namespace {
 
 // Closing a socket with unread input makes the kernel answer with a reset, which can destroy the
 // response before the client reads it; so the write side is closed first and input is discarded
@@ -959,13 +1016,21 @@ bool Server::serveRequest(Connection& c, Handler& handler) {
     request.body = c.buffer.substr(0, length);
     c.buffer.erase(0, length);
     Response response;
+    EventStream stream(fd, request.minorVersion >= 1 && !headRequest && accepts(request, "text/event-stream"));
     {
         HangUpWatch watch(fd, handler, request);
         try {
-            response = handler.handle(request);
+            response = handler.handle(request, stream);
         } catch (...) {
-            response = Response::error(500, "internal error");
+            // Once the stream has started a status can no longer be sent: it just ends.
+            response = stream.started() ? Response{} : Response::error(500, "internal error");
         }
+    }
+    if (stream.started()) {
+        // The head went out with the first event: the answer is the stream's last event.
+        bool keepAlive = stream.finish(response.body) && request.keepAlive && !response.close;
+        if (!keepAlive) lingeringClose(fd);
+        return keepAlive;
     }
     return respond(response, request.keepAlive && !response.close, headRequest);
 }

@@ -22,7 +22,8 @@
 //
 // What the server answers is the Handler's business, in two steps: `screen` sees the request line
 // and headers before the body is read (so a request refused by authentication or routing never
-// makes the server buffer a body), `handle` the whole request.
+// makes the server buffer a body), `handle` the whole request — with one response, or with an
+// EventStream of messages before it (Server-Sent Events, the MCP server asking its client).
 #pragma once
 
 #include <atomic>
@@ -120,13 +121,49 @@ std::optional<size_t> findHeadEnd(std::string_view buffer, size_t& from);
 // (400, 411, 413, 431, 505) with `problem` saying why.
 int parseRequestHead(std::string_view head, const Limits& limits, Request& out, std::string& problem);
 
+// Whether the request's Accept header names `mediaType` (lower case, e.g. "text/event-stream").
+bool accepts(const Request& request, std::string_view mediaType);
+
+// The answer to a request sent as Server-Sent Events — 200, `text/event-stream`, in chunked
+// transfer coding — for a handler with messages to send before its answer (the MCP server asking
+// its client something while a tool call runs). handle() sends events with send(); the first one
+// sends the head. The Response handle() then returns is not sent as such: its body, when not
+// empty, becomes the last event, and the stream ends; the connection stays open for the next
+// request as after any response.
+class EventStream {
+public:
+    EventStream(int fd, bool available) : fd_(fd), available_(available) {}
+    EventStream(const EventStream&) = delete;
+    EventStream& operator=(const EventStream&) = delete;
+
+    // Whether the request can be answered this way: HTTP/1.1 (chunked coding), not HEAD, and an
+    // Accept header naming text/event-stream.
+    bool available() const { return available_; }
+    bool started() const { return started_; }
+    // Sends one `message` event carrying `data` (each line of it a `data:` line); the first call
+    // sends the head, with `headers` besides Content-Type, Cache-Control and Transfer-Encoding.
+    // False when the stream is not available or the client cannot be written to any more.
+    bool send(std::string_view data, const std::vector<std::pair<std::string, std::string>>& headers = {});
+    // Ends a started stream: `last`, when not empty, as a final event, then the last chunk. False
+    // when the client cannot be written to. For the server, after handle().
+    bool finish(std::string_view last);
+
+private:
+    int fd_;
+    bool available_;
+    bool started_ = false;
+    bool broken_ = false;
+    bool writeChunk(std::string_view bytes);
+};
+
 class Handler {
 public:
     virtual ~Handler() = default;
     // Sees a request before its body is read: a response ends it there, nullopt lets it through.
     virtual std::optional<Response> screen(const Request& head) = 0;
-    // Answers a whole request. An exception becomes a fixed 500.
-    virtual Response handle(const Request& request) = 0;
+    // Answers a whole request, with one response or, through `stream`, with events before it. An
+    // exception becomes a fixed 500 (or, once the stream has started, ends it).
+    virtual Response handle(const Request& request, EventStream& stream) = 0;
     // Called at most once, from another thread, while handle(request) runs and the client has
     // closed the connection (or shut down its sending side): the answer will not be read, so work
     // done only for it can stop. The default does nothing.

@@ -136,7 +136,8 @@ public:
         return std::nullopt;
     }
 
-    Response handle(const Request& r) override { return secured(route(r)); }
+    // Every answer is one page or redirect: the inbox never streams events.
+    Response handle(const Request& r, http::EventStream&) override { return secured(route(r)); }
 
 private:
     struct Session {

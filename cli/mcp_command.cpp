@@ -4,7 +4,9 @@
 // and the stdio transport: one message per line on stdin, one reply per line on stdout. The HTTP
 // transport (`--http`) is cli/mcp_http.{h,cpp}; what a tool does is session/mcp_tools.{h,cpp}'s.
 //
-// Over stdio every request is answered in order on the reading thread. A line that is not JSON is
+// Over stdio one worker answers the requests in order while the reading thread reads on, handling
+// at once what cannot wait behind them: cancellations, and the client's responses to the questions
+// a tool call asks its user (MCP elicitation, --approvals operator). A line that is not JSON is
 // a -32700 error, a message that is not a request -32600, an unknown method -32601, bad parameters
 // -32602; notifications (no `id`) are never answered. Nothing a message can do ends the server:
 // an internal failure is the fixed host_error reply, without exception text, paths or addresses.
@@ -12,6 +14,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <csignal>
@@ -99,20 +102,31 @@ class Server final : public McpEndpoint {
 public:
     explicit Server(mcp::ToolsOptions options = {}) : tools_(std::move(options)) {}
     std::optional<Json> parse(std::string_view text, Json& error) const override;
-    Json reply(const Json& message, std::string_view caller) override;
+    Json reply(const Json& message, std::string_view caller, mcp::ClientChannel* client) override;
     void abandon(const Json& requestId, std::string_view caller) override { tools_.cancel(caller, requestId); }
     bool speaks(std::string_view version) const override;
 
     // The reply to one parsed stdio message, or null for a notification or a client's response.
+    // Over stdio the client is asked (elicitation) on stdout, once its initialize said it can be.
     Json handleStdio(const Json& message);
+    // The server is ending: calls waiting for the user stop waiting (mcp::Tools::interruptWaits).
+    void interrupt() { tools_.interruptWaits(); }
 
 private:
     mcp::Tools tools_;
 
-    Json answer(const Json& message, std::string_view caller);
-    Json dispatch(const Json& id, const std::string& method, const Json& params, std::string_view caller);
+    // The stdio client, asked on stdout: its response comes back on stdin, where the reading
+    // thread hands it to reply() at once (the worker is the one waiting for it).
+    struct StdoutChannel final : mcp::ClientChannel {
+        bool send(const Json& message) override;
+    } stdout_;
+    std::atomic<bool> stdioElicits_{false};  // the last initialize declared elicitation
+
+    Json answer(const Json& message, std::string_view caller, mcp::ClientChannel* client);
+    Json dispatch(const Json& id, const std::string& method, const Json& params, std::string_view caller,
+                  mcp::ClientChannel* client);
     Json initialize(const Json& params);
-    Json toolsCall(const Json& id, const Json& params, std::string_view caller);
+    Json toolsCall(const Json& id, const Json& params, std::string_view caller, mcp::ClientChannel* client);
     Json resourcesRead(const Json& id, const Json& params);
 };
 
@@ -126,24 +140,33 @@ bool Server::speaks(std::string_view version) const {
     return false;
 }
 
+bool Server::StdoutChannel::send(const Json& message) {
+    writeMessage(message);
+    return true;  // a client that has gone is noticed at the end of stdin
+}
+
 Json Server::handleStdio(const Json& message) {
     // Batches were dropped from MCP in 2025-06-18; over stdio they were never needed.
     if (message.is_array())
         return errorReply(nullptr, kInvalidRequest,
                           "Invalid Request: batches are not supported; send one message per line");
-    return reply(message, {});  // one client over stdio
+    Json out = reply(message, {}, stdioElicits_ ? &stdout_ : nullptr);  // one client over stdio
+    if (message.is_object() && message.value("method", Json()) == "initialize" && out.contains("result"))
+        stdioElicits_ = mcp::clientCanElicit(message.value("params", Json()),
+                                             out["result"].value("protocolVersion", std::string()));
+    return out;
 }
 
-Json Server::reply(const Json& message, std::string_view caller) {
+Json Server::reply(const Json& message, std::string_view caller, mcp::ClientChannel* client) {
     try {
-        return answer(message, caller);
+        return answer(message, caller, client);
     } catch (...) {
         return errorReply(nullptr, kInternalError, fmt::format("host_error: {}", mcp::kHostErrorMessage),
                           Json{{"code", "host_error"}});
     }
 }
 
-Json Server::answer(const Json& message, std::string_view caller) {
+Json Server::answer(const Json& message, std::string_view caller, mcp::ClientChannel* client) {
     if (!message.is_object())
         return errorReply(nullptr, kInvalidRequest, "Invalid Request: a message must be a JSON object");
     bool hasId = message.contains("id");
@@ -153,8 +176,12 @@ Json Server::answer(const Json& message, std::string_view caller) {
     if (id.is_string() && id.get_ref<const std::string&>().size() > 256)
         return errorReply(nullptr, kInvalidRequest, "Invalid Request: id is longer than 256 bytes");
     if (!message.contains("method")) {
-        if (message.contains("result") || message.contains("error"))
-            return nullptr;  // a client's response: nothing asked
+        // A client's response: to a question a tool call asked (elicitation/create), or to
+        // nothing this server sent. Either way no reply is due.
+        if (message.contains("result") || message.contains("error")) {
+            tools_.deliver(caller, message);
+            return nullptr;
+        }
         return errorReply(id, kInvalidRequest, "Invalid Request: no method");
     }
     // MCP forbids a null id in a request: it has a string or an integer, a notification none at all.
@@ -178,14 +205,15 @@ Json Server::answer(const Json& message, std::string_view caller) {
     }
     if (!params.is_object()) return errorReply(id, kInvalidParams, "Invalid params: params must be an object");
     try {
-        return dispatch(id, method, params, caller);
+        return dispatch(id, method, params, caller, client);
     } catch (...) {
         return errorReply(id, kInternalError, fmt::format("host_error: {}", mcp::kHostErrorMessage),
                           Json{{"code", "host_error"}});
     }
 }
 
-Json Server::dispatch(const Json& id, const std::string& method, const Json& params, std::string_view caller) {
+Json Server::dispatch(const Json& id, const std::string& method, const Json& params, std::string_view caller,
+                      mcp::ClientChannel* client) {
     if (method == "initialize") return resultReply(id, initialize(params));
     if (method == "ping") return resultReply(id, Json::object());
     if (method == "tools/list") {
@@ -193,7 +221,7 @@ Json Server::dispatch(const Json& id, const std::string& method, const Json& par
         for (const mcp::ToolSpec& spec : mcp::toolSpecs()) list.push_back(mcp::toolListEntry(spec));
         return resultReply(id, Json{{"tools", std::move(list)}});
     }
-    if (method == "tools/call") return toolsCall(id, params, caller);
+    if (method == "tools/call") return toolsCall(id, params, caller, client);
     if (method == "resources/list") {
         Json list = Json::array();
         for (const Resource& r : kResources)
@@ -223,14 +251,14 @@ Json Server::initialize(const Json& params) {
     return result;
 }
 
-Json Server::toolsCall(const Json& id, const Json& params, std::string_view caller) {
+Json Server::toolsCall(const Json& id, const Json& params, std::string_view caller, mcp::ClientChannel* client) {
     auto name = params.find("name");
     if (name == params.end() || !name->is_string())
         return errorReply(id, kInvalidParams, "Invalid params: tools/call needs the tool's name as a string");
     Json arguments = params.contains("arguments") ? params["arguments"] : Json(nullptr);
     mcp::BadParams bad;
     std::optional<mcp::ToolOutcome> outcome =
-        tools_.call(name->get_ref<const std::string&>(), arguments, bad, caller, id);
+        tools_.call(name->get_ref<const std::string&>(), arguments, bad, caller, id, client);
     if (!outcome) return errorReply(id, kInvalidParams, "Invalid params: " + bad.message);
     if (outcome->cancelled) return nullptr;  // the client withdrew the request: no response (MCP)
     Json result;
@@ -303,6 +331,21 @@ int mcpCommand(std::string_view tool, Args& args) {
         }
         toolsOptions.stateDir = *dir;
     }
+    if (const std::string* seconds = args.value("--elicitation-timeout")) {
+        std::optional<uint64_t> n = parseCount(*seconds, mcp::kMaxElicitationTimeout.count());
+        if (!toolsOptions.operatorApprovals) {
+            fmt::print(stderr, "{}: error: --elicitation-timeout is how long the user is asked to approve a call; it "
+                               "needs --approvals operator\n",
+                       tool);
+            return kUsage;
+        }
+        if (!n || *n == 0) {
+            fmt::print(stderr, "{}: error: --elicitation-timeout must be a number of seconds from 1 to {}, not '{}'\n",
+                       tool, mcp::kMaxElicitationTimeout.count(), firstCodePoints(*seconds, 40));
+            return kUsage;
+        }
+        toolsOptions.elicitationTimeout = std::chrono::seconds(*n);
+    }
     if (!args.positional.empty()) {
         fmt::print(stderr, "{}: error: mcp takes no arguments; it reads MCP messages on stdin (docs/mcp.md)\n", tool);
         return kUsage;
@@ -364,12 +407,20 @@ int mcpCommand(std::string_view tool, Args& args) {
         return m.is_object() && !m.contains("id") && m.value("method", Json()) == "notifications/cancelled" &&
                m.contains("params") && m["params"].is_object() && m["params"].contains("requestId");
     };
+    auto isResponse = [](const Json& m) {
+        return m.is_object() && !m.contains("method") && (m.contains("result") || m.contains("error"));
+    };
     auto handle = [&](std::string_view line) {
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         if (line.find_first_not_of(" \t") == std::string_view::npos) return;  // blank lines are ignored
         Json error;
         std::optional<Json> message = server.parse(line, error);
         if (!message) return enqueue(Item::Kind::Reply, std::move(error));
+        if (isResponse(*message)) {
+            // The answer to a question a tool call on the worker waits for: handed over at once.
+            server.reply(*message, {}, nullptr);
+            return;
+        }
         if (isCancellation(*message)) {
             const Json& requestId = (*message)["params"]["requestId"];
             {
@@ -379,7 +430,7 @@ int mcpCommand(std::string_view tool, Args& args) {
                            item.json.value("id", Json()) == requestId;
                 });
             }
-            server.reply(*message, {});
+            server.reply(*message, {}, nullptr);
             return;
         }
         enqueue(Item::Kind::Message, std::move(*message));
@@ -389,6 +440,7 @@ int mcpCommand(std::string_view tool, Args& args) {
                 errorReply(nullptr, kInvalidRequest,
                            fmt::format("Invalid Request: the message is longer than {} bytes", kMaxMessageBytes)));
     });
+    server.interrupt();  // a call waiting for the user's answer will not get it now
     enqueue(Item::Kind::End);
     worker.join();
     return kOk;

@@ -25,7 +25,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <unordered_set>
+#include <unordered_map>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/http_server.h"
@@ -181,14 +182,34 @@ constexpr const char* kCorsMethods = "POST, DELETE, OPTIONS";
 constexpr const char* kCorsHeaders =
     "Content-Type, Authorization, X-API-Key, MCP-Protocol-Version, Mcp-Session-Id, Last-Event-ID";
 
-Response withCors(const Request& r, Response response) {
+std::vector<std::pair<std::string, std::string>> corsHeaders(const Request& r) {
     std::optional<std::string_view> origin = r.header("origin");
-    if (!origin || !localOrigin(*origin)) return response;
-    response.headers.emplace_back("Access-Control-Allow-Origin", std::string(*origin));
-    response.headers.emplace_back("Access-Control-Expose-Headers", "Mcp-Session-Id");
-    response.headers.emplace_back("Vary", "Origin");
+    if (!origin || !localOrigin(*origin)) return {};
+    return {{"Access-Control-Allow-Origin", std::string(*origin)},
+            {"Access-Control-Expose-Headers", "Mcp-Session-Id"},
+            {"Vary", "Origin"}};
+}
+
+Response withCors(const Request& r, Response response) {
+    for (auto& header : corsHeaders(r)) response.headers.push_back(std::move(header));
     return response;
 }
+
+// A tool call's way to its client over HTTP (docs/mcp.md "Asking the user"): the POST that
+// carries the call is answered with an event stream, each request to the client is an event on
+// it, and the reply to the call its last event. The client answers with a new POST.
+class StreamChannel final : public mcp::ClientChannel {
+public:
+    StreamChannel(http::EventStream& stream, std::vector<std::pair<std::string, std::string>> headers)
+        : stream_(stream), headers_(std::move(headers)) {}
+    bool send(const Json& message) override {
+        return stream_.send(message.dump(-1, ' ', false, Json::error_handler_t::replace), headers_);
+    }
+
+private:
+    http::EventStream& stream_;
+    std::vector<std::pair<std::string, std::string>> headers_;
+};
 
 Response preflight() {
     Response r{204, {}, {}, false};
@@ -210,7 +231,9 @@ public:
         return response;
     }
 
-    Response handle(const Request& r) override { return withCors(r, handleMessage(r)); }
+    Response handle(const Request& r, http::EventStream& stream) override {
+        return withCors(r, handleMessage(r, stream));
+    }
 
     // The client hung up while its POST ran: every request in it is abandoned, so a long run
     // stops instead of burning CPU for nobody (docs/mcp.md, "Connections").
@@ -241,7 +264,7 @@ private:
         if (std::optional<Response> refused = gate(r)) return refused;
         if (!mcpPath) return Response::error(404, "not found; the MCP endpoint is /mcp");
         if (r.method == "DELETE") return endSession(r);
-        if (r.method != "POST") return methodNotAllowed("POST, DELETE");  // no GET: this server opens no SSE stream
+        if (r.method != "POST") return methodNotAllowed("POST, DELETE");  // no GET: requests to the client go on the POST's own stream
         std::string_view contentType = r.header("content-type").value_or("");
         std::string type = http::lowerAscii(http::trimOws(contentType.substr(0, contentType.find(';'))));
         if (type != "application/json")
@@ -255,17 +278,22 @@ private:
     }
 
     // Only a POST to /mcp gets here: one message or a batch.
-    Response handleMessage(const Request& r) {
+    Response handleMessage(const Request& r, http::EventStream& stream) {
         Json error;
         std::optional<Json> message = endpoint_.parse(r.body, error);
         if (!message) return jsonResponse(400, error);
-        bool initialized = false;
+        std::optional<bool> initialized;  // set by a successful initialize: whether its client can be asked
         std::string caller = toolsCaller(r);
+        // A request of a session whose client can be asked (elicitation), in a POST that accepts an
+        // event stream, may ask its user; batches never (2025-06-18 has none, and elicitation).
+        std::optional<StreamChannel> channel;
+        if (message->is_object() && stream.available() && sessionElicits(r)) channel.emplace(stream, corsHeaders(r));
         auto answer = [&](const Json& m) {
-            Json reply = endpoint_.reply(m, caller);
+            Json reply = endpoint_.reply(m, caller, channel ? &*channel : nullptr);
             if (m.is_object() && m.value("method", Json()) == "initialize" && reply.is_object() &&
                 reply.contains("result"))
-                initialized = true;
+                initialized = mcp::clientCanElicit(m.value("params", Json()),
+                                                   reply["result"].value("protocolVersion", std::string()));
             return reply;
         };
         Json out;
@@ -277,9 +305,12 @@ private:
         } else {
             out = answer(*message);  // an empty batch is answered as an invalid message
         }
+        // Once the stream has started, the reply is its last event (none: the call was cancelled).
+        if (stream.started())
+            return Response{200, {}, out.is_null() ? "" : out.dump(-1, ' ', false, Json::error_handler_t::replace), false};
         if (out.is_null()) return Response{202, {}, {}, false};  // notifications and responses only
         Response response = jsonResponse(200, out);
-        if (initialized) response.headers.emplace_back("Mcp-Session-Id", newSession());
+        if (initialized) response.headers.emplace_back("Mcp-Session-Id", newSession(*initialized));
         return response;
     }
 
@@ -290,8 +321,8 @@ private:
     McpEndpoint& endpoint_;
 
     std::mutex sessionsMutex_;
-    std::unordered_set<std::string> sessions_;  // guarded
-    std::deque<std::string> sessionOrder_;      // guarded: oldest first
+    std::unordered_map<std::string, bool> sessions_;  // guarded: whether the session's client can be asked
+    std::deque<std::string> sessionOrder_;            // guarded: oldest first
 
     // The tools' caller (mcp::Tools::call): the key, kept apart from an address a key id could spell.
     std::string toolsCaller(const Request& r) const {
@@ -339,14 +370,14 @@ private:
         return std::nullopt;
     }
 
-    std::string newSession() {
+    std::string newSession(bool elicits) {
         std::string id = randomHex(16);
         std::lock_guard<std::mutex> lock(sessionsMutex_);
         while (sessionOrder_.size() >= kMaxSessions) {
             sessions_.erase(sessionOrder_.front());
             sessionOrder_.pop_front();
         }
-        sessions_.insert(id);
+        sessions_.emplace(id, elicits);
         sessionOrder_.push_back(id);
         return id;
     }
@@ -354,6 +385,15 @@ private:
     bool knownSession(std::string_view id) {
         std::lock_guard<std::mutex> lock(sessionsMutex_);
         return sessions_.count(std::string(id)) > 0;
+    }
+
+    // Whether the request belongs to a session whose client declared it can be asked.
+    bool sessionElicits(const Request& r) {
+        std::optional<std::string_view> id = r.header("mcp-session-id");
+        if (!id) return false;
+        std::lock_guard<std::mutex> lock(sessionsMutex_);
+        auto it = sessions_.find(std::string(*id));
+        return it != sessions_.end() && it->second;
     }
 
     Response endSession(const Request& r) {

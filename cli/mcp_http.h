@@ -1,6 +1,7 @@
 // The streamable HTTP transport of `remitvm mcp --http` / `remit mcp --http` (docs/mcp.md, "HTTP
-// transport"): MCP over HTTP POST at /mcp (spec 2025-06-18, and the
-// batches of 2025-03-26), health checks, and the prototype's hosted mode in front of them — API
+// transport"): MCP over HTTP POST at /mcp (spec 2025-06-18, and the batches of 2025-03-26; a POST
+// whose tool call asks the user is answered with an event stream carrying the server's
+// elicitation/create first), health checks, and the prototype's hosted mode in front of them — API
 // keys from keys.json looked up by the SHA-256 of the token, monthly metering per key (or per
 // client IP for anonymous use) in the prototype's usage.sqlite, 401 without a key, 429 over the
 // limit. The JSON-RPC side is the same McpEndpoint the stdio transport uses (cli/mcp_command.cpp);
@@ -27,8 +28,11 @@ public:
     // The reply to one message (an object; a batch is the transport's business), or null when
     // none is due (a notification, a client's response). `caller` is who sent it, for the tools'
     // per-caller quotas (mcp::Tools::call): the API key's id or `anon:<address>` over HTTP, empty
-    // over stdio. Thread-safe; never throws.
-    virtual Json reply(const Json& message, std::string_view caller) = 0;
+    // over stdio. `client`, when the transport can carry a request to the client while this
+    // message is answered and the client declared it can be asked (mcp::ClientChannel), lets a
+    // tool call ask the user; a client's response to such a request is handed to the call waiting
+    // for it. Thread-safe; never throws.
+    virtual Json reply(const Json& message, std::string_view caller, mcp::ClientChannel* client) = 0;
     // The client that sent `requestId` as `caller` is gone: its tool call, if running, is aborted
     // and gets no reply (as for notifications/cancelled). Thread-safe; never throws.
     virtual void abandon(const Json& requestId, std::string_view caller) = 0;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <deque>
 #include <filesystem>
 #include <mutex>
@@ -168,6 +169,25 @@ struct LiveRun {
         });
     }
 
+    // Operator mode: the user, asked through the client, answered the pending call. `by`
+    // approves it (it is performed, once, and the approval recorded as any other) or denies it
+    // with `reason` (R0302 naming them, recorded as `remitvm approvals deny` records a denial).
+    // Runs on until the run pauses again or ends.
+    void answerByUser(bool approve, const std::string& by, const std::string& reason) {
+        pending.reset();
+        guarded([&] {
+            status = carryOut(*broker, adapter.get(), approve ? broker->approved(by) : broker->denied(by, reason));
+            status = driveWith(*run, *broker, adapter.get(), {}, &pending);
+        });
+    }
+
+    // The line of call site `site` in the program, or 0.
+    uint32_t siteLine(const std::string& site) const {
+        for (const Site& s : program->module().sites)
+            if (s.id == site) return s.span.line;
+        return 0;
+    }
+
     template <class F>
     void guarded(F&& f) {
         try {
@@ -207,6 +227,96 @@ struct LiveRun {
 Json pendingJson(const PendingApproval& p) {
     return Json{
         {"resource", p.resource}, {"site", p.site}, {"args", p.args}, {"reasons", p.reasons}, {"digest", p.digest}};
+}
+
+// ---------------------------------------------------------------- asking the user (MCP elicitation)
+
+// Who approved or denied a call the user answered through the client: the channel, and the caller
+// over HTTP (`key:ID` or `anon:ADDRESS`), recorded in the trace and the store as any approver.
+constexpr const char* kUserViaElicitation = "user via MCP elicitation";
+// The longest reason kept from an answer, in code points.
+constexpr size_t kMaxReasonChars = 500;
+
+// elicitation/create's params for the call `p` a run waits for. The message says what would
+// happen and why a person must decide: the program, the resource and its site, every argument in
+// full, the reasons, the digest the operator's tools show. The requested schema is what MCP
+// allows (a flat object of primitive properties): a required approve/deny choice and an optional
+// reason.
+Json approvalQuestion(const LiveRun& run, const PendingApproval& p) {
+    uint32_t line = run.siteLine(p.site);
+    std::string message = fmt::format(
+        "Approve this call? The Remit program '{}', run by your agent through this server, wants to call {} at {}{}.\n"
+        "It needs a person's approval because: {}.\n"
+        "The arguments, in full:\n{}\n"
+        "Approve performs this one call, once; deny refuses it and the run stops. (Approval digest {}.)",
+        run.program->module().programName, p.resource, p.site, line ? fmt::format(" (line {})", line) : "",
+        fmt::join(p.reasons, "; "), dump(p.args), p.digest.substr(0, 16));
+    Json decision = {{"type", "string"},
+                     {"title", "Decision"},
+                     {"description", "approve: perform this one call; deny: refuse it, and the run stops"},
+                     {"enum", {"approve", "deny"}},
+                     {"enumNames", {"Approve this call", "Deny it"}}};
+    Json reason = {{"type", "string"},
+                   {"title", "Reason"},
+                   {"description", "Optional: why, recorded with your decision"},
+                   {"maxLength", kMaxReasonChars}};
+    return Json{{"message", std::move(message)},
+                {"requestedSchema",
+                 {{"type", "object"},
+                  {"properties", {{"decision", std::move(decision)}, {"reason", std::move(reason)}}},
+                  {"required", {"decision"}}}}};
+}
+
+// What became of a question to the user.
+struct UserAnswer {
+    enum class Kind { Approve, Deny, Unanswered } kind = Kind::Unanswered;
+    std::string reason;   // Deny: why, as the user gave it (may be empty)
+    std::string outcome;  // Unanswered: cancel, timeout, error, invalid, unsent, interrupted or cancelled_call
+    std::string message;  // Unanswered: the same, in words
+};
+
+UserAnswer unanswered(std::string outcome, std::string message) {
+    return UserAnswer{UserAnswer::Kind::Unanswered, {}, std::move(outcome), std::move(message)};
+}
+
+// A reason as it is kept: at most kMaxReasonChars code points, control characters as spaces (it
+// is printed by `approvals list` and in error messages).
+std::string cleanReason(const std::string& text) {
+    std::string out(firstCodePoints(text, kMaxReasonChars));
+    for (char& c : out)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+    return out;
+}
+
+// Reads the client's response to approvalQuestion. Only `accept` with decision "approve" approves;
+// `accept` with "deny" and `decline` deny; `cancel`, an error and anything malformed leave the call
+// undecided — never an approval.
+UserAnswer readAnswer(const Json& response) {
+    if (response.contains("error")) {
+        const Json& error = response["error"];
+        std::string said = error.is_object() && error.contains("message") && error["message"].is_string()
+                               ? cleanReason(std::string(firstCodePoints(error["message"].get_ref<const std::string&>(), 200)))
+                               : "no message";
+        return unanswered("error", "the client could not ask the user: " + said);
+    }
+    Json result = response.value("result", Json());
+    std::string action, reason;
+    Json content = Json::object();
+    if (result.is_object()) {
+        if (result.contains("action") && result["action"].is_string()) action = result["action"].get<std::string>();
+        if (result.contains("content") && result["content"].is_object()) content = result["content"];
+    }
+    if (content.contains("reason") && content["reason"].is_string())
+        reason = cleanReason(content["reason"].get<std::string>());
+    if (action == "accept") {
+        Json decision = content.value("decision", Json());
+        if (decision == "approve") return UserAnswer{UserAnswer::Kind::Approve, {}, {}, {}};
+        if (decision == "deny") return UserAnswer{UserAnswer::Kind::Deny, reason, {}, {}};
+        return unanswered("invalid", "the client's answer had no decision (approve or deny)");
+    }
+    if (action == "decline") return UserAnswer{UserAnswer::Kind::Deny, reason.empty() ? "declined" : reason, {}, {}};
+    if (action == "cancel") return unanswered("cancel", "the user dismissed the question without deciding");
+    return unanswered("invalid", "the client's answer was not accept, decline or cancel");
 }
 
 // Arguments after validation: strings by name (absent and null are missing), and booleans.
@@ -291,7 +401,9 @@ const std::vector<ToolSpec>& toolSpecs() {
         {"remit_run_fixtures",
          "Run on fixtures",
          "Run a program offline on fixtures: canned results stand in for every capability and model call, so "
-         "nothing real is ever called. The program is checked first. Every approval is granted automatically. "
+         "nothing real is ever called. The program is checked first. Every approval is granted automatically, "
+         "except on a server that takes approvals from its operator: there a call that needs one is asked of the "
+         "user through the client, or refused. "
          "Returns {ok: true, result, calls} or {ok: false, runtime_error, calls}; calls lists each call made with "
          "its resource, args, status and approval_needed.",
          {program, host, fixtures, inputs, runPolicy, strictFlows}},
@@ -387,6 +499,26 @@ struct Tools::Impl {
     // kEarlyCancels are kept.
     static constexpr size_t kEarlyCancels = 64;
     std::deque<std::string> earlyCancels;
+
+    // Requests sent to clients (elicitation/create) that wait for a response, by the id this
+    // server gave them, with the caller that may answer. `answered` is notified when a response
+    // arrives, a call is cancelled, or the waits are interrupted. Guarded by `mutex` too.
+    struct Asked {
+        std::string caller;
+        std::optional<Json> response;
+    };
+    std::map<std::string, Asked> asked;
+    std::condition_variable answered;
+    bool waitsInterrupted = false;  // interruptWaits(): the server is ending
+
+    bool cancelledLocked(const std::string& request) const {
+        auto it = inProgress.find(request);
+        return it != inProgress.end() && it->second.cancelled;
+    }
+    bool cancelled(const std::string& request) {
+        std::lock_guard<std::mutex> lock(mutex);
+        return cancelledLocked(request);
+    }
 
     static std::string requestKey(std::string_view caller, const Json& requestId) {
         return requestId.is_null() ? std::string() : std::string(caller) + '\n' + requestId.dump();
@@ -484,6 +616,65 @@ struct Tools::Impl {
         return out;
     }
 
+    // Sends the client one question and waits for its response: at most the elicitation timeout,
+    // less when this tool call is cancelled or the server ends. An unanswered question is
+    // withdrawn (notifications/cancelled), so the client can stop showing it.
+    UserAnswer ask(ClientChannel& client, Json params, std::string_view caller, const std::string& request) {
+        std::string id = "remit-elicitation-" + randomHex(12);
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            if (waitsInterrupted) return unanswered("interrupted", "the server is stopping");
+            asked.emplace(id, Asked{std::string(caller), std::nullopt});
+        }
+        Json message = {{"jsonrpc", "2.0"}, {"id", id}, {"method", "elicitation/create"}, {"params", std::move(params)}};
+        bool sent = client.send(message);
+        std::optional<Json> response;
+        UserAnswer why;
+        {
+            std::unique_lock<std::mutex> lock(mutex);
+            Asked& slot = asked.at(id);  // map nodes stay put while others come and go
+            bool ended = sent && answered.wait_for(lock, options_.elicitationTimeout, [&] {
+                return slot.response.has_value() || waitsInterrupted || cancelledLocked(request);
+            });
+            response = std::move(slot.response);
+            asked.erase(id);
+            if (!sent)
+                why = unanswered("unsent", "the question could not be sent to the client");
+            else if (!ended)
+                why = unanswered("timeout", fmt::format("the user did not answer within {} seconds",
+                                                        options_.elicitationTimeout.count()));
+            else if (!response && waitsInterrupted)
+                why = unanswered("interrupted", "the server is stopping");
+            else if (!response)
+                why = unanswered("cancelled_call", "the tool call was cancelled");
+        }
+        if (response) return readAnswer(*response);
+        if (sent)
+            client.send(Json{{"jsonrpc", "2.0"},
+                             {"method", "notifications/cancelled"},
+                             {"params", {{"requestId", id}, {"reason", why.message}}}});
+        return why;
+    }
+
+    // Operator mode, with a client that can ask its user: while the run waits for an approval the
+    // operator's store did not settle, the user is asked. Approved: the call is performed and the
+    // run goes on, and may ask again at a later call. Denied or declined: the run fails with R0302
+    // naming the user. Otherwise the run stays paused, and what became of the question is returned
+    // for the reply; nullopt when nobody was asked or the question was answered.
+    std::optional<Json> askUser(LiveRun& run, ClientChannel* client, std::string_view caller,
+                                const std::string& request) {
+        if (!options_.operatorApprovals || !client) return std::nullopt;
+        std::string by =
+            caller.empty() ? std::string(kUserViaElicitation) : fmt::format("{} ({})", kUserViaElicitation, caller);
+        while (run.paused()) {
+            UserAnswer answer = ask(*client, approvalQuestion(run, *run.pending), caller, request);
+            if (answer.kind == UserAnswer::Kind::Unanswered)
+                return Json{{"outcome", answer.outcome}, {"message", answer.message}};
+            run.answerByUser(answer.kind == UserAnswer::Kind::Approve, by, answer.reason);
+        }
+        return std::nullopt;
+    }
+
     // Checks, compiles and prepares a run of `a` (program, host, fixtures, inputs, policy?). Returns
     // the run, or sets `rejected` to the result explaining why it cannot start.
     std::unique_ptr<LiveRun> prepareRun(const Args& a, bool autoApprove, Json& rejected) {
@@ -556,8 +747,9 @@ struct Tools::Impl {
         return run;
     }
 
-    // Turns a remit_run that paused or ended into its result; a paused run is kept.
-    ToolOutcome settle(std::unique_ptr<LiveRun> run) {
+    // Turns a remit_run that paused or ended into its result; a paused run is kept. `question`:
+    // what became of asking the user about the call it waits for (askUser).
+    ToolOutcome settle(std::unique_ptr<LiveRun> run, const std::optional<Json>& question = std::nullopt) {
         bool paused = run->paused(), crashed = run->crashed, denied = run->denied;
         RunStatus status = run->status;
         const std::optional<PendingApproval>& pending = paused ? run->pending : run->broker->pending();
@@ -568,16 +760,25 @@ struct Tools::Impl {
             out["run_token"] = run->token;
             out["pending"] = pendingJson(*pending);
             out["calls"] = run->calls();
-            out["next"] =
-                options_.operatorApprovals
-                    ? fmt::format("Only the operator of this server can approve this call: ask them to run "
-                                  "`remitvm approve {}` with the server's state directory. Then call remit_resume "
-                                  "with this run_token and approve: true to continue, or approve: false to refuse "
-                                  "the call.",
-                                  pending->digest.substr(0, 16))
-                    : "Show the pending call to the user. Then call remit_resume with this run_token and "
-                      "approve: true to perform it, or approve: false to refuse it.";
+            std::string digest = pending->digest.substr(0, 16);
+            if (!options_.operatorApprovals)
+                out["next"] =
+                    "Show the pending call to the user. Then call remit_resume with this run_token and approve: true "
+                    "to perform it, or approve: false to refuse it.";
+            else if (question)
+                out["next"] = fmt::format(
+                    "The user was asked to approve this call through your MCP client and did not decide ({}). Call "
+                    "remit_resume with this run_token and approve: true to ask them again, or approve: false to "
+                    "refuse the call. The operator of this server can also approve it with `remitvm approve {}`.",
+                    (*question)["message"].get<std::string>(), digest);
+            else
+                out["next"] = fmt::format(
+                    "Only the operator of this server can approve this call: ask them to run `remitvm approve {}` "
+                    "with the server's state directory. Then call remit_resume with this run_token and approve: true "
+                    "to continue, or approve: false to refuse the call.",
+                    digest);
             if (options_.operatorApprovals) out["approver"] = "operator";
+            if (question) out["elicitation"] = *question;
             std::string token = run->token;
             std::vector<std::unique_ptr<LiveRun>> dropped;  // ended after the lock is released
             {
@@ -636,14 +837,22 @@ struct Tools::Impl {
         return {dump(Json{{"ok", false}, {"error", "host_error"}, {"message", kHostErrorMessage}}), true};
     }
 
-    ToolOutcome runFixtures(const Args& a, const std::string& request) {
+    // Operator mode takes the automatic approvals away from remit_run_fixtures too (else the agent
+    // could have any call approved by running it here): a call that needs one is asked of the
+    // user when the client can be asked, and otherwise refused (R0302), since this tool returns
+    // one result and cannot leave a run paused.
+    ToolOutcome runFixtures(const Args& a, std::string_view caller, const std::string& request,
+                            ClientChannel* client) {
         Json rejected;
-        std::unique_ptr<LiveRun> run = prepareRun(a, true, rejected);
+        std::unique_ptr<LiveRun> run = prepareRun(a, !options_.operatorApprovals, rejected);
         if (!run) return rejected.is_null() ? hostError() : ToolOutcome{dump(rejected), false};
         executing(request, run->run.get());
         run->start();
+        askUser(*run, client, caller, request);
+        bool refused = run->paused();
+        if (refused) run->answer(false);
         executing(request, nullptr);
-        bool crashed = run->crashed || run->paused();  // auto-approved: a run never waits here
+        bool crashed = run->crashed || run->paused();
         RunStatus status = run->status;
         if (crashed || !run->broker->ioError().empty()) return hostError();
         Json out;
@@ -655,11 +864,19 @@ struct Tools::Impl {
             out["ok"] = false;
             out["runtime_error"] = run->renderFailure(run->run->failure());
             out["calls"] = run->calls();
+            if (refused)
+                out["next"] =
+                    "On this server approvals come from its operator or from the user, never automatically: "
+                    "remit_run pauses at this call and waits for one.";
         }
         return {dump(out), false};
     }
 
-    ToolOutcome runTool(const Args& a, std::string_view caller, const std::string& request) {
+    // A tool call cancelled while its run waited (for the user, or paused after it) keeps nothing:
+    // no reply is due, so no one would know the run's token.
+    static ToolOutcome withdrawn() { return {dump(Json{{"status", "cancelled"}}), false}; }
+
+    ToolOutcome runTool(const Args& a, std::string_view caller, const std::string& request, ClientChannel* client) {
         Json rejected;
         std::unique_ptr<LiveRun> run = prepareRun(a, false, rejected);
         if (!run) {
@@ -673,11 +890,13 @@ struct Tools::Impl {
         run->caller = std::string(caller);
         executing(request, run->run.get());
         run->start();
+        std::optional<Json> question = askUser(*run, client, caller, request);
         executing(request, nullptr);
-        return settle(std::move(run));
+        if (run->paused() && cancelled(request)) return withdrawn();
+        return settle(std::move(run), question);
     }
 
-    ToolOutcome resume(const Args& a, std::string_view caller, const std::string& request) {
+    ToolOutcome resume(const Args& a, std::string_view caller, const std::string& request, ClientChannel* client) {
         std::string token = *a.get("run_token");
         std::unique_ptr<LiveRun> run;
         {
@@ -700,12 +919,17 @@ struct Tools::Impl {
             return {dump(out), true};
         }
         executing(request, run->run.get());
-        if (options_.operatorApprovals && a.booleans.at("approve"))
-            run->answerFromStore();  // the client cannot approve: the operator's store decides
-        else
+        std::optional<Json> question;
+        if (options_.operatorApprovals && a.booleans.at("approve")) {
+            // The client cannot approve: the operator's store decides, else the user is asked.
+            run->answerFromStore();
+            question = askUser(*run, client, caller, request);
+        } else {
             run->answer(a.booleans.at("approve"));
+        }
         executing(request, nullptr);
-        return settle(std::move(run));
+        if (run->paused() && cancelled(request)) return withdrawn();
+        return settle(std::move(run), question);
     }
 };
 
@@ -729,10 +953,39 @@ void Tools::cancel(std::string_view caller, const Json& requestId) {
     }
     it->second.cancelled = true;
     if (it->second.run) it->second.run->requestAbort();
+    impl_->answered.notify_all();  // a call waiting for its user stops waiting
+}
+
+bool Tools::deliver(std::string_view caller, const Json& response) {
+    if (!response.is_object() || !response.contains("id") || !response["id"].is_string()) return false;
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    auto it = impl_->asked.find(response["id"].get<std::string>());
+    if (it == impl_->asked.end() || it->second.caller != caller || it->second.response) return false;
+    it->second.response = response;
+    impl_->answered.notify_all();
+    return true;
+}
+
+void Tools::interruptWaits() {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->waitsInterrupted = true;
+    impl_->answered.notify_all();
+}
+
+bool clientCanElicit(const Json& initializeParams, std::string_view protocolVersion) {
+    if (protocolVersion < std::string_view("2025-06-18")) return false;  // the dates compare as text
+    if (!initializeParams.is_object() || !initializeParams.contains("capabilities")) return false;
+    const Json& capabilities = initializeParams["capabilities"];
+    if (!capabilities.is_object() || !capabilities.contains("elicitation")) return false;
+    const Json& elicitation = capabilities["elicitation"];
+    if (!elicitation.is_object()) return false;
+    // `{}` is form mode (2025-06-18, and later revisions for compatibility); a client naming only
+    // the url mode cannot show a form.
+    return elicitation.contains("form") || !elicitation.contains("url");
 }
 
 std::optional<ToolOutcome> Tools::call(std::string_view name, const Json& arguments, BadParams& bad,
-                                       std::string_view caller, const Json& requestId) {
+                                       std::string_view caller, const Json& requestId, ClientChannel* client) {
     // Registered for cancel() for as long as the call runs (a repeated id shares the entry).
     std::string key = Impl::requestKey(caller, requestId);
     bool registered = false;
@@ -755,7 +1008,8 @@ std::optional<ToolOutcome> Tools::call(std::string_view name, const Json& argume
             impl.inProgress.erase(key);
         }
     } unregister{*impl_, key, registered};
-    std::optional<ToolOutcome> outcome = callTool(name, arguments, bad, caller, registered ? key : std::string());
+    std::optional<ToolOutcome> outcome =
+        callTool(name, arguments, bad, caller, registered ? key : std::string(), client);
     if (outcome && registered) {
         std::lock_guard<std::mutex> lock(impl_->mutex);
         outcome->cancelled = impl_->inProgress.at(key).cancelled;
@@ -764,7 +1018,8 @@ std::optional<ToolOutcome> Tools::call(std::string_view name, const Json& argume
 }
 
 std::optional<ToolOutcome> Tools::callTool(std::string_view name, const Json& arguments, BadParams& bad,
-                                           std::string_view caller, const std::string& request) {
+                                           std::string_view caller, const std::string& request,
+                                           ClientChannel* client) {
     const ToolSpec* spec = nullptr;
     for (const ToolSpec& s : toolSpecs())
         if (name == s.name) spec = &s;
@@ -851,9 +1106,9 @@ std::optional<ToolOutcome> Tools::callTool(std::string_view name, const Json& ar
         if (tool == "remit_format") return ToolOutcome{dump(impl_->format(args)), false};
         if (tool == "remit_authority_diff") return ToolOutcome{dump(impl_->authorityDiff(args)), false};
         if (tool == "remit_examples") return ToolOutcome{dump(impl_->examplesTool(args)), false};
-        if (tool == "remit_run_fixtures") return impl_->runFixtures(args, request);
-        if (tool == "remit_run") return impl_->runTool(args, caller, request);
-        if (tool == "remit_resume") return impl_->resume(args, caller, request);
+        if (tool == "remit_run_fixtures") return impl_->runFixtures(args, caller, request, client);
+        if (tool == "remit_run") return impl_->runTool(args, caller, request, client);
+        if (tool == "remit_resume") return impl_->resume(args, caller, request, client);
     } catch (...) {
         // Nothing of the exception reaches the client: it could carry paths or addresses.
     }

@@ -17,12 +17,15 @@
 // and stops at a call that needs approval; the run, its broker and the pending request are kept in
 // a table under a token, and no thread waits. remit_resume answers the pending request and runs on
 // (or the server ends and refuses it). A run token is taken out of the table by the one
-// remit_resume that answers it, so two resumes of the same token cannot both proceed.
+// remit_resume that answers it, so two resumes of the same token cannot both proceed. The one
+// wait: in operator mode a call whose client can be asked (ClientChannel) waits on its own thread
+// for the user's answer, which the transport's reading thread hands to deliver().
 //
 // This is the session layer's library remit_mcp, above remit_session: the transports (stdio,
 // HTTP) are cli/mcp_command.cpp and cli/mcp_http.cpp.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -97,17 +100,42 @@ struct BadParams {
     std::string message;
 };
 
+// How long a tool call waits for the user's answer to an elicitation/create before the run stays
+// paused as if nobody had been asked (docs/mcp.md "Asking the user"): `--elicitation-timeout`.
+inline constexpr std::chrono::seconds kDefaultElicitationTimeout{300};
+inline constexpr std::chrono::seconds kMaxElicitationTimeout{3600};
+
 // Who may approve a call a paused remit_run waits for (`--approvals`, docs/mcp.md "Runs and
 // approvals").
 struct ToolsOptions {
     // false (`--approvals client`, the default): remit_resume's `approve: true` approves it — the
-    // client is trusted to ask its user. true (`--approvals operator`): only the operator can, with
-    // `remitvm approve DIGEST --state-dir <stateDir>`; remit_resume then continues the run if the
-    // approval store holds that approval, and otherwise leaves it paused. Refusing is always the
-    // client's to do.
+    // client is trusted to ask its user. true (`--approvals operator`): the agent cannot approve
+    // anything. The operator can, with `remitvm approve DIGEST --state-dir <stateDir>`, and so can
+    // the user, asked through MCP elicitation when the client declared that capability (the
+    // question goes to the person, never through the agent's tool arguments); otherwise the run
+    // stays paused. Refusing is always the client's to do.
     bool operatorApprovals = false;
     std::string stateDir = ".remit";  // operator mode: where approvals.json is kept
+    std::chrono::seconds elicitationTimeout = kDefaultElicitationTimeout;
 };
+
+// The way back to the client while one of its tool calls runs, so the server can ask the user
+// (elicitation/create). The transport hands one to Tools::call only when the client can answer:
+// it declared the `elicitation` capability at initialize, and over HTTP the POST carrying the call
+// accepts an event stream. The client's response comes back through Tools::deliver.
+class ClientChannel {
+public:
+    virtual ~ClientChannel() = default;
+    // Sends one JSON-RPC message (a request or a notification) to the client; false when it
+    // cannot be sent (the client is gone).
+    virtual bool send(const Json& message) = 0;
+};
+
+// Whether a client that sent `initializeParams` and agreed on `protocolVersion` can be asked with
+// elicitation/create in form mode: the protocol has it (2025-06-18 on) and the client declared the
+// `elicitation` capability — `{}`, or `{"form": {}}` in later revisions; `{"url": {}}` alone is
+// no form.
+bool clientCanElicit(const Json& initializeParams, std::string_view protocolVersion);
 
 class Tools {
 public:
@@ -122,8 +150,22 @@ public:
     // tool is unknown or the arguments do not fit its parameters. Never throws: an internal
     // failure becomes the fixed host_error result.
     // `requestId` is the JSON-RPC id of the tools/call, so that cancel() can find it.
+    // `client`, when the client can be asked (ClientChannel), lets a run in operator mode ask the
+    // user to approve the call it waits for, and wait for the answer (at most the options'
+    // elicitationTimeout; a cancellation of this call ends the wait, and the run).
     std::optional<ToolOutcome> call(std::string_view name, const Json& arguments, BadParams& bad,
-                                    std::string_view caller = {}, const Json& requestId = nullptr);
+                                    std::string_view caller = {}, const Json& requestId = nullptr,
+                                    ClientChannel* client = nullptr);
+
+    // A response from `caller` (a JSON-RPC message with `result` or `error`) to a request this
+    // server sent it: the waiting call gets it. False when no request of that caller with that id
+    // waits (answered already, timed out, never sent, or another caller's), and nothing changes.
+    // Thread-safe: it arrives while the call waits on another thread.
+    bool deliver(std::string_view caller, const Json& response);
+
+    // The server is ending: every wait for a client's answer ends now, and none starts again; the
+    // runs stay paused (and are refused when the Tools end). Thread-safe.
+    void interruptWaits();
 
     // notifications/cancelled from `caller` for its request `requestId`: when that tool call is
     // still running, its run is aborted (R0702, within the VM's bounded abort latency) and the
@@ -141,7 +183,8 @@ private:
     std::unique_ptr<Impl> impl_;
 
     std::optional<ToolOutcome> callTool(std::string_view name, const Json& arguments, BadParams& bad,
-                                        std::string_view caller, const std::string& requestKey);
+                                        std::string_view caller, const std::string& requestKey,
+                                        ClientChannel* client);
 };
 
 // The fixed message of an internal failure (no exception text, path or address).

@@ -569,9 +569,57 @@ def test_operator_approvals():
             refused = c.tool("remit_resume", {"run_token": c.tool("remit_run", args)["run_token"], "approve": False})
             expect(refused["status"] == "failed", "refusing stays the client's to do", refused)
             expect(c.close() == 0, "clean exit")
-    for flags, words in ((["--approvals", "agent"], "client or operator"), (["--state-dir", "x"], "--approvals operator")):
+    for flags, words in ((["--approvals", "agent"], "client or operator"), (["--state-dir", "x"], "--approvals operator"),
+                         (["--elicitation-timeout", "5"], "--approvals operator"),
+                         (["--approvals", "operator", "--elicitation-timeout", "0"], "from 1 to 3600"),
+                         (["--approvals", "operator", "--elicitation-timeout", "3601"], "from 1 to 3600"),
+                         (["--approvals", "operator", "--elicitation-timeout", "5s"], "from 1 to 3600")):
         r = subprocess.run([REMITVM, "mcp", *flags], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
         expect(r.returncode == 2 and words in r.stderr, f"mcp {flags}", r)
+
+
+def test_operator_approvals_asked_of_the_user():
+    """`--approvals operator` with a client that declared elicitation (issue #16 item 6): the server
+    asks the user on stdout with elicitation/create, and only the client's response with that id
+    answers; a response to nothing is ignored. End of input while the user is asked ends the server
+    at once, the run refused."""
+    with tempfile.TemporaryDirectory() as state:
+        with Client(flags=["--approvals", "operator", "--state-dir", state]) as c:
+            c.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
+                                     "clientInfo": {"name": "test", "version": "1"}})
+            c.notify("notifications/initialized")
+            args = {"program": PAY, "host": HOST, "fixtures": FIXTURES, "inputs": INPUTS}
+            c.next_id += 1
+            c.send_raw(json.dumps({"jsonrpc": "2.0", "id": c.next_id, "method": "tools/call",
+                                   "params": {"name": "remit_run", "arguments": args}}))
+            question = c.reply()
+            expect(question.get("method") == "elicitation/create" and "payroll.pay" in question["params"]["message"]
+                   and "'amount' is untrusted" in question["params"]["message"], "the user is asked", question)
+            # A response to another id changes nothing; the right one approves.
+            c.send_raw(json.dumps({"jsonrpc": "2.0", "id": "remit-elicitation-0", "result": {"action": "accept",
+                                   "content": {"decision": "deny"}}}))
+            c.send_raw(json.dumps({"jsonrpc": "2.0", "id": question["id"],
+                                   "result": {"action": "accept", "content": {"decision": "approve"}}}))
+            done = c.reply()
+            expect(done.get("id") == c.next_id, "then the reply", done)
+            result = json.loads(done["result"]["content"][0]["text"])
+            expect(result["status"] == "completed" and result["result"] == "paid r-1", "approved by the user", result)
+            trace_by = [v["by"] for v in json.loads((pathlib.Path(state) / "approvals.json").read_text())["consumed"].values()]
+            expect(trace_by == ["user via MCP elicitation"], "recorded as the user's approval", trace_by)
+
+            # End of input while the user is asked: the reply says why, and the server ends.
+            c.send_raw(json.dumps({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+                                   "params": {"name": "remit_run", "arguments": args}}))
+            again = c.reply()
+            expect(again.get("method") == "elicitation/create", "asked again", again)
+            c.proc.stdin.close()
+            withdrawn = c.reply()
+            expect(withdrawn.get("method") == "notifications/cancelled"
+                   and withdrawn["params"]["requestId"] == again["id"], "the question is withdrawn", withdrawn)
+            last = c.reply()
+            paused = json.loads(last["result"]["content"][0]["text"])
+            expect(last["id"] == 99 and paused["elicitation"]["outcome"] == "interrupted", "interrupted", paused)
+            expect(c.proc.wait(timeout=15) == 0, "clean exit, at once")
 
 
 def test_nothing_leaks_host_paths():

@@ -6,7 +6,9 @@ initialize, tools/list and tools/call; the monthly limit (the 4th of 3 is 429 an
 (acme, month, 4), as in the prototype's test); anonymous metering by client IP; the streamable HTTP
 rules (202 for notifications, 405 for GET, sessions, Origin, content type); hostile input (an
 oversized body, garbage, random bytes) with the server still answering; unusable keys files; a port
-in use; SIGTERM ending the server with exit 0."""
+in use; SIGTERM ending the server with exit 0; a run whose client hangs up aborted, not run to its
+limit; in `--approvals operator` mode the user asked through MCP elicitation on the POST's event
+stream."""
 import datetime
 import hashlib
 import http.client
@@ -99,7 +101,8 @@ class Server:
         return self
 
     def __exit__(self, *exc):
-        self.proc.send_signal(signal.SIGTERM)
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
         code = self.proc.wait(timeout=15)
         self.proc.stdout.close()
         self.proc.stderr.close()
@@ -166,6 +169,60 @@ def test_cancellation_from_another_connection():
         expect(status == 200 and body_json(body)["id"] == 61, "another key cannot cancel it", body)
 
 
+def cpu_ticks(pid):
+    """The CPU time a process has used (user + system), in clock ticks (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+    return int(fields[11]) + int(fields[12])  # utime and stime, the stat file's fields 14 and 15
+
+
+def cpu_of_one_spin(s, hang_up):
+    """The CPU time the server spends on one remit_run_fixtures of SPIN, from its POST until the
+    server is idle again: with its client waiting for the answer, or hanging up once the server
+    has started on it."""
+    before = cpu_ticks(s.proc.pid)
+    # Its policy lowers the VM time limit to 4 s, so a waited run ends sooner than the default 10.
+    body = json.dumps(tool_call("remit_run_fixtures", {"program": SPIN, "host": "", "fixtures": "{}",
+                                                       "policy": "[limits]\nmax_wall_ms = 4000\n"},
+                                id=62)).encode()
+    conn = socket.create_connection(("127.0.0.1", s.port), timeout=60)
+    conn.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Accept: application/json, text/event-stream\r\n"
+                 b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    for _ in range(3000):  # the server is at work on it (at most 30 s)
+        if cpu_ticks(s.proc.pid) - before >= 3:
+            break
+        time.sleep(0.01)
+    if hang_up:
+        conn.close()
+    else:
+        answer = b""
+        while b'"id":62' not in answer and (chunk := conn.recv(65536)):
+            answer += chunk
+        conn.close()
+        expect(b"R0701" in answer, "the run ends at a limit", answer[-300:])
+    last = cpu_ticks(s.proc.pid)
+    for _ in range(60):  # idle again: a whole second without a tick (at most a minute)
+        time.sleep(1)
+        now = cpu_ticks(s.proc.pid)
+        if now == last:
+            break
+        last = now
+    return last - before
+
+
+def test_a_run_ends_when_its_client_hangs_up():
+    """A client that hangs up abandons its tool call (issue #16 item 5): its run is aborted instead
+    of burning CPU to its limit. Work is compared, not time: the same run costs the server a
+    fraction of the CPU it costs when its client waits for the answer."""
+    with Server() as s:
+        waited = cpu_of_one_spin(s, hang_up=False)
+        hung_up = cpu_of_one_spin(s, hang_up=True)
+        expect(hung_up * 4 < waited, "the abandoned run stops early (CPU ticks: hung up, waited)",
+               (hung_up, waited))
+        expect(s.alive(), "and the server goes on")
+
+
 def test_idle_and_slow_connections_cannot_lock_clients_out():
     """Idle connections and a slowloris (issue #16 items 3 and 11): 64 connections that never send
     a byte, then 80 that send one byte at a time, while a keyed client makes 100 calls and a health
@@ -221,6 +278,130 @@ def tool_call(name, arguments, id=3):
 
 def month():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m")
+
+
+class StreamedPost:
+    """A POST read as it arrives: the head, then the events of a text/event-stream answer, one at a
+    time, undoing the chunked transfer coding by hand (what an SDK client does with fetch)."""
+
+    def __init__(self, port, message, headers):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        body = json.dumps(message).encode()
+        head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        self.sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n{head}\r\n".encode() + body)
+        self.buffer = b""
+        while b"\r\n\r\n" not in self.buffer:
+            self._more()
+        head, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
+        lines = head.decode().split("\r\n")
+        self.status = int(lines[0].split()[1])
+        self.headers = {k.lower(): v for k, v in (line.split(": ", 1) for line in lines[1:])}
+        self.data = b""  # the stream's bytes, decoded from chunks
+        self.ended = False
+
+    def _more(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise AssertionError("the server closed the stream")
+        self.buffer += chunk
+
+    def event(self):
+        """The next event's data as JSON, or None when the stream has ended."""
+        while b"\n\n" not in self.data:
+            if self.ended:
+                return None
+            while b"\r\n" not in self.buffer:
+                self._more()
+            size_line, rest = self.buffer.split(b"\r\n", 1)
+            size = int(size_line, 16)
+            while len(rest) < size + 2:
+                self._more()
+                size_line, rest = self.buffer.split(b"\r\n", 1)
+            if size == 0:
+                self.ended = True
+            self.data += rest[:size]
+            self.buffer = rest[size + 2:]
+        event, self.data = self.data.split(b"\n\n", 1)
+        fields = [line.split(": ", 1) for line in event.decode().split("\n")]
+        expect(fields[0] == ["event", "message"], "a message event", event)
+        return json.loads("\n".join(v for k, v in fields if k == "data"))
+
+    def close(self):
+        self.sock.close()
+
+
+def test_elicitation_over_the_wire():
+    """`--approvals operator` asks the user through the client (MCP elicitation, issue #16 item 6):
+    the POST carrying the call becomes an event stream with the elicitation/create request, and only
+    the same caller's response, with that request's id, answers it — once. Sessions whose client did
+    not declare elicitation, and POSTs without a session or not accepting a stream, are answered as
+    before. SIGTERM while the user is asked ends the server at once."""
+    w, keys, _ = keys_workspace()
+    with w, Server("--keys", keys, "--approvals", "operator", "--state-dir", w.path / "state") as s:
+        def session(capabilities, key=BETA):
+            hello = {**INITIALIZE, "params": {**INITIALIZE["params"], "capabilities": capabilities}}
+            status, headers, _ = s.post(hello, key=key)
+            expect(status == 200, "initialize", status)
+            return {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                    "Authorization": f"Bearer {key}", "Mcp-Session-Id": headers["mcp-session-id"]}
+
+        run = tool_call("remit_run", {"program": PAY, "host": HOST, "fixtures": FIXTURES, "inputs": {"id": "X"}}, id=9)
+        asking = session({"elicitation": {}})
+
+        def answered(decision):
+            """Runs PAY on a stream, answers its question with `decision`, returns the result."""
+            call = StreamedPost(s.port, run, asking)
+            try:
+                expect(call.status == 200 and call.headers["content-type"] == "text/event-stream"
+                       and call.headers.get("transfer-encoding") == "chunked", "an event stream", call.headers)
+                question = call.event()
+                expect(question["method"] == "elicitation/create" and isinstance(question["id"], str)
+                       and "payroll.pay" in question["params"]["message"], "the question comes first", question)
+                approve = {"jsonrpc": "2.0", "id": question["id"],
+                           "result": {"action": "accept", "content": {"decision": "approve"}}}
+                # Another key cannot answer it, nor can the right key answer another id.
+                status, _, body = s.post(approve, key=ACME)
+                expect(status == 202 and body == b"", "another caller's answer is accepted, and ignored", status)
+                status, _, _ = s.post({**approve, "id": question["id"] + "0"}, headers=asking)
+                expect(status == 202, "an unknown id is ignored", status)
+                answer = {**approve, "result": {"action": "accept", "content": decision}}
+                expect(s.post(answer, headers=asking)[0] == 202, "the answer")
+                reply = call.event()
+                expect(reply["id"] == 9, "then the reply to the call", reply)
+                expect(call.event() is None, "and the stream ends", call.data)
+                # The same answer again changes nothing.
+                expect(s.post(answer, headers=asking)[0] == 202, "a repeated answer is ignored")
+                return json.loads(reply["result"]["content"][0]["text"])
+            finally:
+                call.close()
+
+        denied = answered({"decision": "deny", "reason": "wrong payee"})
+        expect(denied["status"] == "failed" and denied["error"]["message"] ==
+               "'payroll.pay' was denied by user via MCP elicitation (key:beta): wrong payee; the call was not made",
+               "the user's denial, not the forged approvals", denied)
+        done = answered({"decision": "approve"})
+        expect(done["status"] == "completed" and done["result"] == "r-1", "approved by the user", done)
+        store = json.loads((w.path / "state" / "approvals.json").read_text())
+        expect([v["by"] for v in store["consumed"].values()] == ["user via MCP elicitation (key:beta)"],
+               "one approval, by the user through the client, for this key", store)
+
+        # Not asked: a session that did not declare elicitation, no session, or no stream accepted.
+        for headers in (session({}), {"Content-Type": "application/json", "Authorization": f"Bearer {BETA}"},
+                        {**asking, "Accept": "application/json"}):
+            status, h, body = s.post(run, headers=headers)
+            paused = json.loads(body_json(body)["result"]["content"][0]["text"])
+            expect(status == 200 and h["content-type"] == "application/json" and paused["approver"] == "operator"
+                   and "elicitation" not in paused, "paused for the operator, nobody asked", paused)
+
+        # SIGTERM while the user is being asked: the server stops at once.
+        call = StreamedPost(s.port, run, asking)
+        try:
+            expect(call.event()["method"] == "elicitation/create", "asked again")
+            s.proc.send_signal(signal.SIGTERM)
+            code = s.proc.wait(timeout=15)  # not the elicitation's 300 s
+            expect(code == 0, "ended with exit 0", code)
+        finally:
+            call.close()
 
 
 def test_health_needs_no_key():

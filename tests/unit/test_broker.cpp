@@ -733,6 +733,92 @@ TEST_CASE("approval store: a denial fails one attempt, overrides an unused appro
     CHECK(s.contents()["refused"].empty());
 }
 
+TEST_CASE("broker: a person's answer goes through the store, and a denial recorded meanwhile wins") {
+    using namespace remit;
+    constexpr const char* kAskHost =
+        "capability mail.send(to: Str, body: Str approve untrusted) -> Str\ninput ticket tags untrusted\n";
+    auto program = compile(
+        "program p\nuses mail.send\n\nfn main(ticket: Str) -> Str {\n  return mail.send(to: \"a\", body: ticket)\n}\n",
+        kAskHost);
+    HostModel host = hostFrom(kAskHost);
+    Policy policy = Policy::allowAllPolicy();
+    enum Scenario { Denied, DeniedInStoreThenApproved, Approved };
+    for (Scenario scenario : {Denied, DeniedInStoreThenApproved, Approved}) {
+        CAPTURE(int(scenario));
+        auto dir = tempPath("answers-" + std::to_string(int(scenario)));
+        std::filesystem::create_directories(dir);
+        struct Cleanup {
+            std::filesystem::path dir;
+            ~Cleanup() {
+                std::error_code ec;
+                std::filesystem::remove_all(dir, ec);
+            }
+        } cleanup{dir};
+        std::string path = (dir / "approvals.json").string(), error;
+        ApprovalStore store(path);
+        REQUIRE(store.load(error));
+        Run run(program, {});
+        std::vector<Value> args{*run.heap().makeStr("refund me", *run.heap().internTags({"untrusted"}))};
+        TraceWriter trace;
+        REQUIRE(trace.open((dir / "trace.jsonl").string(), error));
+        BrokerOptions options;
+        options.runId = kRoot;
+        options.idempotencyRoot = kRoot;
+        options.programHash = program->module().programHash;
+        options.host = &host;
+        options.policy = &policy;
+        options.approvals = &store;
+        options.trace = &trace;
+        Broker broker(options, run);
+        auto adapter = fixtures(R"({"capabilities": {"mail.send": [{"output": "m-1"}]}})");
+        run.start(program->entry(), std::move(args));
+        std::optional<PendingApproval> waiting;
+        REQUIRE(driveWith(run, broker, adapter.get(), {}, &waiting) == RunStatus::HostCall);
+        REQUIRE(waiting);
+        const std::string digest = waiting->digest;
+        RunStatus status;
+        if (scenario == Denied) {
+            status = carryOut(broker, adapter.get(), broker.denied("user via MCP elicitation", "no thanks"));
+        } else {
+            if (scenario == DeniedInStoreThenApproved) {
+                ApprovalStore operatorView(path);  // `remitvm approvals deny` from another process
+                REQUIRE(operatorView.deny(digest, "ops", "stop", error));
+            }
+            status = carryOut(broker, adapter.get(), broker.approved("user via MCP elicitation"));
+        }
+        REQUIRE(store.load(error));
+        const nlohmann::json& kept = store.contents();
+        TraceFile recorded = readTrace((dir / "trace.jsonl").string());
+        REQUIRE(recorded.error.empty());
+        auto event = [&](const char* kind) {
+            for (const nlohmann::json& e : recorded.events)
+                if (e["event"] == kind) return e;
+            return nlohmann::json();
+        };
+        if (scenario == Approved) {
+            CHECK(status == RunStatus::Completed);
+            CHECK(kept["consumed"][digest]["by"] == "user via MCP elicitation");
+            CHECK(kept["pending"].empty());
+            // In the trace as any approval: granted by the person, then the call bound to it.
+            CHECK(event("approval_granted")["approved_by"] == "user via MCP elicitation");
+            CHECK(event("call")["approval"]["approved_by"] == "user via MCP elicitation");
+            continue;
+        }
+        CHECK(event("approval_denied")["denied_by"] == (scenario == Denied ? "user via MCP elicitation" : "ops"));
+        CHECK(event("approval_granted").is_null());
+        REQUIRE(status == RunStatus::Failed);
+        CHECK(run.failure().error.code == DiagCode::R0302);
+        std::string expected = scenario == Denied
+                                   ? "'mail.send' was denied by user via MCP elicitation: no thanks; the call was not made"
+                                   : "'mail.send' was denied by ops: stop; the call was not made";
+        CHECK(run.failure().error.message == expected);
+        CHECK(kept["refused"][digest]["by"] == (scenario == Denied ? "user via MCP elicitation" : "ops"));
+        CHECK(kept["pending"].empty());
+        CHECK(kept["consumed"].empty());
+        CHECK(broker.calls() == 0);  // nothing was sent
+    }
+}
+
 TEST_CASE("approval store: hand-edited fields of the wrong type are read as missing, never thrown") {
     // tests/fuzz/regressions/approvals-*: stores, some the loader accepts (objects of objects) whose
     // entries hold `by` or `idempotency_key` of another type — deciding their consumed approval used

@@ -201,8 +201,18 @@ public:
         if (head.path == "/refuse") return Response::error(401, "refused");
         return std::nullopt;
     }
-    Response handle(const Request& r) override {
+    Response handle(const Request& r, EventStream& stream) override {
         if (r.path == "/throw") throw std::runtime_error("secret /path");
+        if (r.path == "/events" && stream.available()) {
+            // Two events before the answer, the second of two lines; then the answer ends the stream.
+            stream.send("first", {{"X-Test", "yes"}, {"Bad\r\nHeader", "no"}});
+            stream.send("second\nline");
+            return Response::text(200, "last");
+        }
+        if (r.path == "/events-throw") {
+            stream.send("before");
+            throw std::runtime_error("secret /path");
+        }
         return Response::text(200, r.method + " " + r.path + " " + r.body);
     }
 };
@@ -219,8 +229,8 @@ public:
         std::unique_lock<std::mutex> lock(mutex);
         return entered.wait_for(lock, std::chrono::seconds(10), [&] { return waiting >= n; });
     }
-    Response handle(const Request& r) override {
-        if (r.path != "/wait") return EchoHandler::handle(r);
+    Response handle(const Request& r, EventStream& stream) override {
+        if (r.path != "/wait") return EchoHandler::handle(r, stream);
         std::unique_lock<std::mutex> lock(mutex);
         ++waiting;
         entered.notify_all();
@@ -330,6 +340,70 @@ TEST_CASE("http server: keep-alive, pipelining, refusals, errors") {
     // A body over the limit is refused from its Content-Length, unread.
     sendText(fd, "POST /f HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n");
     CHECK(receive(fd).find("HTTP/1.1 413 ") == 0);
+    ::close(fd);
+}
+
+TEST_CASE("http server: an answer sent as an event stream, in chunks, and the connection kept") {
+    Request r;
+    r.headers = {{"accept", "application/json, Text/Event-Stream;q=0.9"}};
+    CHECK(accepts(r, "text/event-stream"));
+    CHECK(accepts(r, "application/json"));
+    r.headers = {{"accept", "text/event-streams, */*"}};
+    CHECK(!accepts(r, "text/event-stream"));
+
+    Running running(Limits{});
+    int fd = running.connect();
+    sendText(fd, "POST /events HTTP/1.1\r\nHost: x\r\nAccept: application/json, text/event-stream\r\n"
+                 "Content-Length: 0\r\n\r\n");
+    // Read up to the last chunk.
+    std::string out;
+    char chunk[4096];
+    while (out.find("\r\n0\r\n\r\n") == std::string::npos) {
+        ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+        REQUIRE(n > 0);
+        out.append(chunk, static_cast<size_t>(n));
+    }
+    CHECK(out.find("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n") == 0);
+    CHECK(out.find("X-Test: yes\r\n") != std::string::npos);
+    CHECK(out.find("Bad") == std::string::npos);  // a header with a line break is never sent
+    CHECK(out.find("Transfer-Encoding: chunked\r\n\r\n") != std::string::npos);
+    CHECK(out.find("Content-Length") == std::string::npos);
+    // Undo the chunked coding: each chunk is its size in hex, CRLF, the bytes, CRLF.
+    std::string body;
+    for (size_t at = out.find("\r\n\r\n") + 4;;) {
+        size_t eol = out.find("\r\n", at);
+        REQUIRE(eol != std::string::npos);
+        size_t size = std::stoul(out.substr(at, eol - at), nullptr, 16);
+        if (size == 0) break;
+        body += out.substr(eol + 2, size);
+        CHECK(out.substr(eol + 2 + size, 2) == "\r\n");
+        at = eol + 2 + size + 2;
+    }
+    CHECK(body ==
+          "event: message\ndata: first\n\nevent: message\ndata: second\ndata: line\n\nevent: message\ndata: last\n\n");
+    // The connection serves the next request.
+    sendText(fd, "GET /after HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(receive(fd).ends_with("GET /after "));
+    // Without Accept naming the stream, and over HTTP/1.0, the same path answers plainly.
+    sendText(fd, "POST /events HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+    CHECK(receive(fd).ends_with("POST /events "));
+    ::close(fd);
+    fd = running.connect();
+    sendText(fd, "POST /events HTTP/1.0\r\nAccept: text/event-stream\r\nContent-Length: 0\r\n\r\n");
+    CHECK(receive(fd).ends_with("POST /events "));
+    ::close(fd);
+    // A handler that throws after the stream started: the stream just ends, nothing of the exception.
+    fd = running.connect();
+    sendText(fd, "POST /events-throw HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nContent-Length: 0\r\n\r\n");
+    out.clear();
+    while (out.find("\r\n0\r\n\r\n") == std::string::npos) {
+        ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+        REQUIRE(n > 0);
+        out.append(chunk, static_cast<size_t>(n));
+    }
+    CHECK(out.find("data: before") != std::string::npos);
+    CHECK(out.find("secret") == std::string::npos);
+    CHECK(out.find("500") == std::string::npos);
     ::close(fd);
 }
 
