@@ -6,7 +6,7 @@
 #   make test          build, then run every test (ctest)
 #   make sanitize      Debug build with ASan+UBSan in build/asan, then ctest
 #   make fuzz          libFuzzer harnesses with clang in build/fuzz
-#   make bench         build, then run the benchmarks, the side-by-side comparison with Lua and CPython,
+#   make bench         build, then run the benchmarks, the side-by-side comparison with Lua, LuaJIT and CPython,
 #                      and the load driver (a minute per scenario; docs/testing.md, "Load")
 #   make clean         remove the build trees this file creates
 #
@@ -77,6 +77,7 @@ bench: deps build
 	@echo "==> bench"
 	@$(RELEASE_DIR)/bench/remit_bench_frontend
 	@$(RELEASE_DIR)/bench/remit_bench_vm
+	@$(RELEASE_DIR)/bench/remit_bench_broker
 	@python3 bench/compare/run.py --remitvm $(RELEASE_DIR)/cli/remitvm --remitc $(RELEASE_DIR)/cli/remitc
 	@$(RELEASE_DIR)/bench/remit_bench_load --remitvm $(RELEASE_DIR)/cli/remitvm
 

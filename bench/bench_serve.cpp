@@ -18,7 +18,7 @@ constexpr const char* kHost =
     "input topic tags untrusted\n";
 
 std::string runLine(const std::string& source, const Json& grants, const Json& inputs) {
-    return Json{{"type", "run"}, {"id", 1},          {"session", "bench"}, {"source", source},
+    return Json{{"type", "run"}, {"id", 1},          {"session", "bench"}, {"program", source},
                 {"host", kHost}, {"grants", grants}, {"inputs", inputs}}
         .dump();
 }

@@ -1279,7 +1279,7 @@ OpTable wellBehavedSession(ServeLink& link, ServeLink::Inbox& inbox, const std::
         Json run{{"type", "run"},
                  {"id", id++},
                  {"session", session},
-                 {"source", kFetchProgram},
+                 {"program", kFetchProgram},
                  {"host", kFetchHost},
                  {"grants", Json::array({{{"name", "web.fetch"}, {"mode", "ask"}}})},
                  {"inputs", {{"topic", topic}}}};
@@ -1354,20 +1354,20 @@ Json misbehave(ServeLink& link, ServeLink::Inbox& inbox, const std::atomic<bool>
         say("random bytes", binary);
         say("oversized line (9 MiB)", std::string(9 << 20, 'x'));
         say("unknown field",
-            Json{{"type", "run"}, {"session", session}, {"source", ""}, {"host", ""}, {"limit", 1}}.dump());
+            Json{{"type", "run"}, {"session", session}, {"program", ""}, {"host", ""}, {"limit", 1}}.dump());
         say("resume of a session that does not exist",
             Json{{"type", "resume"}, {"session", "ghost"}, {"call", 1}, {"perform", {{"result", 1}}}}.dump());
         if (stop) break;
         // A runaway program: the default step limit stops it (about a second of one core).
         say("runaway program",
-            Json{{"type", "run"}, {"id", id++}, {"session", session}, {"source", kSpinProgram}, {"host", ""}}.dump());
+            Json{{"type", "run"}, {"id", id++}, {"session", session}, {"program", kSpinProgram}, {"host", ""}}.dump());
         awaitStatus("failed", std::chrono::seconds(30));
         if (stop) break;
         // A call it never resumes, pestered with wrong resumes and a second run, then an abort storm.
         say("run it never resumes", Json{{"type", "run"},
                                          {"id", id++},
                                          {"session", session},
-                                         {"source", kFetchProgram},
+                                         {"program", kFetchProgram},
                                          {"host", kFetchHost},
                                          {"grants", Json::array({{{"name", "web.fetch"}}})},
                                          {"inputs", {{"topic", "nothing"}}}}
@@ -1376,7 +1376,7 @@ Json misbehave(ServeLink& link, ServeLink::Inbox& inbox, const std::atomic<bool>
             say("resume of the wrong call",
                 Json{{"type", "resume"}, {"session", session}, {"call", 99}, {"perform", {{"result", "x"}}}}.dump());
             say("run of a busy session",
-                Json{{"type", "run"}, {"session", session}, {"source", kSpinProgram}, {"host", ""}}.dump());
+                Json{{"type", "run"}, {"session", session}, {"program", kSpinProgram}, {"host", ""}}.dump());
             settleReplies(Clock::now() + milliseconds(1000));  // paused meanwhile, holding its slot
             for (int i = 0; i < 200; ++i)
                 say("abort storm (sessions that do not exist)",

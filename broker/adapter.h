@@ -1,9 +1,10 @@
 // The adapter seam of the broker (docs/adapters.md): whatever performs a capability or model
 // call for the broker — fixtures (broker/fixture_adapter.*), an adapter process speaking JSON lines
-// (`--adapter CMD`, broker/process_adapter.*), or a prototype-style adapters.py through our Python
-// shim (`--live`, the same process protocol). The broker has already applied every rule (grant,
-// deny tags, constraints, limits, approval, budget) before it calls `perform`; an adapter only
-// performs, and its reply is hostile input the broker validates.
+// (`--adapter CMD`, broker/process_adapter.*), a prototype-style adapters.py through our Python
+// shim (`--live`, the same process protocol), an MCP server's tools (`--adapter mcp:CMD`,
+// broker/mcp_adapter.*) or a configured model's API (broker/model_adapter.*). The broker has
+// already applied every rule (grant, deny tags, constraints, limits, approval, budget) before it
+// calls `perform`; an adapter only performs, and its reply is hostile input the broker validates.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +35,12 @@ struct AdapterRequest {
     std::string prompt;
     Json context;                  // null when no context was given
     std::string renderedPrompt;    // the prototype's rendering (docs/broker.md); fixtures `match` on it
-    Json schema;                   // JSON Schema of the requested type
-    std::string typeName;          // how the type is written, e.g. "Verdict" or "List[Str] max 5"
+    // Both kinds: the JSON Schema of the requested type (Ask) or of the capability's declared return
+    // type (Call), and how that type is written, e.g. "Verdict" or "List[Str] max 5". The process
+    // protocol sends them for asks only (docs/adapters.md "Requests"); an MCP server's answer is
+    // shaped into the declared type with them (broker/mcp_adapter.h).
+    Json schema;
+    std::string typeName;
     // The repair turn: on a retry of a model call whose earlier attempt gave an answer that did not
     // fit its type (R0502), that answer (null when the adapter could not read one) and why.
     struct Previous {
@@ -94,7 +99,15 @@ public:
         (void)name;
         return true;
     }
-    // "fixture", "process" or "live": the trace's `adapter` field.
+    // Why this adapter does not serve `name` when that is worth telling the operator, or empty: an
+    // MCP server that could not be started cannot say which tools it has. A RoutingAdapter that
+    // finds no adapter for a call puts these reasons in its failure.
+    virtual std::string whyNotServed(AdapterRequest::Kind kind, const std::string& name) const {
+        (void)kind;
+        (void)name;
+        return {};
+    }
+    // "fixture", "process", "live" or "mcp": the trace's `adapter` field.
     virtual const char* kind() const = 0;
 };
 

@@ -2,6 +2,7 @@
 // are taught with); where we are stricter (arg_max, approve tags in the policy, declared return
 // types) the messages follow the same pattern.
 #include "broker/broker.h"
+#include "runtime/numfmt.h"
 #include "runtime/json_text.h"
 
 #include <fmt/format.h>
@@ -112,6 +113,11 @@ bool Broker::record(const Json& event, bool durable) {
     return options_.trace->emit(event) && (!durable || options_.trace->sync());
 }
 
+bool Broker::record(const CanonicalObject& event, bool durable) {
+    if (!options_.trace) return true;
+    return options_.trace->emit(event) && (!durable || options_.trace->sync());
+}
+
 AdapterRequest Broker::requestFor(const Attempt& a) const {
     const HostCall& call = *a.call;
     const Site& site = *call.site;
@@ -131,12 +137,17 @@ AdapterRequest Broker::requestFor(const Attempt& a) const {
                             ? static_cast<uint64_t>(std::min(*site.timeoutSeconds, 86400.0) * 1000.0)
                         : configured ? static_cast<uint64_t>(configured->timeoutMs)
                                      : options_.defaultTimeoutMs;
-    auto [argTags, derived] = provenanceOf(a);
-    request.argTags = std::move(argTags);
+    request.argTags = provenanceOf(a).first;
     request.pcTags = namesJson(run_.heap(), call.pcTags);
     request.resource = site.resource;
     request.args = rawArgs;
-    if (request.kind == AdapterRequest::Kind::Ask) {
+    if (request.kind == AdapterRequest::Kind::Call) {
+        // The declared return type, for adapters that shape what a service answers into it (MCP).
+        if (const Capability* cap = options_.host ? options_.host->capability(site.resource) : nullptr) {
+            request.schema = jsonSchemaFor(cap->ret);
+            request.typeName = showType(cap->ret);
+        }
+    } else {
         request.model = site.resource;
         if (call.agent) {
             request.agent = call.agent->name;
@@ -288,7 +299,9 @@ Decision Broker::decide(const HostCall& call) {
     // the same k, hence the same key, as the uninterrupted run (replay.h).
     a.k = siteSeq_[site.id]++;
     a.key = idempotencyKey(options_.idempotencyRoot, site.id, a.k);
-    a.argsSha = argsDigest(a.rawArgs);
+    // One canonical serialisation of the arguments serves their digest (argsDigest's) and the call record.
+    a.argsText = canonicalJson(a.rawArgs);
+    a.argsSha = sha256Hex(a.argsText);
 
     // 7. Replay: a recorded call is answered from the record (no approval, no dispatch).
     if (const ReplayPlan* plan = options_.replay) {
@@ -398,7 +411,8 @@ Decision Broker::decide(const HostCall& call) {
     return d;
 }
 
-std::pair<Json, Json> Broker::provenanceOf(const Attempt& a) const {
+const std::pair<Json, Json>& Broker::provenanceOf(const Attempt& a) const {
+    if (a.provenance) return *a.provenance;
     const Heap& heap = run_.heap();
     const Site& site = *a.call->site;
     Json argTags = Json::object();
@@ -406,7 +420,8 @@ std::pair<Json, Json> Broker::provenanceOf(const Attempt& a) const {
         argTags[site.argNames[i]] = namesJson(heap, a.argTags[i]);
     Json derived = Json::array();
     for (uint64_t seq : heap.provTable().flatten(a.prov)) derived.push_back(seq);
-    return {std::move(argTags), std::move(derived)};
+    a.provenance.emplace(std::move(argTags), std::move(derived));
+    return *a.provenance;
 }
 
 Json Broker::argDerivedFrom(const Attempt& a) const {
@@ -543,9 +558,10 @@ Decision Broker::reserveAndDispatch() {
     a.reserve = a.cap ? a.cap->cost : a.model->cost;
     if (budget_ && spent_ + reserved_ + a.reserve > *budget_ + 1e-12)
         return refuse(err(DiagCode::R0401,
-                          fmt::format("calling '{}' could exceed the budget: spent ${:.4f}, reserved ${:.4f}, this call "
-                                      "reserves ${:.4f}, budget ${:.4f}",
-                                      resource, spent_, reserved_, a.reserve, *budget_),
+                          fmt::format("calling '{}' could exceed the budget: spent ${}, reserved ${}, this call "
+                                      "reserves ${}, budget ${}",
+                                      resource, formatUsd(spent_), formatUsd(reserved_), formatUsd(a.reserve),
+                                      formatUsd(*budget_)),
                           Json{{"resource", resource},
                              {"limit", "budget_usd"},
                              {"value", *budget_},
@@ -558,12 +574,23 @@ Decision Broker::reserveAndDispatch() {
     // 10. Dispatch, after its write-ahead record is on stable storage: a call whose dispatch could
     // not be recorded durably is not sent (a crash would leave no trace of it, and its resume would
     // know nothing of an effect that may have happened).
-    if (!record({{"event", "dispatch"}, {"run_id", options_.runId}, {"resource", resource}, {"site", site.id},
-                 {"idempotency_key", a.key}, {"k", a.k}, {"attempt", a.call->attempt}, {"args_sha256", a.argsSha},
-                 {"approval", a.approval.is_object()
-                                  ? Json{{"digest", a.approval["digest"]}, {"approved_by", a.approval["approved_by"]}}
-                                  : Json(nullptr)}},
-                true)) {
+    bool dispatchRecorded = true;
+    if (options_.trace) {
+        CanonicalObject dispatch;
+        dispatch.add("event", "dispatch")
+            .add("run_id", options_.runId)
+            .add("resource", resource)
+            .add("site", site.id)
+            .add("idempotency_key", a.key)
+            .add("k", a.k)
+            .add("attempt", a.call->attempt)
+            .add("args_sha256", a.argsSha)
+            .add("approval", a.approval.is_object()
+                                 ? Json{{"digest", a.approval["digest"]}, {"approved_by", a.approval["approved_by"]}}
+                                 : Json(nullptr));
+        dispatchRecorded = record(dispatch, true);
+    }
+    if (!dispatchRecorded) {
         reserved_ -= a.reserve;
         return stopForTrace(fmt::format("the call to '{}' at {} was not sent", resource, site.id));
     }
@@ -628,37 +655,43 @@ Decision Broker::complete(const AdapterReply& reply) {
         }
     }
 
-    auto [argTagsJson, derived] = provenanceOf(a);
-    Json event = {{"event", "call"},
-                {"seq", seq},
-                {"run_id", options_.runId},
-                {"resource", resource},
-                {"site", site.id},
-                {"args", a.rawArgs},
-                {"arg_tags", argTagsJson},
-                {"pc_tags", namesJson(heap, call.pcTags)},
-                {"derived_from", derived},
-                {"idempotency_key", a.key},
-                {"k", a.k},
-                {"approval", a.approval},
-                {"reserved_usd", a.reserve},
-                {"cost_usd", actual},
-                {"duration_ms", durationMs},
-                {"status", status},
-                {"meta", reply.meta.is_object() ? reply.meta : Json::object()},
-                {"attempt", call.attempt},
-                {"adapter", reply.adapter.empty() ? options_.adapterKind : reply.adapter}};
-    if (actual > a.reserve + 1e-12) event["overrun_usd"] = actual - a.reserve;
-    if (a.inFlight) event["in_flight_retry"] = {{"run_id", options_.replay->inFlight[*a.inFlight].runId}};
-    if (status == "ok") {
-        event["result"] = reply.result;
-        event["result_tags"] = namesJson(heap, decoded.tags);
-    } else if (callError) {
-        event["error"] = {{"code", std::string(diagInfo(callError->code).code)}, {"message", callError->message}};
+    // The call record, made only when there is a trace to write it to.
+    bool callRecorded = true;
+    if (options_.trace) {
+        const auto& [argTagsJson, derived] = provenanceOf(a);
+        CanonicalObject event;
+        event.add("event", "call")
+            .add("seq", seq)
+            .add("run_id", options_.runId)
+            .add("resource", resource)
+            .add("site", site.id)
+            .addCanonical("args", a.argsText)
+            .add("arg_tags", argTagsJson)
+            .add("pc_tags", namesJson(heap, call.pcTags))
+            .add("derived_from", derived)
+            .add("idempotency_key", a.key)
+            .add("k", a.k)
+            .add("approval", a.approval)
+            .add("reserved_usd", a.reserve)
+            .add("cost_usd", actual)
+            .add("duration_ms", durationMs)
+            .add("status", status)
+            .add("meta", reply.meta.is_object() ? reply.meta : Json::object())
+            .add("attempt", call.attempt)
+            .add("adapter", reply.adapter.empty() ? options_.adapterKind : reply.adapter);
+        if (actual > a.reserve + 1e-12) event.add("overrun_usd", actual - a.reserve);
+        if (a.inFlight) event.add("in_flight_retry", Json{{"run_id", options_.replay->inFlight[*a.inFlight].runId}});
+        if (status == "ok") {
+            event.add("result", reply.result);
+            event.add("result_tags", namesJson(heap, decoded.tags));
+        } else if (callError) {
+            event.add("error", Json{{"code", std::string(diagInfo(callError->code).code)}, {"message", callError->message}});
+        }
+        callRecorded = record(event, true);
     }
     // The effect happened; a run that cannot record it stops here (the dispatch record makes it
     // in flight for the resume, which sends it again with the same key).
-    if (!record(event, true))
+    if (!callRecorded)
         return stopForTrace(fmt::format("the outcome of '{}' at {} is not recorded (the call was sent; a resume "
                                         "sends it again with the same idempotency key)",
                                         resource, site.id));
@@ -744,17 +777,20 @@ std::optional<TagSetId> Broker::resultTagsFor(const HostCall& call, TagSetId all
     return tags;
 }
 
+Decision performDecision(Broker& broker, Adapter* adapter, Decision decision) {
+    if (decision.kind != Decision::Kind::Dispatch) return decision;
+    return broker.complete(adapter ? adapter->perform(decision.request)
+                                   : AdapterReply::failure("CapabilityFailed",
+                                                           fmt::format("no adapter configured for '{}'",
+                                                                       decision.request.resource)));
+}
+
 RunStatus carryOut(Broker& broker, Adapter* adapter, Decision decision) {
-    if (decision.kind == Decision::Kind::Dispatch)
-        decision = broker.complete(adapter ? adapter->perform(decision.request)
-                                           : AdapterReply::failure("CapabilityFailed",
-                                                                   fmt::format("no adapter configured for '{}'",
-                                                                               decision.request.resource)));
-    return broker.settle(std::move(decision));
+    return broker.settle(performDecision(broker, adapter, std::move(decision)));
 }
 
 RunStatus driveWith(Run& run, Broker& broker, Adapter* adapter, const Approver& approve,
-                    std::optional<PendingApproval>* waiting) {
+                    std::optional<PendingApproval>* waiting, CallWatcher* watcher) {
     RunStatus status = run.status();
     while (status == RunStatus::HostCall) {
         Decision d = broker.decide(run.hostCall());
@@ -767,7 +803,15 @@ RunStatus driveWith(Run& run, Broker& broker, Adapter* adapter, const Approver& 
             }
             d = by ? broker.approved(*by) : broker.decline();
         }
-        status = carryOut(broker, adapter, std::move(d));
+        if (!watcher) {
+            status = carryOut(broker, adapter, std::move(d));
+            continue;
+        }
+        const HostCall& call = run.hostCall();
+        watcher->started(call, d);
+        d = performDecision(broker, adapter, std::move(d));
+        watcher->finished(call, d);
+        status = broker.settle(std::move(d));
     }
     return status;
 }

@@ -183,12 +183,14 @@ private:
         ProvId prov = kNoProv;
         uint64_t k = 0;
         std::string key, argsSha, digest;
+        std::string argsText;  // canonicalJson(rawArgs): hashed for argsSha, written in the call record
         std::optional<size_t> inFlight;  // the plan's in-flight call this attempt sends again
         std::vector<std::string> reasons;
         Json approval = nullptr;
         double reserve = 0;
         std::chrono::steady_clock::time_point sent;
         enum class State : uint8_t { Checking, AwaitingApproval, Dispatched } state = State::Checking;
+        mutable std::optional<std::pair<Json, Json>> provenance;  // provenanceOf's
     };
 
     BrokerOptions options_;
@@ -220,8 +222,9 @@ private:
     Decision refuseNotDelivered(const Attempt& a, const AdapterReply& reply);
     Decision replayRecorded(const Attempt& a);
     nlohmann::json approvalRequest(const Attempt& a) const;
-    // A call's provenance as events record it: {param: [tag]} and the seqs its arguments derive from.
-    std::pair<Json, Json> provenanceOf(const Attempt& a) const;
+    // A call's provenance as events record it: {param: [tag]} and the seqs its arguments derive from
+    // (made once per attempt: the request and the records share it).
+    const std::pair<Json, Json>& provenanceOf(const Attempt& a) const;
     // {param: [seq]}: the calls each argument derives from (a pending request shows them per argument).
     Json argDerivedFrom(const Attempt& a) const;
     AdapterRequest requestFor(const Attempt& a) const;
@@ -229,6 +232,7 @@ private:
     std::optional<TagSetId> resultTagsFor(const HostCall& call, TagSetId allArgTags);
     // Writes an event to the trace (and fsyncs it when `durable`); false when the trace failed.
     bool record(const Json& event, bool durable = false);
+    bool record(const CanonicalObject& event, bool durable = false);
     // Stops the run: R0702, non-operational (no retry, no else), `why` kept for ioError().
     Decision stop(std::string why);
     Decision stopForTrace(const std::string& what);
@@ -244,15 +248,30 @@ private:
     void emit(const Json& event);
 };
 
+// Watches the attempts driveWith carries out, for a front end that shows them as they happen
+// (`remitvm run --progress`). It sees the broker's decisions only: `started` gets the decision
+// about to be carried out (Dispatch, Answered from a record, or Refuse), `finished` the outcome
+// settle() resumes the run with (Answered or Refuse). Both are called while run.hostCall() is
+// the attempt's call.
+class CallWatcher {
+public:
+    virtual ~CallWatcher() = default;
+    virtual void started(const HostCall& call, const Decision& decision) = 0;
+    virtual void finished(const HostCall& call, const Decision& outcome) = 0;
+};
+
 // The synchronous driver: decides each host call, asks `approve` when a call needs approval
 // (nothing, or no approver, pauses the run with R0302), performs dispatches with `adapter` (none:
 // every call fails operationally), and resumes the run until it completes or fails.
 // With `waiting`, a call nobody approves leaves the run paused at it instead: the request is
 // stored there and the status (HostCall) returned; answer it with approved() or decline() and
-// carryOut(), then drive on.
+// carryOut(), then drive on. `watcher`, when given, sees each attempt start and finish.
 RunStatus driveWith(Run& run, Broker& broker, Adapter* adapter, const Approver& approve = {},
-                    std::optional<PendingApproval>* waiting = nullptr);
-// Performs a Dispatch decision with `adapter` (none: the call fails operationally) and settles it.
+                    std::optional<PendingApproval>* waiting = nullptr, CallWatcher* watcher = nullptr);
+// Performs a Dispatch decision with `adapter` (none: the call fails operationally) and returns
+// the broker's outcome; any other decision is returned as it is.
+Decision performDecision(Broker& broker, Adapter* adapter, Decision decision);
+// performDecision(), then settle the outcome.
 RunStatus carryOut(Broker& broker, Adapter* adapter, Decision decision);
 
 }  // namespace remit

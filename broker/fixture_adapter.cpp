@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 
 #include "runtime/canonical_json.h"
+#include "runtime/host_model.h"
 #include "runtime/json_text.h"
 #include "runtime/source.h"
+#include "runtime/suggest.h"
 
 namespace remit {
 
@@ -182,7 +184,35 @@ std::unique_ptr<FixtureAdapter> FixtureAdapter::fromJson(nlohmann::json doc, con
     }
     auto adapter = std::unique_ptr<FixtureAdapter>(new FixtureAdapter());
     adapter->doc_ = std::move(doc);
+    adapter->file_ = file;
     return adapter;
+}
+
+bool FixtureAdapter::checkAgainst(const HostModel& host, std::string& error, std::string& hint) const {
+    auto capabilities = doc_.find("capabilities");
+    if (capabilities == doc_.end()) return true;
+    for (auto it = capabilities->begin(); it != capabilities->end(); ++it) {
+        const Capability* cap = host.capability(it.key());
+        if (!cap) continue;  // a fixture for another program's capability is never asked for
+        for (size_t i = 0; i < it.value().size(); ++i) {
+            auto args = it.value()[i].find("args");
+            if (args == it.value()[i].end()) continue;
+            for (auto arg = args->begin(); arg != args->end(); ++arg) {
+                if (cap->param(arg.key())) continue;
+                std::vector<std::string> params;
+                for (const CapabilityParam& p : cap->params) params.push_back(p.name);
+                error = fmt::format("invalid fixtures {}: capabilities.\"{}\"[{}].args names '{}', which '{}' does not "
+                                    "take (its parameters: {})",
+                                    file_, it.key(), i, arg.key(), it.key(),
+                                    params.empty() ? std::string("none") : fmt::format("{}", fmt::join(params, ", ")));
+                std::string why = "an entry matches a call by its arguments, so this one could never be used";
+                std::optional<std::string> close = closestName(arg.key(), params);
+                hint = close ? fmt::format("did you mean '{}'? {}", *close, why) : why;
+                return false;
+            }
+        }
+    }
+    return true;
 }
 
 std::unique_ptr<FixtureAdapter> FixtureAdapter::empty() {

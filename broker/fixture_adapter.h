@@ -27,6 +27,8 @@
 
 namespace remit {
 
+struct HostModel;
+
 // The largest fixture file read (as for an inputs file).
 constexpr size_t kMaxFixtureBytes = size_t(64) << 20;
 
@@ -40,6 +42,11 @@ public:
     // An adapter with no entries: every call fails with `no fixture for …`.
     static std::unique_ptr<FixtureAdapter> empty();
 
+    // Compares the capability entries with the host interface: an entry whose `args` names a
+    // parameter its capability does not take could never match a call, so it is refused before
+    // the run (exit 2), with the file, the JSON path, the capability's parameters and a close name.
+    bool checkAgainst(const HostModel& host, std::string& error, std::string& hint) const;
+
     AdapterReply perform(const AdapterRequest& request) override;
     // Marks the entry the call would have used, so a resumed run's next call gets the next one.
     void replayed(const AdapterRequest& request) override { perform(request); }
@@ -48,6 +55,7 @@ public:
 
 private:
     nlohmann::json doc_;
+    std::string file_;  // as messages name it
     std::map<std::string, std::vector<bool>> used_;  // "c:" or "m:" + resource -> per-entry flag
 
     AdapterReply call(const AdapterRequest& request);

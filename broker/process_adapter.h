@@ -16,9 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include <sys/types.h>
-
 #include "broker/adapter.h"
+#include "broker/child_process.h"  // splitCommand
 
 namespace remit {
 
@@ -56,21 +55,6 @@ struct AdapterReplyLine {
     AdapterReply reply;
 };
 AdapterReplyLine parseAdapterReply(std::string_view line, uint64_t id);
-
-// The descriptors a child gets as its stdin, stdout and stderr; -1 inherits the parent's.
-struct ChildFds {
-    int in = -1, out = -1, err = -1;
-};
-// Starts argv[0] (execvp semantics: PATH lookup) with `argv`, the parent's environment, `fds`, every
-// other descriptor closed, in `workingDir` when it is not empty, in its own process group, with no
-// signal blocked and default dispositions. Returns 0 with `pid` set, or the error number. The
-// process adapters start their processes with it, and the web inbox its resumes.
-int spawnProcess(const std::vector<std::string>& argv, ChildFds fds, const std::string& workingDir, pid_t& pid);
-
-// Splits an operator's command line into argv without a shell: words separated by blanks,
-// '…' literal, "…" with \" \\ \$ \` escapes, \x outside quotes. Unquoted | ; & < > ( ) $ ` are
-// refused (there is no shell; write `sh -c '…'` to get one). False with `error` set on failure.
-bool splitCommand(const std::string& command, std::vector<std::string>& argv, std::string& error);
 
 // `--adapter CMD`: argv from splitCommand, run with execvp semantics (PATH lookup). Fails (null
 // with `error`) when the command is empty, does not split, or its program is not found.

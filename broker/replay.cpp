@@ -31,7 +31,17 @@ std::optional<uint64_t> countField(const Json& e, const char* key) {
 }  // namespace
 
 std::string idempotencyKey(const std::string& root, const std::string& site, uint64_t k) {
-    return sha256Hex(canonicalJson(Json::array({root, site, k}))).substr(0, 32);
+    // canonicalJson(Json::array({root, site, k})), written directly: one per call.
+    std::string text = "[";
+    appendJsonString(text, root, false);
+    text += ',';
+    appendJsonString(text, site, false);
+    text += ',';
+    text += std::to_string(k);
+    text += ']';
+    std::string key = sha256Hex(text);
+    key.resize(32);
+    return key;
 }
 
 std::string argsDigest(const Json& args) { return sha256Hex(canonicalJson(args)); }

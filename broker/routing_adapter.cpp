@@ -23,11 +23,15 @@ Adapter* RoutingAdapter::route(AdapterRequest::Kind kind, const std::string& nam
 
 AdapterReply RoutingAdapter::perform(const AdapterRequest& request) {
     Adapter* adapter = route(request.kind, nameOf(request));
-    if (!adapter)
-        return AdapterReply::failure("CapabilityFailed",
-                                     fmt::format("no adapter of this run serves {} '{}'",
-                                                 request.kind == AdapterRequest::Kind::Ask ? "model" : "capability",
-                                                 nameOf(request)));
+    if (!adapter) {
+        std::string message = fmt::format("no adapter of this run serves {} '{}'",
+                                          request.kind == AdapterRequest::Kind::Ask ? "model" : "capability",
+                                          nameOf(request));
+        for (const std::unique_ptr<Adapter>& other : adapters_)
+            if (std::string why = other->whyNotServed(request.kind, nameOf(request)); !why.empty())
+                message += "; " + why;
+        return AdapterReply::failure("CapabilityFailed", std::move(message));
+    }
     AdapterReply reply = adapter->perform(request);
     if (reply.adapter.empty()) reply.adapter = adapter->kind();
     return reply;

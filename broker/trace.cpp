@@ -1,6 +1,7 @@
 // See trace.h. Reading is hostile-input safe: the non-throwing parser, and every field read with
 // a type check (a hand-edited trace must not crash `remitvm trace`).
 #include "broker/trace.h"
+#include "runtime/numfmt.h"
 
 #include <fmt/format.h>
 #include <fcntl.h>
@@ -61,7 +62,7 @@ bool TraceWriter::open(const std::string& path, std::string& error) {
         return false;
     }
     fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0 || !syncDirectory(p.parent_path())) {
+    if (fd_ < 0 || (synced_ && !syncDirectory(p.parent_path()))) {
         error = fmt::format("cannot write the trace {} ({})", path, std::strerror(errno));
         if (fd_ >= 0) ::close(fd_);
         fd_ = -1;
@@ -79,13 +80,19 @@ bool TraceWriter::fail(int errorNumber) {
 
 bool TraceWriter::emit(const Json& event) {
     if (fd_ < 0) return true;  // not opened: tests without a trace
+    CanonicalObject record;
+    if (event.is_object())
+        for (auto it = event.begin(); it != event.end(); ++it) record.add(it.key(), it.value());
+    return emit(record);
+}
+
+bool TraceWriter::emit(const CanonicalObject& event) {
+    if (fd_ < 0) return true;
     if (!ok_) return false;
     ++emitted_;
-    Json record = event;
-    record.erase("chain");
-    std::string chain = traceChain(chain_, canonicalJson(record));
-    record["chain"] = chain;
-    std::string line = canonicalJson(record);
+    // The chain covers the record without its own `chain` member; the line is the same text with it.
+    std::string chain = traceChain(chain_, event.text("chain"));
+    std::string line = event.textWith("chain", chain);
     line += '\n';
     if (failAt_ && emitted_ >= failAt_) return fail(failErrno_);
     for (size_t done = 0; done < line.size();) {
@@ -101,7 +108,7 @@ bool TraceWriter::emit(const Json& event) {
 bool TraceWriter::sync() {
     if (fd_ < 0) return true;
     if (!ok_) return false;
-    if (::fsync(fd_) != 0) return fail(errno);
+    if (synced_ && ::fsync(fd_) != 0) return fail(errno);
     return true;
 }
 
@@ -244,7 +251,7 @@ std::string compact(const nlohmann::json& v, size_t maxChars) {
 
 std::string usd(const nlohmann::json& e, const char* key) {
     auto it = e.find(key);
-    return it != e.end() && it->is_number() ? fmt::format("${:.4f}", it->get<double>()) : "$?";
+    return it != e.end() && it->is_number() ? "$" + formatUsd(it->get<double>()) : "$?";
 }
 
 std::string tagList(const nlohmann::json& tags) {

@@ -10,7 +10,10 @@
 // Invariants:
 // - The file is created (truncated) when the run starts and only appended to afterwards.
 // - Every event goes to the OS with write(2) as soon as it is emitted; sync() fsyncs it. The broker
-//   syncs the `dispatch` record before every dispatch and does not dispatch when that fails.
+//   syncs the `dispatch` record before every dispatch and does not dispatch when that fails. A
+//   trace of a fixture run is opened without syncs (setSynced(false)): its calls have no effect in
+//   the world to keep a record of, so only a crash of the whole machine can lose its tail
+//   (docs/broker.md, "Durability").
 // - After the first failed write or fsync the writer is dead: nothing more is written (a record
 //   after a partial one would turn a cut-short tail into damage in the middle of the file), and
 //   every later emit() and sync() returns false.
@@ -25,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/canonical_json.h"
 #include "runtime/json_text.h"
 
 namespace remit {
@@ -36,12 +40,18 @@ public:
     TraceWriter(const TraceWriter&) = delete;
     TraceWriter& operator=(const TraceWriter&) = delete;
 
+    // Before open(): false makes sync() and open() skip fsync (a fixture run's trace). Writes still
+    // go to the OS at once, so a killed process loses nothing; a machine that crashes may.
+    void setSynced(bool synced) { synced_ = synced; }
     // Creates the file's directories and truncates the file, durably (its directory is synced).
     // False (with `error`) on failure.
     bool open(const std::string& path, std::string& error);
     // Appends one event (plus its `chain` field) as a canonical JSON line. False if it could not
     // be written completely, or if an earlier write failed.
     bool emit(const Json& event);
+    // The same for a record built as canonical text (the broker's per-call records): it is
+    // serialised once, and its `chain` member goes into that text.
+    bool emit(const CanonicalObject& event);
     // Forces what was written to stable storage. False if that failed, or if anything failed before.
     bool sync();
     bool ok() const { return ok_; }
@@ -59,6 +69,7 @@ private:
     std::string path_;
     std::string chain_;  // the last record's chain ("" before the first)
     bool ok_ = true;
+    bool synced_ = true;
     std::string failure_;
     size_t emitted_ = 0;
     size_t failAt_ = 0;

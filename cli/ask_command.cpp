@@ -10,8 +10,10 @@
 
 #include "broker/model_adapter.h"
 #include "cli/commands.h"
+#include "cli/terminal.h"
 #include "compiler/manifest.h"
 #include "runtime/files.h"
+#include "runtime/numfmt.h"
 #include "session/ask.h"
 #include "session/mcp_tools.h"
 
@@ -61,6 +63,26 @@ std::string readText(const std::string& path, std::string& error) {
     if (auto problem = readRegularFile(path, kMaxBytes, text)) error = problem->message;
     else if (text.size() > kMaxBytes) error = tooLargeMessage(path, kMaxBytes, "a file ask reads");
     return text;
+}
+
+// A unified diff as git colours one on a terminal: removed lines red, added green, hunks cyan.
+std::string colouredDiff(std::string_view diff) {
+    if (!colorOn(Stream::Out)) return std::string(diff);
+    std::string out;
+    for (size_t start = 0; start < diff.size();) {
+        size_t end = diff.find('\n', start);
+        std::string_view line = diff.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+        bool header = line.starts_with("---") || line.starts_with("+++");
+        if (header) out += paint(Stream::Out, TextStyle::Bold, line);
+        else if (line.starts_with('-')) out += paint(Stream::Out, TextStyle::Error, line);
+        else if (line.starts_with('+')) out += paint(Stream::Out, TextStyle::Ok, line);
+        else if (line.starts_with("@@")) out += paint(Stream::Out, TextStyle::Note, line);
+        else out += line;
+        if (end == std::string_view::npos) break;
+        out += '\n';
+        start = end + 1;
+    }
+    return out;
 }
 
 }  // namespace
@@ -122,13 +144,14 @@ int askCommand(std::string_view tool, Args& args) {
         return kFailure;
     }
     std::string diff = unifiedDiff(request.programText, outcome.proposed, file);
-    fmt::print("{}", diff.empty() ? std::string("(no textual change)\n") : diff);
+    fmt::print("{}", diff.empty() ? std::string("(no textual change)\n") : colouredDiff(diff));
     for (const AskRound& round : outcome.rounds) {
         std::string what = round.refused ? std::string("refused") : fmt::format("{} error(s)", round.errors.size());
         fmt::print("-- round {}: {}: {}\n", round.round, what, round.explanation.substr(0, 400));
     }
-    // Six decimals: a cheap model's round costs a few millionths of a dollar.
-    fmt::print("model cost ${:.6f}{}\n", outcome.costUsd,
+    // As every cost is printed: a cheap model's round costs a few millionths of a dollar, which
+    // the prototype's four decimals would show as $0.0000.
+    fmt::print("model cost ${}{}\n", formatUsd(outcome.costUsd),
                outcome.costComplete ? "" : " (a round reported no usage, or the model has no prices)");
     if (outcome.refused) {
         fmt::print("the model declined the change\n");
@@ -141,13 +164,7 @@ int askCommand(std::string_view tool, Args& args) {
         return kFailure;
     }
     AuthorityDiff widening = diffManifests(current.checked->manifest, outcome.checked->checked->manifest);
-    if (widening.widened) {
-        fmt::print("authority WIDENED by this change:\n");
-    } else {
-        fmt::print("no authority widening\n");
-    }
-    for (size_t i = 0; i < widening.changes.size(); ++i)
-        fmt::print("  {} {}\n", widening.widening[i] ? '+' : '-', widening.changes[i]);
+    printAuthorityDiff(widening, "authority WIDENED by this change:");
     if (!args.has("--apply")) {
         fmt::print("dry run: re-run with --apply to write the change\n");
         return kOk;

@@ -17,10 +17,17 @@
 #include "broker/trace.h"
 #include "cli/commands.h"
 #include "runtime/canonical_json.h"
+#include "runtime/files.h"
+#include "runtime/numfmt.h"
 #include "session/approval_requests.h"
 #include "session/run_lifecycle.h"
 
 namespace remit::cli {
+
+std::string usdOf(const nlohmann::json& amount) {
+    return amount.is_number() ? formatUsd(amount.get<double>()) : "?";
+}
+
 
 int traceCommand(std::string_view tool, Args& args) {
     if (args.positional.size() != 1) {
@@ -215,8 +222,8 @@ int approvalsShow(std::string_view tool, const Args& args, const ApprovalStore& 
         const nlohmann::json& r = m["resource"];
         fmt::print("  the program's manifest: {} at most {} call(s), worst case ${}; the program's worst case ${}\n",
                    request["resource"].get<std::string>(), r.value("max_calls", nlohmann::json()).dump(),
-                   r.value("worst_case_cost", nlohmann::json()).dump(),
-                   m.value("worst_case_cost_usd", nlohmann::json()).dump());
+                   usdOf(r.value("worst_case_cost", nlohmann::json())),
+                   usdOf(m.value("worst_case_cost_usd", nlohmann::json())));
         for (const auto& f : m["flows"])
             fmt::print("    flow into {}: {} ({})\n", stringField(f, "sink"),
                        oneLineJson(f.value("tags", nlohmann::json::array())), stringField(f, "verdict"));

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/terminal.h"
 #include "runtime/source.h"
 #include "runtime/suggest.h"
 
@@ -18,13 +19,13 @@ namespace remit::cli {
 
 std::string_view remitVersion() { return REMIT_VERSION; }
 
-std::vector<std::string_view> Flag::choices() const {
-    // A placeholder made only of lowercase words joined by `|` lists the accepted values.
-    if (value.find('|') == std::string_view::npos) return {};
-    bool words = std::all_of(value.begin(), value.end(), [](char c) { return (c >= 'a' && c <= 'z') || c == '|' || c == '-'; });
+std::vector<std::string_view> wordChoices(std::string_view placeholder) {
+    if (placeholder.find('|') == std::string_view::npos) return {};
+    bool words = std::all_of(placeholder.begin(), placeholder.end(),
+                             [](char c) { return (c >= 'a' && c <= 'z') || c == '|' || c == '-'; });
     if (!words) return {};
     std::vector<std::string_view> out;
-    std::string_view rest = value;
+    std::string_view rest = placeholder;
     while (true) {
         size_t bar = rest.find('|');
         out.push_back(rest.substr(0, bar));
@@ -191,6 +192,7 @@ int runCommandLine(std::string_view tool, std::string path, const Command& comma
         case Parsed::Error: return kUsage;
         case Parsed::Ok: break;
     }
+    chooseColor(args.value("--color"));
     return command.run(tool, args);
 }
 

@@ -36,8 +36,17 @@ std::vector<Flag> runFlags() {
         Flag{"--interactive", "", "ask at the terminal for approvals the store does not hold"},
         Flag{"--fixtures", "F.json", "answer host calls from this fixtures file; default: fixtures/run.json"},
         Flag{"--live", "", "perform host calls with the program folder's adapters.py"},
-        Flag{"--adapter", "\"CMD ARGS\"", "perform host calls with this adapter process"},
+        Flag{"--adapter", "\"CMD ARGS\"",
+             "perform host calls with this adapter process; or, repeatable, with an MCP server's tools: "
+             "mcp[.NS]:\"CMD ARGS\" or \"mcp[.NS]+URL [token_env=NAME]\"; or an OpenAPI service's operations: "
+             "\"openapi[.NS]:SPEC [base_url=URL] [auth.SCHEME=NAME]...\""}
+            .repeatable()
+            .completes(Complete::Nothing),
+        Flag{"--base-url", "URL", "where an --adapter openapi: service is (over its document's server URL)"}
+            .completes(Complete::Nothing),
         Flag{"--json", "", "print the outcome as one JSON envelope on stdout"},
+        Flag{"--progress", "", "show each host call on stderr as it starts and ends (default at a terminal)"},
+        Flag{"--no-progress", "", "do not show host calls as they happen, even at a terminal"},
         kStateDir,
         kMaxSteps,
         kMaxMemory,
@@ -142,6 +151,54 @@ const Command kDiff{
     .summary = "did the edit from OLD to NEW widen authority? (exit 4 if so)",
     .flags = {kHost, Flag{"--json", "", "print {\"widened\", \"changes\"} as JSON on stdout"}},
     .run = diffCommand,
+};
+
+const Command kCompletions{
+    .name = "completions",
+    .operands = "bash|zsh|fish",
+    .summary = "print a shell's completion script for remitc, remitvm and remit",
+    .flags = {},
+    .run = completionsCommand,
+    .details = "bash: source <(remitc completions bash) in ~/.bashrc\n"
+               "zsh:  remitc completions zsh > a directory of $fpath/_remitc (or source <(...) after compinit)\n"
+               "fish: remitc completions fish > ~/.config/fish/conf.d/remit.fish",
+};
+
+const Command kImport{
+    .name = "import",
+    .operands = "",
+    .summary = "draft a host interface from a service's own description (docs/import.md)",
+    .flags = {},
+    .run = nullptr,
+    .subcommands =
+        {
+            Command{.name = "mcp",
+                    .operands = "\"CMD ARGS\"|URL",
+                    .summary = "from the tools of the MCP server CMD starts, or the one at URL (streamable HTTP)",
+                    .flags = {Flag{"--as", "NS", "the capabilities' namespace; default: from the server's name"}
+                                  .completes(Complete::Nothing),
+                              Flag{"-o", "host.rmti", "write the draft here; default: stdout"},
+                              Flag{"--timeout-ms", "N",
+                                   "how long the server may take to start and list its tools; default: 30000"}
+                                  .completes(Complete::Nothing),
+                              Flag{"--token-env", "NAME",
+                                   "a server at a URL: the environment variable that holds its bearer token"}
+                                  .completes(Complete::Nothing)},
+                    .run = importMcpCommand,
+                    .details = "The draft's capabilities are NS.TOOL; `remitvm run --adapter mcp.NS:\"CMD ARGS\"`\n"
+                               "performs them with the same server. Decide the tags, approvals and costs its TODO\n"
+                               "lists before granting them."},
+            Command{.name = "openapi",
+                    .operands = "SPEC.json|SPEC.yaml",
+                    .summary = "from the operations of an OpenAPI 3 document (JSON or YAML)",
+                    .flags = {Flag{"--as", "NS", "the capabilities' namespace; default: from the document's title"}
+                                  .completes(Complete::Nothing),
+                              Flag{"-o", "host.rmti", "write the draft here; default: stdout"}},
+                    .run = importOpenApiCommand,
+                    .details = "The draft's capabilities are NS.OPERATION (its operationId); `remitvm run --adapter\n"
+                               "openapi.NS:SPEC --base-url URL` performs them against the service. GET and HEAD are\n"
+                               "idempotent; decide the tags, approvals and costs its TODO lists before granting them."},
+        },
 };
 
 const Command kLsp{
@@ -298,6 +355,8 @@ const Command kInbox{
 
 const std::vector<Flag>& commonFlags() {
     static const std::vector<Flag> flags = {
+        Flag{"--color", "auto|always|never",
+             "colour diagnostics and highlights; auto: on a terminal, unless NO_COLOR is set"},
         Flag{"--help", "", "print this help and exit"}.alias("-h"),
     };
     return flags;
@@ -307,7 +366,8 @@ const std::vector<Tool>& allTools() {
     static const std::vector<Tool> tools = {
         Tool{.name = "remitc",
              .summary = "remitc: check, format, compile and compare Remit programs",
-             .commands = {&kCheck, &kFmt, &kBuild, &kKeygen, &kDis, &kManifest, &kSchema, &kDiff, &kLsp},
+             .commands = {&kCheck, &kFmt, &kBuild, &kKeygen, &kDis, &kManifest, &kSchema, &kDiff, &kImport, &kLsp,
+                          &kCompletions},
              .details = "--strict-flows: decisions on tagged data count for deny parameters too, and early exits\n"
                         "taint what follows (docs/language.md \"Strict flows\"); a policy's [flows] strict = true\n"
                         "does the same."},

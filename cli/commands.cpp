@@ -1,4 +1,5 @@
 #include "cli/commands.h"
+#include "cli/terminal.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -106,7 +107,18 @@ void readLines(size_t maxBytes, const std::function<void(std::string_view)>& onL
 
 void printDiagnostics(const DiagnosticList& diags, const CheckOutcome* outcome, const RenderOptions& options) {
     SourceLookup sources = [outcome](const std::string& file) { return outcome ? outcome->sourceFor(file) : nullptr; };
-    fmt::print(stderr, "{}", renderDiagnostics(diags.items(), sources, options));
+    RenderOptions coloured = options;
+    coloured.color = colorOn(Stream::Err);
+    fmt::print(stderr, "{}", renderDiagnostics(diags.items(), sources, coloured));
+}
+
+void printAuthorityDiff(const AuthorityDiff& diff, std::string_view widenedHeader) {
+    fmt::print("{}\n", diff.widened ? paint(Stream::Out, TextStyle::Error, widenedHeader)
+                                     : paint(Stream::Out, TextStyle::Ok, "no authority widening"));
+    for (size_t i = 0; i < diff.changes.size(); ++i)
+        fmt::print("  {} {}\n",
+                   diff.widening[i] ? paint(Stream::Out, TextStyle::Error, "+") : paint(Stream::Out, TextStyle::Ok, "-"),
+                   diff.changes[i]);
 }
 
 std::shared_ptr<const LoadedProgram> buildChecked(const CheckOutcome& outcome, DiagnosticList& diags) {
@@ -193,8 +205,9 @@ int checkCommand(std::string_view tool, Args& args) {
         printDiagnostics(outcome.diags, &outcome, render);
         if (outcome.ok()) {
             if (outcome.checked) fmt::print("{}", manifestSummary(outcome.checked->manifest));
-            if (outcome.policyPath) fmt::print("ok: {} (policy {})\n", file, *outcome.policyPath);
-            else fmt::print("ok: {} (no policy checked)\n", file);
+            std::string ok = paint(Stream::Out, TextStyle::Ok, "ok:");
+            if (outcome.policyPath) fmt::print("{} {} (policy {})\n", ok, file, *outcome.policyPath);
+            else fmt::print("{} {} (no policy checked)\n", ok, file);
         } else {
             fmt::print(stderr, "{} error(s) in {}\n", outcome.diags.errorCount(), file);
         }
@@ -210,7 +223,7 @@ int checkCommand(std::string_view tool, Args& args) {
 // Checks one program for a command that needs it to be valid: prints its diagnostics (warnings
 // too) and returns null when it does not check.
 static std::optional<CheckOutcome> checkedOrReport(std::string_view tool, const std::string& file,
-                                                   const CheckOptions& options, int& exit) {
+                                                   const CheckOptions& options, int& exit, bool countLine = true) {
     CheckOutcome outcome = checkProgramFile(file, options);
     if (outcome.ioError) {
         fmt::print(stderr, "{}: error: {}\n", tool, outcome.ioError->message);
@@ -219,7 +232,7 @@ static std::optional<CheckOutcome> checkedOrReport(std::string_view tool, const 
     }
     printDiagnostics(outcome.diags, &outcome);
     if (!outcome.ok() || !outcome.checked) {
-        fmt::print(stderr, "{} error(s) in {}\n", outcome.diags.errorCount(), file);
+        if (countLine) fmt::print(stderr, "{} error(s) in {}\n", outcome.diags.errorCount(), file);
         exit = kFailure;
         return std::nullopt;
     }
@@ -298,21 +311,21 @@ int diffCommand(std::string_view tool, Args& args) {
     }
     CheckOptions options;
     if (const std::string* host = args.value("--host")) options.hostPath = *host;
+    // The diff compares what the two versions ask for, whatever a deployment grants: a policy.toml
+    // beside them is not applied (as in the prototype), so a version that asks for more than the
+    // policy allows is still compared — that is the widening a reviewer must see.
+    options.checkPolicy = false;
     int exit = kOk;
-    auto before = checkedOrReport(tool, args.positional[0], options, exit);
+    // As the prototype's diff: a side that does not check prints its diagnostics, and no count line.
+    auto before = checkedOrReport(tool, args.positional[0], options, exit, false);
     if (!before) return exit;
-    auto after = checkedOrReport(tool, args.positional[1], options, exit);
+    auto after = checkedOrReport(tool, args.positional[1], options, exit, false);
     if (!after) return exit;
     AuthorityDiff diff = diffManifests(before->checked->manifest, after->checked->manifest);
     if (args.has("--json")) {
-        Json j;
-        j["widened"] = diff.widened;
-        j["changes"] = diff.changes;
-        fmt::print("{}\n", j.dump(2));
+        fmt::print("{}\n", authorityDiffJson(diff).dump(2));
     } else {
-        fmt::print("{}\n", diff.widened ? "authority WIDENED:" : "no authority widening");
-        for (size_t i = 0; i < diff.changes.size(); ++i)
-            fmt::print("  {} {}\n", diff.widening[i] ? '+' : '-', diff.changes[i]);
+        printAuthorityDiff(diff, "authority WIDENED:");
     }
     return diff.widened ? kWidened : kOk;
 }
@@ -336,7 +349,9 @@ int fmtCommand(std::string_view tool, Args& args) {
         }
         if (outcome.diags.hasErrors()) {
             const SourceFile* source = outcome.source.get();
-            fmt::print(stderr, "{}", renderDiagnostics(outcome.diags.items(), [source](const std::string&) { return source; }));
+            fmt::print(stderr, "{}",
+                       renderDiagnostics(outcome.diags.items(), [source](const std::string&) { return source; },
+                                         RenderOptions{.color = colorOn(Stream::Err)}));
             worsen(kFailure);
             continue;
         }

@@ -30,7 +30,7 @@
 // docs/compatibility.md ("Command lines"); the help test checks that every flag listed there is one
 // the parser accepts.
 //
-// Every command also accepts the common flags (commonFlags(): -h/--help); every tool accepts
+// Every command also accepts the common flags (commonFlags(): -h/--help, --color WHEN); every tool accepts
 // --version and --help before a command.
 #pragma once
 
@@ -48,7 +48,9 @@
 
 namespace remit {
 struct CheckOutcome;
+struct HostDraft;
 struct CheckOptions;
+struct AuthorityDiff;
 class LoadedProgram;
 }  // namespace remit
 
@@ -60,6 +62,10 @@ enum Exit : int { kOk = 0, kFailure = 1, kUsage = 2, kPaused = 3, kWidened = 4 }
 // also refuses empty) or neither. A placeholder of lowercase words joined by `|` completes those
 // words, whatever this says.
 enum class Complete { Files, Dirs, Nothing };
+
+// The words of a placeholder made only of lowercase words joined by `|` ("client|operator",
+// "bash|zsh|fish"); empty for any other ("PROG.rmt|PROG.rbc", "N").
+std::vector<std::string_view> wordChoices(std::string_view placeholder);
 
 // One flag of a command. `name` is its long spelling ("--host"), or a short one ("-o") for a flag
 // without a long form; `alias` is another spelling of the same flag ("-i" for "--input"), which
@@ -77,7 +83,7 @@ struct Flag {
     constexpr Flag completes(Complete what) const { Flag f = *this; f.complete = what; return f; }
     bool isSwitch() const { return value.empty(); }
     // The values a placeholder such as "client|operator" allows; empty for any value.
-    std::vector<std::string_view> choices() const;
+    std::vector<std::string_view> choices() const { return wordChoices(value); }
 };
 
 // A command's arguments as the parser found them: operands in order, and each flag given, under
@@ -117,7 +123,7 @@ struct Tool {
 // The three tools, in the order remitc, remitvm, remit (cli/command_table.cpp).
 const std::vector<Tool>& allTools();
 const Tool* findTool(std::string_view name);
-// The flags every command accepts besides its own: -h/--help.
+// The flags every command accepts besides its own: -h/--help, --color auto|always|never.
 const std::vector<Flag>& commonFlags();
 
 // The whole main() of a tool: `--version`, `--help` (or no command: usage on stderr, exit 2), then
@@ -140,6 +146,8 @@ std::string toolHelp(const Tool& tool);
 std::string commandHelp(std::string_view tool, std::string_view path, const Command& command);
 // The version every tool prints: CMake's project version.
 std::string_view remitVersion();
+// The completion script for bash, zsh or fish (cli/completions.cpp); empty for another shell.
+std::string completionScript(std::string_view shell);
 
 // JSON as the prototype prints results and envelopes: json.dumps(value, indent=2, ensure_ascii=False).
 // An ordered document keeps its members' order (results, envelopes); a sorted nlohmann::json
@@ -147,6 +155,9 @@ std::string_view remitVersion();
 std::string prettyJson(const Json& value);
 // JSON on one line, with a space after each comma and colon: a value inside a line of text.
 std::string oneLineJson(const Json& value);
+// A dollar amount from JSON as every cost is printed (formatUsd, without the "$"); "?" when it is
+// not a number. `approvals show` and the web inbox print the manifest's costs with it.
+std::string usdOf(const nlohmann::json& amount);
 // `s` as one word for a POSIX shell: as it is when it is plain, else single-quoted.
 std::string shellQuote(std::string_view s);
 // A whole decimal number in [0, max] (a port, a count); nullopt otherwise.
@@ -164,6 +175,9 @@ std::string tracePathFor(std::string_view tool, const Args& args, const std::str
 // Prints diagnostics on stderr with renderDiagnostics, each with its source excerpt when
 // `outcome` holds the file; `options` may cap how many are printed in full.
 void printDiagnostics(const DiagnosticList& diags, const CheckOutcome* outcome, const RenderOptions& options = {});
+// Prints an authority diff on stdout as `diff` does: `header` (red when it widened, else "no
+// authority widening" in green), then each change, + for a widening and - for a narrowing.
+void printAuthorityDiff(const AuthorityDiff& diff, std::string_view widenedHeader);
 // The check options of --host, --policy and --strict-flows.
 CheckOptions checkOptionsOf(const Args& args);
 // Compiles a checked program to bytecode; a bytecode limit (E0003) is added to `diags`.
@@ -204,6 +218,17 @@ int replayCommand(std::string_view tool, Args& args);
 int testCommand(std::string_view tool, Args& args);
 // cli/serve_command.cpp
 int serveCommand(std::string_view tool, Args& args);
+// cli/completions.cpp: `completions bash|zsh|fish`
+int completionsCommand(std::string_view tool, Args& args);
+// cli/import_command.cpp: `import mcp`, a draft host interface from an MCP server's tools (docs/import.md)
+int importMcpCommand(std::string_view tool, Args& args);
+// What every `remitc import` shares (cli/import_command.cpp): the `--as NS` flag, checked (false
+// after printing why, `example` completing the hint "e.g. --as …"); and the draft written to -o
+// (atomically) or stdout, then `summary`, what was left out and what to do next on stderr.
+bool importNamespace(std::string_view tool, const Args& args, std::string_view example, std::string& ns);
+int writeDraft(std::string_view tool, const Args& args, const HostDraft& draft, const std::string& summary);
+// cli/import_openapi.cpp: `import openapi`, a draft host interface from an OpenAPI 3 document (docs/import.md)
+int importOpenApiCommand(std::string_view tool, Args& args);
 // cli/mcp_command.cpp: the MCP server over stdio (docs/mcp.md)
 int mcpCommand(std::string_view tool, Args& args);
 // cli/inbox_http.cpp: the operators' web inbox (docs/operators.md)

@@ -729,10 +729,14 @@ private:
         std::string b = "<table id=\"manifest\"><tbody>";
         b += "<tr><th>Resource</th><td><code>" + escapeHtml(resource) + "</code> (" + field(r, "kind") + ")</td></tr>";
         b += "<tr><th>Calls, at most</th><td>" + field(r, "max_calls") + "</td></tr>";
-        b += "<tr><th>Cost per call</th><td>$" + field(r, "cost_per_call") + "</td></tr>";
-        b += "<tr><th>Worst-case cost of these calls</th><td>$" + field(r, "worst_case_cost") + "</td></tr>";
-        b += "<tr><th>The program's worst-case cost</th><td>$" + field(m, "worst_case_cost_usd") + " (budget " +
-             (m["budget_usd"].is_number() ? "$" + field(m, "budget_usd") : std::string("none")) + ")</td></tr>";
+        // Costs with the digits they need, as `approvals show` prints them.
+        auto usd = [](const nlohmann::json& o, const char* key) {
+            return o.is_object() && o.contains(key) && o[key].is_number() ? "$" + usdOf(o[key]) : std::string("—");
+        };
+        b += "<tr><th>Cost per call</th><td>" + usd(r, "cost_per_call") + "</td></tr>";
+        b += "<tr><th>Worst-case cost of these calls</th><td>" + usd(r, "worst_case_cost") + "</td></tr>";
+        b += "<tr><th>The program's worst-case cost</th><td>" + usd(m, "worst_case_cost_usd") + " (budget " +
+             (m["budget_usd"].is_number() ? usd(m, "budget_usd") : std::string("none")) + ")</td></tr>";
         if (m["call_site"].is_object()) {
             const nlohmann::json& s = m["call_site"];
             b += "<tr><th>Call site</th><td><code>" + field(s, "site") + "</code>, line " + field(s, "line") +

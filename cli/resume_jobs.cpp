@@ -15,7 +15,7 @@
 #include <system_error>
 #include <thread>
 
-#include "broker/process_adapter.h"
+#include "broker/child_process.h"
 
 namespace remit::cli {
 

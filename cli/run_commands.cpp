@@ -23,8 +23,10 @@
 #include <set>
 
 #include "broker/approvals.h"
+#include "broker/child_process.h"
 #include "broker/broker.h"
 #include "broker/fixture_adapter.h"
+#include "broker/mcp_client.h"
 #include "broker/process_adapter.h"
 #include "session/run_adapters.h"
 #include "broker/replay.h"
@@ -33,11 +35,15 @@
 #include "bytecode/rbc.h"
 #include "bytecode/signature.h"
 #include "cli/commands.h"
+#include "cli/terminal.h"
+#include "cli/yaml_json.h"
 #include "compiler/driver.h"
+#include "compiler/host_import.h"
 #include "compiler/manifest.h"
 #include "compiler/parser.h"
 #include "runtime/canonical_json.h"
 #include "runtime/json_text.h"
+#include "runtime/numfmt.h"
 #include "runtime/source.h"
 #include "runtime/value_json.h"
 #include "session/pipeline.h"
@@ -422,8 +428,56 @@ void printRuntimeFailure(const ProgramSource& source, const RunFailure& f) {
     d.details = f.error.details;
     std::string text = sourceTextFor(source);
     SourceFile excerpt(source.file, text);
-    fmt::print(stderr, "{}\n", renderText(d, text.empty() ? nullptr : &excerpt));
+    fmt::print(stderr, "{}\n", renderText(d, text.empty() ? nullptr : &excerpt, colorOn(Stream::Err)));
 }
+
+// `run --progress`: each attempt of a host call on stderr as it starts and as it ends, from the
+// broker's decisions in the driving loop. At a terminal the start line is replaced by the end
+// line; elsewhere both are printed.
+class ProgressPrinter : public CallWatcher {
+public:
+    explicit ProgressPrinter(const Broker& broker) : broker_(broker), inPlace_(isTerminal(Stream::Err)) {}
+
+    void started(const HostCall& call, const Decision& decision) override {
+        ++attempts_;
+        spentBefore_ = broker_.spent();
+        begun_ = std::chrono::steady_clock::now();
+        if (decision.kind != Decision::Kind::Dispatch) return;  // answered or refused at once: one line
+        fmt::print(stderr, "{}{}", line("→", call, "…"), inPlace_ ? "" : "\n");
+        std::fflush(stderr);
+        shown_ = true;
+    }
+
+    void finished(const HostCall& call, const Decision& outcome) override {
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - begun_);
+        std::string what;
+        if (outcome.kind == Decision::Kind::Answered) {
+            what = shown_ ? fmt::format("{} ms, ${}", ms.count(), formatUsd(broker_.spent() - spentBefore_))
+                          : std::string("answered from the recorded run");
+        } else {
+            what = fmt::format("{}: {}", diagInfo(outcome.error.code).name, firstCodePoints(outcome.error.message, 120));
+        }
+        std::string mark = outcome.kind == Decision::Kind::Answered
+                               ? paint(Stream::Err, TextStyle::Ok, shown_ ? "✓" : "↺")
+                               : paint(Stream::Err, TextStyle::Error, "✗");
+        fmt::print(stderr, "{}{}\n", inPlace_ && shown_ ? "\r\x1b[K" : "", line(mark, call, what));
+        shown_ = false;
+    }
+
+private:
+    // "  → web.fetch at main#1 (attempt 2): …"
+    std::string line(std::string_view mark, const HostCall& call, std::string_view what) const {
+        return fmt::format("  {} [{}] {} at {}{}: {}", mark, attempts_, call.site->resource, call.site->id,
+                           call.attempt ? fmt::format(" (retry {})", call.attempt) : std::string(), what);
+    }
+
+    const Broker& broker_;
+    bool inPlace_;
+    bool shown_ = false;
+    size_t attempts_ = 0;
+    double spentBefore_ = 0;
+    std::chrono::steady_clock::time_point begun_;
+};
 
 // Where the live adapter shim lives: $REMIT_PY_ADAPTER, else the source tree's scripts/.
 std::string liveShimPath() {
@@ -435,22 +489,168 @@ std::string liveShimPath() {
 #endif
 }
 
-// The adapters the flags and the policy choose (docs/adapters.md "Which adapters a run uses"):
-// first a model adapter for each model the program calls that the policy's [models."NAME"] or a
-// --model flag configures (docs/models.md), then the one that serves everything else — --adapter
-// CMD, --live, or fixtures (default fixtures/run.json next to the program). A program without
-// host-call sites, or whose every call goes to a configured model, runs without a fixtures file.
-// An --adapter process starts in the current directory, which is recorded. `recorded` (a resume
-// without adapter flags: the run's recorded adapters, process directory included) replaces the
-// flags. Prints the problem and returns false on a usage error.
+// `--adapter mcp[.NS]:CMD` (a server over stdio) or `--adapter "mcp[.NS]+https://URL [token_env=NAME]"`
+// (streamable HTTP; docs/adapters.md "MCP servers as capabilities"): an MCP server's spec, a stdio
+// server started in `cwd`. Returns false for any other --adapter value (a process); sets `error`
+// when the value is an MCP server written wrongly.
+bool mcpAdapterSpec(const std::string& value, const std::string& cwd, AdapterSpec& spec, std::string& error) {
+    if (!value.starts_with("mcp:") && !value.starts_with("mcp.") && !value.starts_with("mcp+")) return false;
+    spec.kind = AdapterSpec::Kind::Mcp;
+    std::size_t end = value.find_first_of(":+");
+    if (value.starts_with("mcp.")) {
+        spec.scope = value.substr(4, end == std::string::npos ? std::string::npos : end - 4);
+        if (end == std::string::npos || !isCapabilityNamespace(spec.scope)) {
+            error = "write an MCP server for one namespace as mcp.NS:\"CMD ARGS\" or mcp.NS+https://URL, NS being the "
+                    "namespace of its capabilities (e.g. mcp.files:\"npx @modelcontextprotocol/server-filesystem /data\")";
+            return true;
+        }
+    }
+    std::string rest = value.substr(end + 1);
+    if (value[end] == ':') {
+        spec.command = rest;
+        spec.workingDir = cwd;
+        if (spec.command.find_first_not_of(" \t") == std::string::npos)
+            error = "mcp: needs the command that starts the server, e.g. mcp:\"npx @modelcontextprotocol/server-memory\"";
+        return true;
+    }
+    // Streamable HTTP: the URL, then settings as NAME=VALUE words.
+    std::vector<std::string> words;
+    for (std::size_t at = 0; at < rest.size();) {
+        std::size_t start = rest.find_first_not_of(" \t", at);
+        if (start == std::string::npos) break;
+        std::size_t stop = rest.find_first_of(" \t", start);
+        words.push_back(rest.substr(start, stop == std::string::npos ? std::string::npos : stop - start));
+        at = stop == std::string::npos ? rest.size() : stop;
+    }
+    if (words.empty() || !checkMcpUrl(words[0], error)) {
+        if (error.empty()) error = "an MCP server's URL starts with http:// or https://";
+        error = fmt::format("mcp+URL: {}, as in \"mcp+https://mcp.example.com/mcp token_env=EXAMPLE_TOKEN\"", error);
+        return true;
+    }
+    spec.url = words[0];
+    for (std::size_t i = 1; i < words.size(); ++i) {
+        const std::string& word = words[i];
+        std::string name = word.starts_with("token_env=") ? word.substr(10) : std::string();
+        bool valid = !name.empty() && !(name[0] >= '0' && name[0] <= '9') &&
+                     name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+                         std::string::npos;
+        if (!valid) {
+            error = fmt::format("after an MCP server's URL only token_env=NAME may follow (NAME: the environment "
+                                "variable that holds its bearer token), not '{}'",
+                                firstCodePoints(word, 40));
+            return true;
+        }
+        spec.tokenEnv = name;
+    }
+    return true;
+}
+
+// Whether `name` can name an environment variable: letters, digits and `_`, not starting with a digit.
+bool environmentVariableName(const std::string& name) {
+    return !name.empty() && !(name[0] >= '0' && name[0] <= '9') &&
+           name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+               std::string::npos;
+}
+
+// `--adapter "openapi[.NS]:SPEC [base_url=URL] [auth.SCHEME=NAME]..."` (docs/adapters.md "OpenAPI
+// services as capabilities"): an OpenAPI service's spec, its document made absolute against `cwd`
+// so a resume from elsewhere finds it. The words are split as a command line is, so a document
+// whose path has spaces is quoted. Returns false for any other --adapter value; sets `error` when
+// the value is an OpenAPI service written wrongly.
+bool openApiAdapterSpec(const std::string& value, const std::string& cwd, AdapterSpec& spec, std::string& error) {
+    if (!value.starts_with("openapi:") && !value.starts_with("openapi.")) return false;
+    spec.kind = AdapterSpec::Kind::OpenApi;
+    std::size_t colon = value.find(':');
+    if (value.starts_with("openapi.")) {
+        spec.scope = value.substr(8, colon == std::string::npos ? std::string::npos : colon - 8);
+        if (colon == std::string::npos || !isCapabilityNamespace(spec.scope)) {
+            error = "write an OpenAPI service for one namespace as openapi.NS:SPEC, NS being the namespace of its "
+                    "capabilities (e.g. openapi.pets:petstore.yaml)";
+            return true;
+        }
+    }
+    std::vector<std::string> words;
+    if (!splitCommand(value.substr(colon + 1), words, error) || words.empty()) {
+        if (error.empty()) error = "openapi: needs the service's OpenAPI document, e.g. openapi:petstore.yaml";
+        else error = "openapi: " + error;
+        return true;
+    }
+    spec.path = (std::filesystem::path(cwd) / words[0]).lexically_normal().string();
+    for (std::size_t i = 1; i < words.size(); ++i) {
+        const std::string& word = words[i];
+        std::size_t eq = word.find('=');
+        std::string key = word.substr(0, eq), setting = eq == std::string::npos ? "" : word.substr(eq + 1);
+        if (key == "base_url" && !setting.empty()) {
+            spec.url = setting;
+        } else if (key.starts_with("auth.") && key.size() > 5 && environmentVariableName(setting)) {
+            spec.authEnv[key.substr(5)] = setting;
+        } else {
+            error = fmt::format("after an OpenAPI document only base_url=URL and auth.SCHEME=NAME may follow (SCHEME: "
+                                "one of the document's security schemes; NAME: the environment variable that holds "
+                                "its credential), not '{}'",
+                                firstCodePoints(word, 40));
+            return true;
+        }
+    }
+    return true;
+}
+
+// The adapters the flags and the policy choose (docs/adapters.md "Which adapters a run uses"): first
+// a model adapter for each model the program calls that the policy's [models."NAME"] or a --model
+// flag configures (docs/models.md), then the MCP servers and OpenAPI services (--adapter mcp:CMD,
+// mcp+URL or openapi:SPEC, any number, in the order of their flags; --base-url completes the one
+// OpenAPI service without a base_url=), then the one adapter that serves everything else —
+// --adapter CMD, --live, or fixtures (default fixtures/run.json next to the program). A program
+// without host-call sites, whose every call goes to a configured model, or that has MCP servers or
+// OpenAPI services, runs without a
+// fixtures file (a call nothing serves then fails operationally). An --adapter process or stdio
+// server starts in the current directory, which is recorded. `recorded` (a resume without adapter
+// flags: the run's recorded adapters, process directory included) replaces the flags. Prints the
+// problem and returns false on a usage error.
 bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSource& source, const Policy* policy,
                      const std::vector<AdapterSpec>* recorded, std::vector<AdapterSpec>& specs) {
     if (recorded) {
         specs = *recorded;
         return true;
     }
-    const std::string* adapterFlag = args.value("--adapter");
-    int chosen = (adapterFlag ? 1 : 0) + (args.has("--live") ? 1 : 0) + (args.value("--fixtures") ? 1 : 0);
+    std::error_code cwdError;
+    const std::string cwd = std::filesystem::current_path(cwdError).string();
+    std::vector<AdapterSpec> servers;
+    std::vector<const std::string*> processes;
+    for (const auto& [flag, value] : args.options) {
+        if (flag != "--adapter") continue;
+        AdapterSpec server;
+        std::string error;
+        if (!mcpAdapterSpec(value, cwd, server, error) && !openApiAdapterSpec(value, cwd, server, error)) {
+            processes.push_back(&value);
+        } else if (!error.empty()) {
+            fmt::print(stderr, "{}: error: --adapter {}\n", tool, error);
+            return false;
+        } else {
+            servers.push_back(std::move(server));
+        }
+    }
+    // --base-url: where the one OpenAPI service without a base_url= of its own is.
+    if (const std::string* baseUrl = args.value("--base-url")) {
+        std::vector<AdapterSpec*> open;
+        for (AdapterSpec& server : servers)
+            if (server.kind == AdapterSpec::Kind::OpenApi && server.url.empty()) open.push_back(&server);
+        if (open.size() != 1) {
+            fmt::print(stderr, "{}: error: --base-url is for an --adapter openapi: service{}\n", tool,
+                       open.empty() ? ", and this run has none without a base_url= of its own"
+                                    : "; this run has several: give each its own base_url=URL");
+            return false;
+        }
+        open.front()->url = *baseUrl;
+    }
+    if (processes.size() > 1) {
+        fmt::print(stderr,
+                   "{}: error: one --adapter process per run; more --adapter flags must be MCP servers (mcp:CMD) or "
+                   "OpenAPI services (openapi:SPEC)\n",
+                   tool);
+        return false;
+    }
+    int chosen = static_cast<int>(processes.size()) + (args.has("--live") ? 1 : 0) + (args.value("--fixtures") ? 1 : 0);
     if (chosen > 1) {
         fmt::print(stderr, "{}: error: choose one of --fixtures, --live and --adapter\n", tool);
         return false;
@@ -483,13 +683,15 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
         }
     }
 
+    const bool haveServers = !servers.empty();
+    for (AdapterSpec& server : servers) specs.push_back(std::move(server));
+
     std::filesystem::path programDir = std::filesystem::absolute(source.file).lexically_normal().parent_path();
     AdapterSpec spec;
-    if (adapterFlag) {
-        std::error_code ec;
+    if (!processes.empty()) {
         spec.kind = AdapterSpec::Kind::Process;
-        spec.command = *adapterFlag;
-        spec.workingDir = std::filesystem::current_path(ec).string();
+        spec.command = *processes.front();
+        spec.workingDir = cwd;
     } else if (args.has("--live")) {
         spec.kind = AdapterSpec::Kind::Live;
         spec.path = programDir.string();
@@ -499,9 +701,11 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
         if (std::filesystem::exists(path, ec)) {
             spec.kind = AdapterSpec::Kind::Fixtures;
             spec.path = path;
-        } else if (!args.value("--fixtures") && everyCallServed) {
-            // Nothing left to perform: no fixtures needed (the models serve every call, or there is none).
-            if (specs.empty()) specs.push_back(AdapterSpec{AdapterSpec::Kind::None, "", "", "", {}});
+        } else if (!args.value("--fixtures") && (everyCallServed || haveServers)) {
+            // Nothing left to perform (the models serve every call, or there is none), or MCP servers
+            // perform the capability calls: no fixtures needed, and a call nothing serves fails
+            // operationally.
+            if (specs.empty()) specs.push_back(AdapterSpec{});
             return true;
         } else {
             fmt::print(stderr, "error: no fixtures at {}; pass --fixtures or --live\n", path);
@@ -512,13 +716,27 @@ bool runAdapterSpecs(std::string_view tool, const Args& args, const ProgramSourc
     return true;
 }
 
-// Opens the specs, printing why one cannot be opened (under the flag that chose it).
-std::unique_ptr<Adapter> openRunAdapters(std::string_view tool, const std::vector<AdapterSpec>& specs) {
+// Opens the specs, printing why one cannot be opened (under the flag that chose it). MCP servers
+// take the policy's [mcp] settings and append their stderr to `mcpLog`; fixture files are checked
+// against the host interface.
+std::unique_ptr<Adapter> openRunAdapters(std::string_view tool, const std::vector<AdapterSpec>& specs,
+                                         const HostModel& host, const Policy* policy, const std::string& mcpLog) {
     AdapterOpenError error;
-    std::unique_ptr<Adapter> adapter = openAdapters(specs, AdapterOpenOptions{liveShimPath()}, error);
+    AdapterOpenOptions options;
+    options.liveShim = liveShimPath();
+    options.mcp = policy ? &policy->mcp : nullptr;
+    options.mcpStderrLog = mcpLog;
+    options.clientVersion = std::string(remitVersion());
+    options.yaml = parseYamlAsJson;
+    options.host = &host;
+    std::unique_ptr<Adapter> adapter = openAdapters(specs, options, error);
     if (adapter) return adapter;
     switch (specs[error.index].kind) {
         case AdapterSpec::Kind::Process: fmt::print(stderr, "{}: error: --adapter: {}\n", tool, error.message); break;
+        case AdapterSpec::Kind::Mcp: fmt::print(stderr, "{}: error: --adapter mcp: {}\n", tool, error.message); break;
+        case AdapterSpec::Kind::OpenApi:
+            fmt::print(stderr, "{}: error: --adapter openapi: {}\n", tool, error.message);
+            break;
         case AdapterSpec::Kind::Live: fmt::print(stderr, "{}: error: --live: {}\n", tool, error.message); break;
         case AdapterSpec::Kind::Model:
             fmt::print(stderr, "{}: error: {}{}\n", tool, error.message,
@@ -588,35 +806,20 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
         if (!source.program) return rejected(buildDiags);  // --json prints JSON for this too
     } else {
         // The policy before the file: its [artifacts] trust decides whether the file is read at all.
-        DiagnosticList policyDiags;
+        std::string policyText;
         if (!allowAll) {
             if (!policyPath) policyPath = findPolicy(source.file);
             if (!policyPath) {
                 fmt::print(stderr, "error: no policy.toml next to the program; pass --policy or --allow-all\n");
                 return kUsage;
             }
-            std::string policyText;
             if (auto err = readSource(*policyPath, size_t(1) << 20, policyText)) {
                 fmt::print(stderr, "{}: error: {}\n", tool, err->message);
                 return kUsage;
             }
-            setup.policy = parsePolicy(*policyPath, policyText, policyDiags);
-            if (policyDiags.hasErrors()) return rejected(policyDiags);
-        } else {
-            setup.policy = Policy::allowAllPolicy();
         }
-        // --trust replaces the policy's directory, as the limit flags replace its [limits].
-        std::optional<TrustStore> trust;
-        if (trustFlag || setup.policy->trustDir) {
-            trust.emplace();
-            bool loaded = trustFlag ? loadTrustStore(tool, *trustFlag, "--trust", *trust)
-                                    : loadTrustStore(tool, *setup.policy->trustDir,
-                                                     fmt::format("[artifacts] trust in {}", *policyPath), *trust);
-            if (!loaded) return kUsage;
-        }
-        if (!loadBytecodeFile(tool, source.file, trust ? &*trust : nullptr, source, exit)) return exit;
-        const Module& module = source.program->module();
-        // The host interface the artifact runs against: it must be the one it was built for.
+        // The host interface the artifact runs against (it must be the one it was built for), read
+        // before the policy is parsed so that the policy's problems, E0504 and E0505, come in one pass.
         std::optional<std::string> hostPath =
             args.value("--host") ? std::optional(*args.value("--host")) : findHostInterface(source.file);
         if (!hostPath) {
@@ -635,6 +838,25 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
         auto hostAst = parseHost(hostSource, diags);
         if (hostAst && !diags.hasErrors()) resolveHost(*hostAst, *hostPath, setup.host, diags);
         if (diags.hasErrors()) return rejected(diags);
+        if (!allowAll) {
+            std::vector<std::string> hostResources = setup.host.resourceNames();
+            std::vector<std::string> hostModels = setup.host.modelNames();
+            setup.policy = parsePolicy(*policyPath, policyText, diags, &hostResources, &hostModels);
+            if (diags.hasErrors()) return rejected(diags);
+        } else {
+            setup.policy = Policy::allowAllPolicy();
+        }
+        // --trust replaces the policy's directory, as the limit flags replace its [limits].
+        std::optional<TrustStore> trust;
+        if (trustFlag || setup.policy->trustDir) {
+            trust.emplace();
+            bool loaded = trustFlag ? loadTrustStore(tool, *trustFlag, "--trust", *trust)
+                                    : loadTrustStore(tool, *setup.policy->trustDir,
+                                                     fmt::format("[artifacts] trust in {}", *policyPath), *trust);
+            if (!loaded) return kUsage;
+        }
+        if (!loadBytecodeFile(tool, source.file, trust ? &*trust : nullptr, source, exit)) return exit;
+        const Module& module = source.program->module();
         if (setup.host.hash != module.hostHash) {
             auto [built, here] = distinctPrefixes(module.hostHash, setup.host.hash);
             fmt::print(stderr,
@@ -645,8 +867,6 @@ int loadRunSetup(std::string_view tool, const Args& args, const std::string& fil
             return kFailure;
         }
         if (!allowAll) {
-            std::vector<std::string> hostModels = setup.host.modelNames();
-            checkPolicyAgainstHost(*setup.policy, setup.host.resourceNames(), diags, &hostModels);
             // A forged manifest gains nothing (the broker enforces every rule again), but an honest
             // one that exceeds the policy is refused before anything runs.
             std::optional<Manifest> manifest = manifestFromJson(nlohmann::json::parse(module.manifestJson));
@@ -731,11 +951,13 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     if (!runAdapterSpecs(tool, args, source, setup.policy ? &*setup.policy : nullptr,
                          continuation && continuation->adapters ? &*continuation->adapters : nullptr, adapterSpecs))
         return kUsage;
-    std::unique_ptr<Adapter> adapter = openRunAdapters(tool, adapterSpecs);
+    std::filesystem::path stateDir = stateDirOf(args);
+    std::string runId = newRunId();
+    std::unique_ptr<Adapter> adapter = openRunAdapters(tool, adapterSpecs, setup.host, setup.policy ? &*setup.policy : nullptr,
+                                                       mcpLogPath(stateDir, runId).string());
     if (!adapter) return kUsage;
     std::string mode = adapterMode(adapterSpecs);
 
-    std::filesystem::path stateDir = stateDirOf(args);
     bool approveAll = args.has("--approve-all");
     ApprovalStore approvals(approvalStorePath(stateDir).string());
     if (!approveAll) {
@@ -749,15 +971,13 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     Run run(source.program, setup.limits);
     std::vector<Value> inputs;  // after `run`: values go before the heap that holds them
     if (!inputValues(tool, program, setup.host, run.heap(), givenInputs, inputs)) return kUsage;
-    std::string runId = newRunId();
     std::string root = continuation ? continuation->idempotencyRoot : runId;
     std::string tracePath = runTracePath(stateDir, runId).string();
     TraceWriter trace;
     RunLock lock;
-    // A program with no capability or model call site cannot act on the world: it runs without a
-    // trace (nothing to audit, approve or resume), and its output is the pure program's output.
-    bool traced = !module.sites.empty();
-    if (std::string error; traced && !continuation && !lock.acquire(runLockPath(stateDir, root).string(), error)) {
+    // Every run writes its trace and prints its `trace:` line, a program without call sites too
+    // (as the prototype does): its run_start and run_end say what ran, on what inputs, and how it ended.
+    if (std::string error; !continuation && !lock.acquire(runLockPath(stateDir, root).string(), error)) {
         fmt::print(stderr, "{}: error: {}\n", tool, error);
         return kUsage;
     }
@@ -797,12 +1017,18 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
         recorded.resumedFrom = continuation->resumedFrom;
         if (!continuation->plan->inFlight.empty()) recorded.inFlight = inFlightJson(continuation->plan->inFlight);
     }
-    if (std::optional<std::string> problem; traced && (problem = beginRunRecord(stateDir, recorded, trace)))
+    // Calls answered by fixtures (or none at all) have no effect in the world: such a trace is
+    // written without fsync (docs/broker.md, "Durability"). A run with any other adapter (--live,
+    // --adapter, and whatever kind comes next) keeps every sync.
+    trace.setSynced(!std::all_of(adapterSpecs.begin(), adapterSpecs.end(), [](const AdapterSpec& spec) {
+        return spec.kind == AdapterSpec::Kind::Fixtures || spec.kind == AdapterSpec::Kind::None;
+    }));
+    if (std::optional<std::string> problem = beginRunRecord(stateDir, recorded, trace))
         return stateFailure(*problem + "; the run did not start", false);
     if (approveAll)
         fmt::print(stderr, "warning: --approve-all grants every approval (development and fixtures only)\n");
     // Only where there is something to grant: a pure program's output stays its own.
-    if (args.has("--allow-all") && traced)
+    if (args.has("--allow-all") && !module.sites.empty())
         fmt::print(stderr, "warning: --allow-all grants every host resource with no limits (development only)\n");
 
     BrokerOptions options = brokerOptionsFor(module, setup.host, *setup.policy, runId, setup.strictFlows, root);
@@ -819,7 +1045,11 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
         };
     Broker broker(options, run);
     run.start(program.entry(), std::move(inputs));
-    RunStatus status = driveWith(run, broker, adapter.get(), approver);
+    // --progress (on by default at a terminal): each call on stderr as it starts and ends.
+    bool progress = args.has("--progress") || (!args.has("--no-progress") && isTerminal(Stream::Err));
+    std::optional<ProgressPrinter> printer;
+    if (progress) printer.emplace(broker);
+    RunStatus status = driveWith(run, broker, adapter.get(), approver, nullptr, printer ? &*printer : nullptr);
 
     // Stopped by the broker (nothing was dispatched after the failure), or the trace failed on the
     // way: no run_end, so a resume continues the run exactly where it stopped.
@@ -843,8 +1073,7 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
         return stateFailure(fmt::format("the end of the run could not be recorded ({})", trace.failure()), true);
     };
     auto traceLine = [&] {
-        if (!traced) return;
-        fmt::print(stderr, "trace: {}  (spent ${:.4f}, {} call(s), mode {})\n", tracePath, broker.spent(),
+        fmt::print(stderr, "trace: {}  (spent ${}, {} call(s), mode {})\n", tracePath, formatUsd(broker.spent()),
                    broker.calls(), mode);
     };
     if (status == RunStatus::Failed && run.failure().error.code == DiagCode::R0302 && broker.pending()) {
@@ -1013,12 +1242,18 @@ int resumeCommand(std::string_view tool, Args& args) {
                 return kUsage;
             }
         } else if (mode.starts_with("fixtures:")) {
-            recordedAdapters = {{AdapterSpec::Kind::Fixtures, mode.substr(9), "", "", {}}};
+            AdapterSpec fixtures;
+            fixtures.kind = AdapterSpec::Kind::Fixtures;
+            fixtures.path = mode.substr(9);
+            recordedAdapters = {fixtures};
         } else if (mode == "live") {
             args.options.push_back({"--live", ""});
         } else if (mode == "adapter" && !stringField(plan.start, "adapter_command").empty()) {
-            recordedAdapters = {{AdapterSpec::Kind::Process, "", stringField(plan.start, "adapter_command"),
-                                 stringField(plan.start, "adapter_cwd"), {}}};
+            AdapterSpec process;
+            process.kind = AdapterSpec::Kind::Process;
+            process.command = stringField(plan.start, "adapter_command");
+            process.workingDir = stringField(plan.start, "adapter_cwd");
+            recordedAdapters = {process};
         }
     }
     // A run made in strict-flows mode resumes in it.
@@ -1079,7 +1314,8 @@ int replayCommand(std::string_view tool, Args& args) {
         } else {
             if (replayFailure) printRuntimeFailure(source, *replayFailure);
             if (!replayFailure || replayFailure->error.code != DiagCode::R0601)
-                fmt::print(stderr, "{}\n", renderText(makeDiagnostic(DiagCode::R0601, message, plan.tracePath), nullptr));
+                fmt::print(stderr, "{}\n", renderText(makeDiagnostic(DiagCode::R0601, message, plan.tracePath), nullptr,
+                                                      colorOn(Stream::Err)));
         }
         return kFailure;
     };
@@ -1114,7 +1350,8 @@ int replayCommand(std::string_view tool, Args& args) {
                                {"run_id", recordedRun},
                                {"replay", {{"ok", true}, {"reproduced", recorded}, {"outcome", verdict.outcome}}}}));
     }
-    fmt::print(stderr, "replay ok: {} recorded call(s) reproduced, no live effects{}\n", recorded,
+    fmt::print(stderr, "{} {} recorded call(s) reproduced, no live effects{}\n",
+               paint(Stream::Err, TextStyle::Ok, "replay ok:"), recorded,
                verdict.outcome.empty() ? "" : " (" + verdict.outcome + ")");
     return kOk;
 }

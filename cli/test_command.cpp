@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/terminal.h"
 #include "compiler/driver.h"
 #include "runtime/diagnostics.h"
 #include "session/pipeline.h"
@@ -68,10 +69,10 @@ void testFile(std::string_view tool, const std::string& file, const std::optiona
         std::optional<std::string> failure = runTestBlock(program, test, file, outcome.checked->host);
         if (failure) {
             ++tally.failed;
-            fmt::print("  FAIL  {}: {}\n", test.name, *failure);
+            fmt::print("  {}  {}: {}\n", paint(Stream::Out, TextStyle::Error, "FAIL"), test.name, *failure);
         } else {
             ++tally.passed;
-            fmt::print("  ok    {}\n", test.name);
+            fmt::print("  {}    {}\n", paint(Stream::Out, TextStyle::Ok, "ok"), test.name);
         }
     }
 }

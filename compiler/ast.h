@@ -166,6 +166,7 @@ struct BinaryExpr : Expr {
 struct CallExpr : Expr {
     std::vector<std::string> callee;  // the dotted path
     Span calleeSpan;
+    Span callSpan;  // the callee through its closing parenthesis, without retry/timeout/else
     // `.ask(T, prompt, context: e)`: the output type, when the first argument is written as a
     // type (`Summary`, `List[Str] max 5`, `{a: Int}`, `"yes" | "no"`). It is not among `args`.
     TypePtr askType;

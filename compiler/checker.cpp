@@ -1,4 +1,5 @@
 #include "compiler/checker.h"
+#include "runtime/numfmt.h"
 
 #include <fmt/format.h>
 
@@ -338,6 +339,10 @@ public:
           resolver_(arena_, options.programFile, diags) {}
 
     void run();
+    void notePcFreeFns() {
+        for (const std::string& name : analysedAnyFn_)
+            if (!calledUnderPc_.count(name)) result_.pcFreeFns.insert(name);
+    }
 
 private:
     const Program& prog_;
@@ -466,6 +471,17 @@ private:
         auto index = static_cast<size_t>(id);
         return index < result_.exprTypes.size() ? result_.exprTypes[index] : nullptr;
     }
+    // CheckResult::exprTagged: once tagged in any context (dry passes included: their taint only
+    // grows towards the last pass's), always maybe tagged.
+    void noteTagged(NodeId id, bool tagged) {
+        auto index = static_cast<size_t>(id);
+        if (index >= result_.exprTagged.size()) result_.exprTagged.resize(index + 1, CheckResult::kNotAnalysed);
+        uint8_t& proof = result_.exprTagged[index];
+        if (tagged) proof = CheckResult::kMaybeTagged;
+        else if (proof == CheckResult::kNotAnalysed) proof = CheckResult::kNeverTagged;
+    }
+    // CheckResult::pcFreeFns: functions analysed only under an empty pc.
+    std::set<std::string> calledUnderPc_, analysedAnyFn_;
     void noteNodeType(NodeId id, TypeRef t) {
         auto index = static_cast<size_t>(id);
         if (index >= result_.exprTypes.size()) result_.exprTypes.resize(index + 1);
@@ -512,13 +528,15 @@ private:
         if (interrupted()) return Info{arena_.never(), {}, {}};
         Info info = exprInner(e, ctx);
         noteType(e, info.type);
+        noteTagged(e.id, !info.taint.empty());
         if (opts_.recordFacts && !dry_ && !stopped_) noteFacts(e, info);
         return info;
     }
-    // CheckFacts: a call site's attempts under its own key too ("site:main#0"), so the effects
-    // algebra (loops multiply, branches take the larger, callers add) gives each site's worst case.
+    // A call site's attempts under its own key too ("site:main#0"), so the effects algebra (loops
+    // multiply, branches take the larger, callers add) gives each site's worst case: the manifest's
+    // call_sites[].max_calls, E0502's breakdown, and CheckFacts' calls of a site.
     void noteSiteCalls(Effects& eff, const std::string& site, uint64_t attempts) const {
-        if (opts_.recordFacts && !site.empty()) eff["site:" + site] = saturatingAdd(eff["site:" + site], attempts);
+        if (!site.empty()) eff["site:" + site] = saturatingAdd(eff["site:" + site], attempts);
     }
     // CheckFacts: the union of the tags and the most calls over every walk that reports.
     void noteFacts(const Expr& e, const Info& info) {
@@ -697,6 +715,8 @@ FnSummary Checker::analyseFn(const FnDecl& fn, const std::vector<Info>& args, co
     std::string key = fn.name + "|" + (dry_ ? "d|" : record ? "r|" : "t|") + freeze(pc);
     for (const Info& a : args) key += "|" + freeze(a.taint);
     if (auto it = fnCache_.find(key); it != fnCache_.end()) return it->second;
+    analysedAnyFn_.insert(fn.name);
+    if (!pc.empty()) calledUnderPc_.insert(fn.name);
     TypeRef ret = fn.ret ? resolve(*fn.ret) : arena_.unit();
     fnCache_[key] = FnSummary{ret, {}, {}};  // a guard while the body is analysed (recursion is E0402)
     if (record) analysedFns_.insert(fn.name);
@@ -1770,7 +1790,7 @@ Info Checker::modelCall(const CallExpr& e, const Ctx& ctx) {
     if (!e.askType) {
         report(DiagCode::E0203,
                fmt::format("'{}.ask' needs the output type first, e.g. {}.ask(Summary, \"prompt\")", target, target),
-               e.span, "the first argument names the type the model must return");
+               e.callSpan, "the first argument names the type the model must return");
     } else {
         out = resolve(*e.askType);
         if (hasUnboundedList(out))
@@ -1791,7 +1811,7 @@ Info Checker::modelCall(const CallExpr& e, const Ctx& ctx) {
     if (e.askType && positional.size() != 1)
         report(DiagCode::E0203,
                fmt::format("'{}.ask' takes an output type and a prompt, plus an optional context: argument", target),
-               e.span);
+               e.callSpan);
     Info result{out, {}, {}};
     Taint promptTaint, contextTaint;
     for (size_t i = 0; i < positional.size(); ++i) {
@@ -1951,7 +1971,9 @@ Info Checker::builtinCall(const CallExpr& e, const Ctx& ctx) {
         if (!k) {
             report(DiagCode::E0113, "take() needs an integer literal as its second argument", e.args[1].value->span,
                    "the bound must be a constant so the checker can use it");
-            return ret(isList(0) ? type(0) : arena_.never());
+            // The cause is reported; an unbounded list here would only repeat it as E0401 and
+            // E0113 on every use (often before it, at an earlier column), so the value is Never.
+            return ret(arena_.never());
         }
         if (!isList(0)) return ret(arena_.never());
         int64_t bound = type(0)->max ? std::min(*k, *type(0)->max) : *k;
@@ -2126,7 +2148,11 @@ void Checker::buildManifest(const Effects& eff) {
     }
     m.worstCaseCostUsd = worstCaseCostOf(host_, eff);
     m.budgetUsd = prog_.budgetUsd;
-    for (auto& [call, site] : sites_) m.callSites.push_back(site.info);
+    for (auto& [call, site] : sites_) {
+        m.callSites.push_back(site.info);
+        auto it = eff.find("site:" + site.info.site);
+        m.callSites.back().maxCalls = it == eff.end() ? 0 : it->second;
+    }
     std::sort(m.callSites.begin(), m.callSites.end(), [](const CallSiteInfo& a, const CallSiteInfo& b) {
         return std::tie(a.line, a.col) < std::tie(b.line, b.col);
     });
@@ -2257,7 +2283,10 @@ void Checker::run() {
     if (stoppedBetweenPhases()) return;
     reportValuelessUses();
 
+    // With recursion the functions main does not reach are not analysed (as for W0101), so a use
+    // inside them is not seen: "never used" would be a false warning next to E0402.
     for (const UseEntry& u : prog_.uses) {
+        if (recursive_) break;
         if ((host_.capability(u.name) || host_.model(u.name)) && !usedResources_.count(u.name)) {
             diags_.add(makeDiagnostic(DiagCode::W0201, fmt::format("'{}' is declared in uses but never used", u.name),
                                       opts_.programFile, u.span,
@@ -2280,10 +2309,10 @@ void Checker::run() {
         std::vector<std::string> notes;
         for (const ResourceUse& r : m.resources)
             if (r.maxCalls && r.costPerCall)
-                notes.push_back(fmt::format("{}: {} × ${:.4f}", r.name, r.maxCalls, r.costPerCall));
+                notes.push_back(fmt::format("{}: {} × ${}", r.name, r.maxCalls, formatUsd(r.costPerCall)));
         report(DiagCode::E0404,
-               fmt::format("worst-case cost ${:.4f} exceeds the program budget ${:.4f}", m.worstCaseCostUsd,
-                           *prog_.budgetUsd),
+               fmt::format("worst-case cost ${} exceeds the program budget ${}", formatUsd(m.worstCaseCostUsd),
+                           formatUsd(*prog_.budgetUsd)),
                prog_.budgetSpan.valid() ? prog_.budgetSpan : prog_.span,
                "lower loop limits or retries, or raise the budget", notes,
                {{"limit", "budget_usd"}, {"value", *prog_.budgetUsd}, {"worst_case", m.worstCaseCostUsd}});
@@ -2393,6 +2422,7 @@ CheckResult checkProgram(const Program& program, HostModel host, DiagnosticList&
     Checker checker(program, result.host, diags, options, result);
     // The walk nests at most once per node along a call chain (no function repeats on it).
     runDeep(program.nodeCount, [&] { checker.run(); });
+    checker.notePcFreeFns();
     diags.sortByPosition();
     result.ok = diags.errorCount() == errorsBefore;
     return result;

@@ -37,8 +37,8 @@ struct ResolvedCall {
 };
 
 // Resource (a capability or model name, or "agent:NAME" for the calls an agent makes) -> the
-// worst-case number of calls. Counts saturate at 2^53 instead of wrapping. When facts are recorded
-// (CheckerOptions::recordFacts), "site:fn#k" counts the attempts of one call site too.
+// worst-case number of calls. Counts saturate at 2^53 instead of wrapping. "site:fn#k" counts the
+// attempts of one call site too.
 using CallCounts = std::map<std::string, uint64_t>;
 
 // The worst-case cost in USD of `calls` under `host`'s prices, rounded to 6 decimals as the
@@ -72,6 +72,14 @@ struct CheckResult {
     Manifest manifest;
     std::vector<TypeRef> exprTypes;  // by ast::NodeId of expressions and written types; null elsewhere
     std::unordered_map<uint32_t, ResolvedCall> calls;     // by ast::NodeId of each call
+    // What the flow analysis proved about tags, for the code generator (which leaves out the pc
+    // instructions that could not change anything). Over every context an expression or function
+    // was analysed in — main's, the tests', every caller's — so it holds for every run:
+    // exprTagged[id] is kNotAnalysed, kNeverTagged (no tag can reach the value, top-level or deep)
+    // or kMaybeTagged; and a function in pcFreeFns is only ever called with an empty pc.
+    enum TagProof : uint8_t { kNotAnalysed = 0, kNeverTagged = 1, kMaybeTagged = 2 };
+    std::vector<uint8_t> exprTagged;                 // by ast::NodeId of expressions
+    std::set<std::string, std::less<>> pcFreeFns;
     CheckFacts facts;               // empty unless CheckerOptions::recordFacts
     bool ok = false;                // no errors
     bool interrupted = false;       // CheckerOptions::interrupted stopped the walk (an E0003 says so)

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -179,7 +180,34 @@ private:
         std::string name;
         uint16_t reg;
         std::optional<int64_t> declaredMax;  // a var's annotated list bound (R0113 when exceeded)
+        // What the code generator inferred where the checker's type is open (below): the element
+        // type of a `var xs = []`, and the type of a loop variable over such a list.
+        TypeRef elemHint = nullptr;
+        TypeRef typeHint = nullptr;
     };
+
+    // ---- element types of `var xs = []` from their uses. The checker types such a var as
+    // List[Never] (its elements are open: any list can be assigned to it), so its loop variable
+    // and arithmetic on it would get the generic opcodes and CLEARs. When every assignment to the
+    // var (within its function, where its name is declared once) gives it a list of one scalar
+    // type, that type picks the typed opcodes. A hint is only ever a choice of opcode: the typed
+    // opcodes check their operands and fall back to the generic operation, so a wrong hint could
+    // cost speed, never change a result.
+    std::unordered_map<std::string, TypeRef> listHints_;
+    void collectListHints(const FnDecl* fn, const Block& body);
+    TypeRef hinted(const Expr& e) const {
+        TypeRef t = typeOf(e);
+        if (t && t->kind != ValueType::Never) return t;
+        if (e.kind == ExprKind::Name) {
+            if (const Local* l = findLocal(e.as<NameExpr>().name); l && l->typeHint) return l->typeHint;
+        } else if (e.kind == ExprKind::Binary) {
+            const auto& b = e.as<BinaryExpr>();
+            bool arith = b.op == BinaryOp::Add || b.op == BinaryOp::Sub || b.op == BinaryOp::Mul || b.op == BinaryOp::Mod;
+            TypeRef l = hinted(*b.left), r = hinted(*b.right);
+            if (arith && isKind(l, ValueType::Int) && isKind(r, ValueType::Int)) return l;
+        }
+        return t;
+    }
     struct Loop {
         std::vector<size_t> breaks;  // JMPs to patch to the loop's exit
         size_t pcMark = 0;           // pcSaves_.size() in the loop's body: the PCENTERs a break jumps out of
@@ -194,12 +222,25 @@ private:
     std::unordered_map<std::string, uint16_t> hoisted_;
     static constexpr size_t kMaxHoisted = 32;
 
+    // The function a call runs when it is to be inlined, or null.
+    const FnDecl* inlinedCallee(const CallExpr& e) {
+        auto it = check_.calls.find(static_cast<uint32_t>(e.id));
+        if (it == check_.calls.end() || it->second.target != CallTarget::Function) return nullptr;
+        const FnDecl* fn = prog_.findFn(it->second.name);
+        return fn && canInline(*fn) ? fn : nullptr;
+    }
     void hoistLoopConstants(const Block& body) {
         hoisted_.clear();
         std::vector<const Expr*> found;
         std::unordered_map<std::string, bool> seen;
-        auto visit = [&](const Expr& e, int depth) {
-            if (depth == 0 || e.kind != ExprKind::Binary) return;
+        std::function<void(const Expr&, int)> visit = [&](const Expr& e, int depth) {
+            if (depth == 0) return;
+            // The literals of a callee inlined into the loop are operands inside it too.
+            if (e.kind == ExprKind::Call) {
+                if (const FnDecl* callee = inlinedCallee(e.as<CallExpr>())) walkBlock(*callee->body, depth, visit);
+                return;
+            }
+            if (e.kind != ExprKind::Binary) return;
             const auto& b = e.as<BinaryExpr>();
             if (b.op == BinaryOp::And || b.op == BinaryOp::Or) return;
             for (const Expr* side : {b.left.get(), b.right.get()}) {
@@ -215,7 +256,27 @@ private:
         }
     }
     std::vector<Local> locals_;
+    size_t localsFloor_ = 0;  // findLocal looks no lower: an inlined callee sees only its own names
     std::vector<Loop> loops_;
+
+    // ---- inlining (docs/bytecode.md "Inlined calls"). A call of a small function that calls no
+    // other program function and no capability or model is compiled in place of its CALL: its
+    // parameters are bound to the argument registers (a local variable's own register when the
+    // argument names one), a `return` writes the call's destination and jumps to the end, and the
+    // callee's spans stay on its instructions, so errors point into the callee as before. Never in
+    // strict flows, where a callee's guarded exits raise the pc for the rest of the callee only.
+    struct Inline {
+        uint16_t dest;                // the call's destination
+        size_t pcMark;                // pcSaves_.size() at the call: a return restores the pc there
+        std::vector<size_t> returns;  // JMPs to the end, to be patched
+    };
+    std::vector<Inline> inlines_;
+    std::unordered_map<const FnDecl*, bool> inlinable_;
+    static constexpr size_t kMaxInlineNodes = 80;  // expressions and statements of the callee's body
+
+    bool canInline(const FnDecl& fn);
+    void inlineCall(const CallExpr& e, const FnDecl& fn, uint16_t dest);
+    void inlineReturn(const Stmt& s);
     uint32_t nextReg_ = 0;
     uint32_t peakReg_ = 0;  // the highest nextReg_ seen since it was last reset (a loop body's temporaries)
     Span span_;             // the span of the construct being compiled, given to each instruction
@@ -302,6 +363,16 @@ private:
         i = Instr::abx(i.op, i.a, static_cast<uint32_t>(target));
     }
     size_t emitJump(Op op, uint32_t a = 0) { return emitABx(op, a, 0); }
+    // Does an instruction from `from` on go to `target` (a jump, a match arm's skip)?
+    bool jumpsTo(size_t from, size_t target) const {
+        for (size_t i = from; i < fn_->code.size(); ++i) {
+            const Instr& in = fn_->code[i];
+            const OpInfo& info = opInfo(in.op);
+            if ((info.b == Operand::JumpBx && in.bx() == target) || (info.c == Operand::Skip && i + 1 + in.c == target))
+                return true;
+        }
+        return false;
+    }
 
     struct SpanScope {
         Generator& g;
@@ -368,6 +439,18 @@ private:
             }
         };
     }
+    // Did the checker prove that no tag can reach `e`'s value, in any context? Then a PCENTER on it
+    // would leave the pc as it is, and is left out with its PCLEAVE (and the TAINTPCs it would
+    // make necessary). Strict flows keep every instruction they had.
+    bool neverTagged(const Expr& e) const {
+        auto i = static_cast<size_t>(e.id);
+        return !strict_ && i < check_.exprTagged.size() && check_.exprTagged[i] == CheckResult::kNeverTagged;
+    }
+    // Can `e`'s value carry no label at all — no tag (neverTagged) and no provenance? Provenance
+    // comes only from the results of capability and model calls, so in a program that makes none
+    // no value has any. Then ADDLABELS from `e` would change nothing and is left out.
+    bool noHostCalls_ = false;
+    bool labelFree(const Expr& e) const { return noHostCalls_ && neverTagged(e); }
     bool readsPc(const Block& b) const {
         bool found = writesOrReturns(b);
         auto visit = pcReader(found);
@@ -443,8 +526,8 @@ private:
     void freeTo(uint32_t mark) { nextReg_ = mark; }
 
     const Local* findLocal(std::string_view name) const {
-        for (auto it = locals_.rbegin(); it != locals_.rend(); ++it)
-            if (it->name == name) return &*it;
+        for (size_t i = locals_.size(); i > localsFloor_; --i)
+            if (locals_[i - 1].name == name) return &locals_[i - 1];
         return nullptr;
     }
 
@@ -507,6 +590,10 @@ private:
 
 void Generator::run() {
     strict_ = check_.manifest.strictFlows;
+    noHostCalls_ = std::none_of(check_.calls.begin(), check_.calls.end(), [](const auto& c) {
+        CallTarget t = c.second.target;
+        return t == CallTarget::Capability || t == CallTarget::Model || t == CallTarget::Agent;
+    });
     module_.programName = prog_.name;
     module_.budgetUsd = prog_.budgetUsd;
     // programHash is computed from the finished module (bytecode/rbc.h programHashOf), not the source.
@@ -536,7 +623,8 @@ void Generator::run() {
 void Generator::function(const FnDecl& f) {
     fnIndex_ = functionIndex_.at(f.name);
     fn_ = &module_.functions[fnIndex_];
-    inheritsPc_ = f.name != "main";
+    // A function runs under its caller's pc, unless the checker proved every caller's pc empty.
+    inheritsPc_ = f.name != "main" && (strict_ || !check_.pcFreeFns.count(f.name));
     pcDepth_ = 0;
     raised_ = false;
     pcSaves_.clear();
@@ -551,6 +639,7 @@ void Generator::function(const FnDecl& f) {
         noteHeap(locals_.back().reg, nodeType(p.type->id));
     }
     fn_->returnType = f.ret ? typeIndex(nodeType(f.ret->id)) : kNoType;
+    collectListHints(&f, *f.body);
     hoistLoopConstants(*f.body);
     block(*f.body, kNoReg);
     emitABC(Op::RETUNIT, 0);
@@ -571,9 +660,77 @@ void Generator::test(const TestDecl& t, const Span& span) {
     locals_.clear();
     nextReg_ = peakReg_ = 0;
     SpanScope at(*this, span);
+    collectListHints(nullptr, *t.body);
     hoistLoopConstants(*t.body);
     block(*t.body, kNoReg);
     emitABC(Op::RETUNIT, 0);
+}
+
+// Calls f(stmt) for every statement of `b` and of the blocks nested in it.
+template <class F>
+void forEachStatement(const Block& b, F&& f) {
+    for (const StmtPtr& s : b.stmts) f(*s);
+    auto visit = [&](const Expr& e, int) {
+        auto each = [&](const Block& inner) {
+            for (const StmtPtr& s : inner.stmts) f(*s);
+        };
+        switch (e.kind) {
+            case ExprKind::If: {
+                const auto& i = e.as<IfExpr>();
+                each(*i.thenBlock);
+                if (i.elseBlock) each(*i.elseBlock);
+                break;
+            }
+            case ExprKind::For: each(*e.as<ForExpr>().body); break;
+            case ExprKind::Match:
+                for (const MatchArm& a : e.as<MatchExpr>().arms) each(*a.body);
+                break;
+            default: break;
+        }
+    };
+    walkBlock(b, 0, visit);
+}
+
+void Generator::collectListHints(const FnDecl* fn, const Block& body) {
+    listHints_.clear();
+    std::unordered_map<std::string, int> declarations;  // of every kind: a hint needs a name declared once
+    std::unordered_map<std::string, const Stmt*> openVars;
+    std::unordered_map<std::string, std::vector<TypeRef>> assigned;
+    if (fn)
+        for (const Param& p : fn->params) ++declarations[p.name];
+    forEachStatement(body, [&](const Stmt& s) {
+        if (s.kind == StmtKind::Let) {
+            ++declarations[s.name];
+            TypeRef t = typeOf(*s.value);
+            if (s.isVar && !s.type && isKind(t, ValueType::List) && isKind(t->elem, ValueType::Never)) openVars[s.name] = &s;
+        } else if (s.kind == StmtKind::Assign) {
+            assigned[s.name].push_back(typeOf(*s.value));
+        }
+    });
+    auto countLoopVariables = [&](const Expr& e, int) {
+        if (e.kind == ExprKind::For) ++declarations[e.as<ForExpr>().var];
+    };
+    walkBlock(body, 0, countLoopVariables);
+    for (const auto& [name, decl] : openVars) {
+        if (declarations[name] != 1) continue;
+        TypeRef elem = nullptr;
+        bool agree = true;
+        for (TypeRef t : assigned[name]) {
+            if (!isKind(t, ValueType::List) || !t->elem) {
+                agree = false;
+                break;
+            }
+            if (t->elem->kind == ValueType::Never) continue;  // another empty list
+            bool scalar = t->elem->kind == ValueType::Int || t->elem->kind == ValueType::Float ||
+                          t->elem->kind == ValueType::Bool;
+            if (!scalar || (elem && elem->kind != t->elem->kind)) {
+                agree = false;
+                break;
+            }
+            elem = t->elem;
+        }
+        if (agree && elem) listHints_[name] = elem;
+    }
 }
 
 void Generator::block(const Block& b, uint16_t dest) {
@@ -605,6 +762,8 @@ void Generator::statement(const Stmt& s) {
             uint16_t reg = allocReg();
             expr(*s.value, reg);
             Local local{s.name, reg, std::nullopt};
+            if (s.isVar)
+                if (auto hint = listHints_.find(s.name); hint != listHints_.end()) local.elemHint = hint->second;
             if (s.isVar && s.type) {
                 TypeRef declared = nodeType(s.type->id);
                 if (isKind(declared, ValueType::List) && declared->max) local.declaredMax = declared->max;
@@ -623,7 +782,9 @@ void Generator::statement(const Stmt& s) {
             break;
         }
         case StmtKind::Return:
-            if (s.value) {
+            if (!inlines_.empty()) {
+                inlineReturn(s);
+            } else if (s.value) {
                 emitABC(Op::RET, operand(*s.value));
             } else {
                 emitABC(Op::RETUNIT, 0);
@@ -688,7 +849,7 @@ void Generator::expr(const Expr& e, uint16_t dest) {
     // a scratch register (if/for/match handle kNoReg themselves and skip building their value).
     bool handlesNoDest = e.kind == ExprKind::If || e.kind == ExprKind::For || e.kind == ExprKind::Match;
     if (dest == kNoReg && !handlesNoDest) dest = allocReg();
-    noteHeap(dest, typeOf(e));
+    noteHeap(dest, hinted(e));
     switch (e.kind) {
         case ExprKind::Int: {
             int64_t v = e.as<IntLit>().value;
@@ -770,6 +931,11 @@ void Generator::binary(const BinaryExpr& e, uint16_t dest) {
         // let `trusted_test and untrusted_test` hide the untrusted half from the broker.
         expr(*e.left, dest);
         size_t skip = emitJump(e.op == BinaryOp::And ? Op::JMPIFNOT : Op::JMPIF, dest);
+        if (labelFree(*e.left)) {  // not in strict flows (neverTagged): nothing to carry over
+            expr(*e.right, dest);
+            patchJump(skip, here());
+            return;
+        }
         uint32_t mark = nextReg_;
         // Strict flows: the right side runs under the left side's tags.
         uint16_t savedPc = pcEnter(strict_ && readsPc(*e.right), dest);
@@ -782,7 +948,7 @@ void Generator::binary(const BinaryExpr& e, uint16_t dest) {
         patchJump(skip, here());
         return;
     }
-    TypeRef lt = typeOf(*e.left), rt = typeOf(*e.right);
+    TypeRef lt = hinted(*e.left), rt = hinted(*e.right);
     bool ints = isKind(lt, ValueType::Int) && isKind(rt, ValueType::Int);
     bool floats = isNumberType(lt) && isNumberType(rt) && !ints;
     auto [l, r] = operands(*e.left, *e.right);
@@ -840,7 +1006,8 @@ void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
     bool needValue = dest != kNoReg;
     bool wantValue = needValue && !isKind(typeOf(e), ValueType::Unit);
     uint16_t branchDest = wantValue ? dest : kNoReg;
-    bool tracksPc = readsPc(*e.thenBlock) || (e.elseBlock && readsPc(*e.elseBlock)) || (e.elseIf && readsPc(*e.elseIf));
+    bool tracksPc = (readsPc(*e.thenBlock) || (e.elseBlock && readsPc(*e.elseBlock)) || (e.elseIf && readsPc(*e.elseIf))) &&
+                    !neverTagged(*e.cond);
     // `if a < b { break }`: the fused branch's own JMP is the break (to the loop's exit), taken
     // when the comparison holds — one instruction per iteration instead of a branch and a JMP.
     const Block& then = *e.thenBlock;
@@ -851,9 +1018,10 @@ void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
             return;
         }
     }
-    // The condition's Bool is needed after the branch only for its tags: by PCENTER, or by the
+    // The condition's Bool is needed after the branch only for its labels: by PCENTER, or by the
     // value's ADDLABELS. Otherwise a comparison compiles to a fused compare-and-branch.
-    std::optional<size_t> fused = needValue || tracksPc ? std::nullopt : branchUnless(*e.cond);
+    bool labelsValue = needValue && !labelFree(*e.cond);
+    std::optional<size_t> fused = labelsValue || tracksPc ? std::nullopt : branchUnless(*e.cond);
     uint16_t cond = kNoReg;
     uint16_t savedPc = kNoReg;
     size_t toElse;
@@ -862,7 +1030,7 @@ void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
     } else {
         // The condition is copied when its tags are needed after the branches, which may reassign
         // it: by the value's ADDLABELS, or (strict flows) by the raise after an if that guards an exit.
-        if (needValue || (strict_ && ifGuardsExit(e))) {
+        if (labelsValue || (strict_ && ifGuardsExit(e))) {
             cond = allocReg();
             expr(*e.cond, cond);
         } else {
@@ -889,7 +1057,7 @@ void Generator::ifExpr(const IfExpr& e, uint16_t dest) {
     if (strict_ && cond != kNoReg && ifGuardsExit(e)) raisePc(cond);
     if (!needValue) return;
     if (!wantValue) emitABC(Op::LOADUNIT, dest);
-    emitABC(Op::ADDLABELS, dest, cond);
+    if (labelsValue) emitABC(Op::ADDLABELS, dest, cond);
 }
 
 void Generator::matchExpr(const MatchExpr& e, uint16_t dest) {
@@ -913,6 +1081,7 @@ void Generator::matchExpr(const MatchExpr& e, uint16_t dest) {
     }
     bool tracksPc = false;
     for (const MatchArm& arm : e.arms) tracksPc = tracksPc || readsPc(*arm.body);
+    tracksPc = tracksPc && !neverTagged(*e.subject);
     uint16_t savedPc = pcEnter(tracksPc, subject);
     std::vector<size_t> toEnd;
     bool hasDefault = false;
@@ -921,11 +1090,11 @@ void Generator::matchExpr(const MatchExpr& e, uint16_t dest) {
         size_t test = 0;
         if (arm.pattern) test = emitABC(Op::JMPNEK, subject, strConstant16(*arm.pattern));
         block(*arm.body, armDest);
-        toEnd.push_back(emitJump(Op::JMP));
         if (!arm.pattern) {
             hasDefault = true;
-            break;  // `_` takes every value that reaches it; later arms are unreachable
+            break;  // `_` takes every value that reaches it; later arms are unreachable; its end is the match's
         }
+        toEnd.push_back(emitJump(Op::JMP));
         size_t skip = here() - test - 1;
         if (skip > 0xffff) throw LimitExceeded{"a match arm compiles to more than 65,535 instructions"};
         fn_->code[test].c = static_cast<uint16_t>(skip);
@@ -940,7 +1109,7 @@ void Generator::matchExpr(const MatchExpr& e, uint16_t dest) {
     }
     if (!needValue) return;
     if (!wantValue) emitABC(Op::LOADUNIT, dest);
-    emitABC(Op::ADDLABELS, dest, subject);
+    if (!labelFree(*e.subject)) emitABC(Op::ADDLABELS, dest, subject);
 }
 
 void Generator::forExpr(const ForExpr& e, uint16_t dest) {
@@ -974,7 +1143,7 @@ void Generator::forExpr(const ForExpr& e, uint16_t dest) {
     loadInt(static_cast<uint16_t>(window + 1), 0);
     // The pc in the body includes the iterated list's tags (a range is untagged).
     bool bodyReadsPc = readsPc(*e.body) || (e.filter && readsPc(*e.filter));
-    uint16_t savedPc = pcEnter(bodyReadsPc && !isRange, window);
+    uint16_t savedPc = pcEnter(bodyReadsPc && !isRange && !neverTagged(iter), window);
     bool collect = dest != kNoReg;
     if (collect) emitABC(Op::NEWLIST, dest, 0, 0);
     size_t prep = emitABx(Op::FORPREP, window, 0);
@@ -988,17 +1157,22 @@ void Generator::forExpr(const ForExpr& e, uint16_t dest) {
     // A range loop's variable is its counter register (the body cannot assign it); a list loop
     // loads each element.
     uint16_t var = static_cast<uint16_t>(window + 1);
+    TypeRef varHint = nullptr;
     if (!isRange) {
         var = allocReg();
-        if (isKind(typeOf(iter), ValueType::List)) noteHeap(var, typeOf(iter)->elem);
+        if (iter.kind == ExprKind::Name)
+            if (const Local* list = findLocal(iter.as<NameExpr>().name)) varHint = list->elemHint;
+        if (varHint) noteHeap(var, varHint);
+        else if (isKind(typeOf(iter), ValueType::List)) noteHeap(var, typeOf(iter)->elem);
         emitABC(Op::FORITEM, var, window);
     }
     locals_.push_back(Local{e.var, var, std::nullopt});
+    locals_.back().typeHint = varHint;
     size_t toContinue = 0;
     uint16_t filterPc = kNoReg;
     if (e.filter) {
         SpanScope at(*this, e.filter->span);
-        bool bodyReadsFilterPc = readsPc(*e.body);
+        bool bodyReadsFilterPc = readsPc(*e.body) && !neverTagged(*e.filter);
         // Strict flows: the list carries every evaluation of the filter, so it needs the Bool.
         bool labelsList = strict_ && collect;
         std::optional<size_t> fused = bodyReadsFilterPc || labelsList ? std::nullopt : branchUnless(*e.filter);
@@ -1036,7 +1210,8 @@ void Generator::forExpr(const ForExpr& e, uint16_t dest) {
     peakReg_ = std::max(outerPeak, bodyPeak);
 
     pcLeave(savedPc);
-    if (collect && !isRange) emitABC(Op::ADDLABELS, dest, window);  // the result carries the list's own tags
+    // The result carries the list's own labels.
+    if (collect && !isRange && !labelFree(iter)) emitABC(Op::ADDLABELS, dest, window);
     if (strict_) {
         // A loop that ended without returning did so because its list ran out; and the list's
         // length reveals the pc it ended under (its breaks' guards included).
@@ -1086,10 +1261,123 @@ uint16_t Generator::argumentWindow(const std::vector<CallArg>& args, const std::
 }
 
 void Generator::functionCall(const CallExpr& e, const FnDecl& fn, uint16_t dest) {
+    if (canInline(fn)) {
+        inlineCall(e, fn, dest);
+        return;
+    }
     std::vector<std::string> params;
     for (const Param& p : fn.params) params.push_back(p.name);
     uint16_t window = argumentWindow(e.args, params);
     emitABC(Op::CALL, dest, functionIndex_.at(fn.name), window);
+}
+
+bool Generator::canInline(const FnDecl& fn) {
+    if (strict_) return false;
+    auto [it, fresh] = inlinable_.try_emplace(&fn, false);
+    if (!fresh) return it->second;
+    size_t nodes = 0;
+    bool leaf = true;
+    auto visit = [&](const Expr& e, int) {
+        ++nodes;
+        if (e.kind != ExprKind::Call) return;
+        auto call = check_.calls.find(static_cast<uint32_t>(e.id));
+        leaf = leaf && call != check_.calls.end() && call->second.target == CallTarget::Builtin;
+    };
+    std::function<void(const Block&)> countStatements = [&](const Block& b) { nodes += b.stmts.size(); };
+    countStatements(*fn.body);
+    walkBlock(*fn.body, 0, visit);
+    // Statements of nested blocks count through their expressions; a rough size is enough.
+    it->second = leaf && nodes <= kMaxInlineNodes;
+    return it->second;
+}
+
+void Generator::inlineCall(const CallExpr& e, const FnDecl& fn, uint16_t dest) {
+    // Everything from here to the end (argument temporaries, the callee's locals) is the call's
+    // own and may be freed with CLEAR at its end, as RET frees a callee's frame.
+    uint32_t mark = nextReg_;
+    uint32_t outerPeak = peakReg_;
+    peakReg_ = nextReg_;
+    // Arguments in source order, bound by position then by name, as argumentWindow binds them.
+    std::vector<uint16_t> bound(fn.params.size(), kNoReg);
+    size_t positional = 0;
+    for (size_t k = 0; k < e.args.size(); ++k) {
+        const CallArg& a = e.args[k];
+        size_t slot = positional;
+        if (a.name) {
+            slot = fn.params.size();
+            for (size_t p = 0; p < fn.params.size(); ++p)
+                if (fn.params[p].name == *a.name) slot = p;
+        } else {
+            ++positional;
+        }
+        if (slot >= fn.params.size()) throw LimitExceeded{"internal: an argument does not bind to a parameter"};
+        // A variable's own register, unless a later argument may assign it (the callee cannot:
+        // parameters are immutable and it sees no other variable of the caller).
+        bool laterAssigns = false;
+        for (size_t later = k + 1; later < e.args.size(); ++later)
+            laterAssigns = laterAssigns || containsBlocks(*e.args[later].value);
+        if (a.value->kind == ExprKind::Name && !laterAssigns) {
+            bound[slot] = operand(*a.value);
+        } else if (!hoisted_.empty() && hoisted_.count(literalKey(*a.value))) {
+            bound[slot] = operand(*a.value);
+        } else {
+            bound[slot] = allocReg();
+            expr(*a.value, bound[slot]);
+        }
+    }
+    size_t savedFloor = localsFloor_;
+    size_t localsMark = locals_.size();
+    localsFloor_ = locals_.size();
+    for (size_t p = 0; p < fn.params.size(); ++p) {
+        if (bound[p] == kNoReg) throw LimitExceeded{"internal: a parameter has no argument"};
+        locals_.push_back(Local{fn.params[p].name, bound[p], std::nullopt});
+    }
+    size_t start = here();
+    inlines_.push_back(Inline{dest, pcSaves_.size(), {}});
+    std::unordered_map<std::string, TypeRef> callerHints = std::exchange(listHints_, {});
+    collectListHints(&fn, *fn.body);
+    block(*fn.body, kNoReg);
+    listHints_ = std::move(callerHints);
+    Inline done = std::move(inlines_.back());
+    inlines_.pop_back();
+    // Falling off the end returns Unit (RETUNIT); a final `return` falls through to the end instead
+    // of jumping there — unless something jumps past it (an if's other branch).
+    if (!done.returns.empty() && done.returns.back() + 1 == here() && !jumpsTo(start, here())) {
+        fn_->code.pop_back();
+        fn_->spans.pop_back();
+        done.returns.pop_back();
+    } else {
+        emitABC(Op::LOADUNIT, dest);
+    }
+    for (size_t j : done.returns) patchJump(j, here());
+    locals_.resize(localsMark);
+    localsFloor_ = savedFloor;
+    uint32_t bodyPeak = peakReg_;
+    peakReg_ = std::max(outerPeak, bodyPeak);
+    clearHeapRegisters(mark, bodyPeak);
+    freeTo(mark);
+}
+
+void Generator::inlineReturn(const Stmt& s) {
+    Inline& in = inlines_.back();
+    if (!s.value) {
+        emitABC(Op::LOADUNIT, in.dest);  // RETUNIT: Unit, without the pc's tags
+    } else {
+        // An expression that writes its destination before reading all it needs must not write
+        // the destination early: it may be the register a parameter is bound to (`x = f(x)`).
+        if (writesDestinationEarly(*s.value)) {
+            uint16_t tmp = allocReg();
+            expr(*s.value, tmp);
+            emitABC(Op::MOVE, in.dest, tmp);
+        } else {
+            expr(*s.value, in.dest);
+        }
+        // RET adds the pc's tags to the value.
+        if (inheritsPc_ || pcDepth_ > 0 || raised_) emitABC(Op::TAINTPC, in.dest);
+    }
+    // Leaving the callee's if, match or loop restores the pc they saved, as returning would.
+    if (pcSaves_.size() > in.pcMark) emitABC(Op::PCLEAVE, pcSaves_[in.pcMark]);
+    in.returns.push_back(emitJump(Op::JMP));
 }
 
 void Generator::builtinCall(const CallExpr& e, uint16_t dest) {

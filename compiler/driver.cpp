@@ -134,8 +134,11 @@ CheckOutcome checkSources(const std::string& programName, std::string programTex
         return out;
     }
     if (!out.hostPath) {
+        // At the program's header, so it renders like every other diagnostic (file:line:col and
+        // the line); a program whose header did not parse gets its first line.
+        Span at = out.program && out.program->span.valid() ? out.program->span : Span{1, 1, 1, 1};
         out.diags.add(makeDiagnostic(DiagCode::E0002, "no host.rmti found next to the program or in a parent directory",
-                                     programName, Span{}, "pass --host PATH to name the host interface"));
+                                     programName, at, "pass --host PATH to name the host interface"));
         return out;
     }
     auto hostSource = std::make_unique<SourceFile>(*out.hostPath, std::move(hostText));
@@ -166,7 +169,7 @@ CheckOutcome checkSources(const std::string& programName, std::string programTex
                     *out.policyPath, {}, "a policy is a short list of grants; check that this is the right file"));
             } else {
                 out.sources[*out.policyPath] = std::make_unique<SourceFile>(*out.policyPath, policyText);
-                out.policy = parsePolicy(*out.policyPath, policyText, policyDiags);
+                out.policy = parsePolicy(*out.policyPath, policyText, policyDiags, &hostResources, &hostModels);
             }
         }
     }
@@ -179,7 +182,6 @@ CheckOutcome checkSources(const std::string& programName, std::string programTex
     bool programOk = !out.diags.hasErrors();
     for (Diagnostic& d : policyDiags.items()) out.diags.add(std::move(d));
     if (!out.policy) return out;
-    checkPolicyAgainstHost(*out.policy, hostResources, out.diags, &hostModels);
     // The policy comparison is only meaningful for a program that checks (as in the prototype).
     if (programOk && !out.diags.hasErrors())
         checkManifestAgainstPolicy(out.checked->manifest, *out.policy, programName, out.program->span, out.diags);

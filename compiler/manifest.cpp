@@ -28,9 +28,6 @@ constexpr const char* kAmbientEffects =
 // budget overrun or a cost change that is not there.
 constexpr double kCostEpsilon = 1e-12;
 
-// Dollar amounts in messages and the summary: Python's f"{x:.4f}".
-std::string usd4(double value) { return fmt::format("{:.4f}", value); }
-
 // Python's str.format pads by characters, not bytes; names may hold non-ASCII text (tags, sinks).
 size_t codePoints(std::string_view text) {
     size_t count = 0;
@@ -102,6 +99,7 @@ Json callSiteJson(const CallSiteInfo& site, bool modelCall) {
     j["retry"] = site.retry;
     j["timeout_s"] = optionalJson(site.timeoutSeconds);
     j["fallback"] = site.fallback;
+    j["max_calls"] = site.maxCalls;
     return j;
 }
 
@@ -286,6 +284,9 @@ bool readCallSite(const Json& j, CallSiteInfo& out) {
     std::optional<Approval> parsed = parseApproval(approval);
     if (!parsed) return false;
     out.approval = *parsed;
+    // Absent from manifests written before sites counted their calls.
+    out.maxCalls = 0;
+    if (member(j, "max_calls") && !readUnsigned(j, "max_calls", out.maxCalls)) return false;
     // "agent" is absent on capability calls and null on direct model calls.
     out.agent.reset();
     if (const Json* agent = member(j, "agent"); agent != nullptr && !agent->is_null()) {
@@ -483,7 +484,7 @@ void diffUses(const Manifest& before, const Manifest& after, DiffWriter& out) {
 
 void diffCost(const Manifest& before, const Manifest& after, DiffWriter& out) {
     std::string line =
-        fmt::format("worst-case cost ${} -> ${}", usd4(before.worstCaseCostUsd), usd4(after.worstCaseCostUsd));
+        fmt::format("worst-case cost ${} -> ${}", formatUsd(before.worstCaseCostUsd), formatUsd(after.worstCaseCostUsd));
     if (after.worstCaseCostUsd > before.worstCaseCostUsd + kCostEpsilon) {
         out.widen(std::move(line));
     } else if (after.worstCaseCostUsd < before.worstCaseCostUsd - kCostEpsilon) {
@@ -523,7 +524,13 @@ void diffFlows(const Manifest& before, const Manifest& after, DiffWriter& out) {
         std::vector<std::string> added = setDifference(newTags, oldTags);
         std::vector<std::string> removed = setDifference(oldTags, newTags);
         if (!added.empty()) {
-            out.widen(fmt::format("flow into {} now receives {} ({})", sink, join(added, ", "), n->second->verdict));
+            // Tags that reach the sink only because a call sits under a decision on them (every
+            // site of the flow is `control`) are named as such: the fix is another one.
+            const std::vector<FlowSite>& sites = n->second->sites;
+            bool onlyControl = !sites.empty() && std::all_of(sites.begin(), sites.end(),
+                                                              [](const FlowSite& s) { return s.via == "control"; });
+            out.widen(fmt::format("flow into {} now receives {}{} ({})", sink, join(added, ", "),
+                                  onlyControl ? " via control flow" : "", n->second->verdict));
         }
         if (!removed.empty()) {
             out.narrow(fmt::format("flow into {} no longer receives {}", sink, join(removed, ", ")));
@@ -661,12 +668,12 @@ std::optional<Manifest> manifestFromJson(const Json& json) { return readManifest
 
 std::string manifestSummary(const Manifest& manifest) {
     // Column widths and spacing are the prototype's, so scripts that read this text keep working.
-    std::string out = fmt::format("program {}: worst-case cost ${}", manifest.program, usd4(manifest.worstCaseCostUsd));
-    if (manifest.budgetUsd) out += fmt::format(" (budget ${})", usd4(*manifest.budgetUsd));
+    std::string out = fmt::format("program {}: worst-case cost ${}", manifest.program, formatUsd(manifest.worstCaseCostUsd));
+    if (manifest.budgetUsd) out += fmt::format(" (budget ${})", formatUsd(*manifest.budgetUsd));
     out += '\n';
     for (const ResourceUse* r : sortedResources(manifest)) {
         out += fmt::format("  {} ≤ {} call(s)   ≤ ${}\n", padRight(r->name, 22),
-                           padLeft(std::to_string(r->maxCalls), 3), usd4(r->worstCaseCost));
+                           padLeft(std::to_string(r->maxCalls), 3), formatUsd(r->worstCaseCost));
     }
     for (const AgentUse& a : manifest.agents) {
         // The prototype prints Python's None for an agent without max_calls.
@@ -684,6 +691,38 @@ std::string manifestSummary(const Manifest& manifest) {
     }
     return out;
 }
+
+namespace {
+
+// E0502 at the call site of `resource` that makes the most calls, with one note per site that
+// makes any: `web.fetch at main#1 (line 5): 30 = 10 iterations × (retry 2 + 1)`. A manifest
+// without per-site counts (an older .rbc) leaves the diagnostic at the program header.
+void pointAtCallSites(const Manifest& manifest, const std::string& resource, Diagnostic& d) {
+    std::vector<const CallSiteInfo*> sites;
+    for (const CallSiteInfo& s : manifest.callSites)
+        if (s.resource == resource && s.maxCalls > 0) sites.push_back(&s);
+    if (sites.empty()) return;
+    std::stable_sort(sites.begin(), sites.end(),
+                     [](const CallSiteInfo* a, const CallSiteInfo* b) { return a->maxCalls > b->maxCalls; });
+    // How the call is written: `web.fetch`, `llm.ask`, `Writer.ask`.
+    const ResourceUse* use = manifest.resource(resource);
+    auto callee = [&](const CallSiteInfo& s) {
+        return s.agent ? *s.agent + ".ask" : use && use->isModel ? resource + ".ask" : resource;
+    };
+    const CallSiteInfo& top = *sites.front();
+    d.span = Span{top.line, top.col, top.line, top.col + static_cast<uint32_t>(codePoints(callee(top)))};
+    for (const CallSiteInfo* s : sites) {
+        uint64_t attempts = 1 + static_cast<uint64_t>(std::max<int64_t>(0, s->retry));
+        uint64_t reached = s->maxCalls / attempts;
+        std::string breakdown = attempts == 1 ? fmt::format("{} = {} iteration{}", s->maxCalls, reached,
+                                                            reached == 1 ? "" : "s")
+                                              : fmt::format("{} = {} iteration{} × (retry {} + 1)", s->maxCalls,
+                                                            reached, reached == 1 ? "" : "s", s->retry);
+        d.notes.push_back(fmt::format("{} at {} (line {}): {}", callee(*s), s->site, s->line, breakdown));
+    }
+}
+
+}  // namespace
 
 void checkManifestAgainstPolicy(const Manifest& manifest, const Policy& policy, const std::string& programFile,
                                 const Span& programSpan, DiagnosticList& diags) {
@@ -703,17 +742,20 @@ void checkManifestAgainstPolicy(const Manifest& manifest, const Policy& policy, 
         int64_t allowed = *grant->maxCalls;
         bool exceeds = allowed < 0 || r->maxCalls > static_cast<uint64_t>(allowed);
         if (exceeds) {
-            report(DiagCode::E0502,
-                   fmt::format("program may call '{}' up to {} time(s), but policy allows {}", r->name, r->maxCalls,
-                               allowed),
-                   "lower loop limits or retries around this call",
-                   {{"resource", r->name}, {"limit", "max_calls"}, {"value", allowed}, {"worst_case", r->maxCalls}});
+            Diagnostic d = makeDiagnostic(
+                DiagCode::E0502,
+                fmt::format("program may call '{}' up to {} time(s), but policy allows {}", r->name, r->maxCalls,
+                            allowed),
+                programFile, programSpan, "lower loop limits or retries around this call");
+            d.details = {{"resource", r->name}, {"limit", "max_calls"}, {"value", allowed}, {"worst_case", r->maxCalls}};
+            pointAtCallSites(manifest, r->name, d);
+            diags.add(std::move(d));
         }
     }
     if (policy.maxUsd && manifest.worstCaseCostUsd > *policy.maxUsd + kCostEpsilon) {
         report(DiagCode::E0503,
-               fmt::format("worst-case cost ${} exceeds the policy budget ${}", usd4(manifest.worstCaseCostUsd),
-                           usd4(*policy.maxUsd)),
+               fmt::format("worst-case cost ${} exceeds the policy budget ${}", formatUsd(manifest.worstCaseCostUsd),
+                           formatUsd(*policy.maxUsd)),
                "", {{"limit", "max_usd"}, {"value", *policy.maxUsd}, {"worst_case", manifest.worstCaseCostUsd}});
     }
 }
@@ -727,6 +769,16 @@ AuthorityDiff diffManifests(const Manifest& before, const Manifest& after) {
     diffFlows(before, after, out);
     diffApprovalSites(before, after, out);
     return out.take();
+}
+
+Json authorityDiffJson(const AuthorityDiff& diff) {
+    Json widened = Json::array(), narrowed = Json::array();
+    for (size_t i = 0; i < diff.changes.size(); ++i) (diff.widening[i] ? widened : narrowed).push_back(diff.changes[i]);
+    Json out = Json::object();
+    out["widened"] = diff.widened;
+    out["changes"] = std::move(widened);
+    out["narrowed"] = std::move(narrowed);
+    return out;
 }
 
 }  // namespace remit

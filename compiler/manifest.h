@@ -56,6 +56,9 @@ struct CallSiteInfo {
     int64_t retry = 0;
     std::optional<double> timeoutSeconds;
     bool fallback = false;
+    // Worst-case calls made from this site over every path: times reached × (retry + 1). 0 in a
+    // manifest written before it was recorded.
+    uint64_t maxCalls = 0;
 
     bool operator==(const CallSiteInfo&) const = default;
 };
@@ -113,7 +116,9 @@ std::optional<Manifest> manifestFromJson(const Json& json);
 std::string manifestSummary(const Manifest& manifest);
 
 // E0501 (a resource the policy does not grant, including unused `uses` entries), E0502 (more calls
-// than the grant's max_calls), E0503 (worst case over max_usd). Positions: the program header.
+// than the grant's max_calls), E0503 (worst case over max_usd). Positions: the program header, but
+// for E0502 the call site that makes the most calls, with a note per site breaking its count down
+// (`30 = 10 iterations × (retry 2 + 1)`).
 void checkManifestAgainstPolicy(const Manifest& manifest, const Policy& policy, const std::string& programFile,
                                 const Span& programSpan, DiagnosticList& diags);
 
@@ -127,5 +132,8 @@ struct AuthorityDiff {
     std::vector<bool> widening;  // parallel to `changes`
 };
 AuthorityDiff diffManifests(const Manifest& before, const Manifest& after);
+// `diff --json` and the MCP tool's answer: {"widened", "changes": the widenings only (the
+// prototype's contract), "narrowed": the narrowings}, each list in the order of `changes`.
+Json authorityDiffJson(const AuthorityDiff& diff);
 
 }  // namespace remit

@@ -1335,6 +1335,7 @@ ExprPtr Parser::postfix() {
             }
             call->calleeSpan = e->span;
             callArgs(*call);
+            call->callSpan = from(start);
             callModifiers(*call, start);
             e = std::move(call);
         } else {

@@ -1067,7 +1067,7 @@ std::optional<Value> builtinInt(Heap& heap, std::span<const Value> args) {
                     return withTopLabels(heap, Value::integer(value), args);
                 case ParseStatus::Invalid:
                     return evalError(heap, BuiltinId::Int,
-                                     fmt::format("invalid literal for int() with base 10: {}", pythonRepr(x.asStr())));
+                                     fmt::format("cannot convert {} to Int", pythonRepr(x.asStr())));
                 case ParseStatus::OutOfRange:
                     return evalError(heap, BuiltinId::Int,
                                      fmt::format("integer overflow: int({}) does not fit in 64 bits",
@@ -1099,7 +1099,7 @@ std::optional<Value> builtinFloat(Heap& heap, std::span<const Value> args) {
                     return withTopLabels(heap, Value::floating(value), args);
                 case ParseStatus::Invalid:
                     return evalError(heap, BuiltinId::Float,
-                                     fmt::format("could not convert string to float: {}", pythonRepr(x.asStr())));
+                                     fmt::format("cannot convert {} to Float", pythonRepr(x.asStr())));
                 case ParseStatus::OutOfRange:
                     // A Float is finite (docs/language.md, decision 41): "inf", "nan", "1e999" are errors.
                     return evalError(heap, BuiltinId::Float,
@@ -1224,6 +1224,8 @@ NumberParse parseFloat(std::string_view text, double& out) {
 double roundHalfEven(double x) { return remit::roundHalfEven(x); }
 double roundFloatTo(double x, int64_t ndigits) { return remit::roundFloatTo(x, ndigits); }
 std::optional<int64_t> roundIntTo(int64_t value, int64_t ndigits) { return remit::roundIntTo(value, ndigits); }
+
+std::string repr(std::string_view text, size_t maxCodePoints) { return pythonRepr(text, maxCodePoints); }
 
 }  // namespace pytext
 

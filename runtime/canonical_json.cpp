@@ -81,8 +81,7 @@ void appendScalar(std::string& out, const Json& value, bool ensureAscii) {
 }
 
 template <class Json>
-std::string dumpImpl(const Json& root, const JsonTextStyle& style) {
-    std::string out;
+void dumpInto(std::string& out, const Json& root, const JsonTextStyle& style) {
     // One frame per open container: its members in output order and the next one to write.
     struct Frame {
         const Json* container;
@@ -135,15 +134,24 @@ std::string dumpImpl(const Json& root, const JsonTextStyle& style) {
         }
         open(*it);  // may push: `frame` is not used after this
     }
+}
+
+template <class Json>
+std::string dumpImpl(const Json& root, const JsonTextStyle& style) {
+    std::string out;
+    dumpInto(out, root, style);
     return out;
 }
 
-JsonTextStyle canonicalStyle() {
-    JsonTextStyle style;
-    style.sortKeys = true;
-    style.ensureAscii = false;
-    style.itemSeparator = ",";
-    style.keySeparator = ":";
+const JsonTextStyle& canonicalStyle() {
+    static const JsonTextStyle style = [] {
+        JsonTextStyle s;
+        s.sortKeys = true;
+        s.ensureAscii = false;
+        s.itemSeparator = ",";
+        s.keySeparator = ":";
+        return s;
+    }();
     return style;
 }
 
@@ -153,6 +161,18 @@ void appendJsonString(std::string& out, std::string_view text, bool ensureAscii)
     out += '"';
     size_t i = 0;
     while (i < text.size()) {
+        // The bytes written as they are, appended as one run (most text is all of them).
+        size_t run = i;
+        while (run < text.size()) {
+            auto b = static_cast<unsigned char>(text[run]);
+            if (b < 0x20 || b == '"' || b == '\\' || (ensureAscii && b >= 0x7f)) break;
+            ++run;
+        }
+        if (run > i) {
+            out.append(text.data() + i, run - i);
+            i = run;
+            continue;
+        }
         auto c = static_cast<unsigned char>(text[i]);
         if (c >= 0x80) {
             if (!ensureAscii) {
@@ -210,5 +230,74 @@ std::string dumpJson(const Json& value, const JsonTextStyle& style) { return dum
 
 std::string canonicalJson(const nlohmann::json& value) { return dumpImpl(value, canonicalStyle()); }
 std::string canonicalJson(const Json& value) { return dumpImpl(value, canonicalStyle()); }
+
+CanonicalObject::Member& CanonicalObject::slot(std::string_view key) {
+    for (Member& m : members_)
+        if (m.key == key) return m;  // replaced: its old text stays unused in values_
+    return members_.emplace_back(Member{std::string(key), 0, 0});
+}
+
+CanonicalObject& CanonicalObject::add(std::string_view key, const Json& value) {
+    Member& m = slot(key);
+    m.begin = values_.size();
+    dumpInto(values_, value, canonicalStyle());
+    m.end = values_.size();
+    return *this;
+}
+
+CanonicalObject& CanonicalObject::add(std::string_view key, std::string_view text) {
+    Member& m = slot(key);
+    m.begin = values_.size();
+    appendJsonString(values_, text, false);
+    m.end = values_.size();
+    return *this;
+}
+
+CanonicalObject& CanonicalObject::addCanonical(std::string_view key, std::string_view canonicalText) {
+    Member& m = slot(key);
+    m.begin = values_.size();
+    values_ += canonicalText;
+    m.end = values_.size();
+    return *this;
+}
+
+std::string CanonicalObject::text(std::string_view skip) const { return build(skip, {}, {}); }
+
+std::string CanonicalObject::textWith(std::string_view key, std::string_view value) const {
+    return build(key, key, value);
+}
+
+std::string CanonicalObject::build(std::string_view skip, std::string_view extraKey, std::string_view extraValue) const {
+    // Keys in byte order (UTF-8 byte order is code-point order, as Python sorts them).
+    std::vector<const Member*> order;
+    order.reserve(members_.size());
+    for (const Member& m : members_)
+        if (skip.empty() || m.key != skip) order.push_back(&m);
+    std::sort(order.begin(), order.end(), [](const Member* x, const Member* y) { return x->key < y->key; });
+    std::string out;
+    out.reserve(values_.size() + members_.size() * 16 + extraValue.size() + 32);
+    out += '{';
+    bool extraDone = extraKey.empty();
+    auto separate = [&] {
+        if (out.size() > 1) out += ',';
+    };
+    auto writeExtra = [&] {
+        separate();
+        appendJsonString(out, extraKey, false);
+        out += ':';
+        appendJsonString(out, extraValue, false);
+        extraDone = true;
+    };
+    for (const Member* m : order) {
+        if (!extraDone && extraKey < std::string_view(m->key)) writeExtra();
+        separate();
+        appendJsonString(out, m->key, false);
+        out += ':';
+        out.append(values_, m->begin, m->end - m->begin);
+    }
+    if (!extraDone) writeExtra();
+    out += '}';
+    return out;
+}
 
 }  // namespace remit

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/json_text.h"
 
@@ -40,5 +41,35 @@ std::string canonicalJson(const Json& value);
 
 // Appends `text` as a quoted JSON string literal, escaped as json.dumps does.
 void appendJsonString(std::string& out, std::string_view text, bool ensureAscii);
+
+// The canonical text of one JSON object, built member by member without a Json tree: each value
+// is written (canonically) once, when it is added, and the members are put in key order when the
+// text is taken. The broker writes its per-call trace records this way, and the trace writer adds
+// each record's `chain` member to the text it hashed without serialising the record again
+// (broker/trace.h). Adding a key again replaces its value, as `json[key] = value` does.
+class CanonicalObject {
+public:
+    CanonicalObject& add(std::string_view key, const Json& value);
+    CanonicalObject& add(std::string_view key, std::string_view text);  // a string
+    CanonicalObject& add(std::string_view key, const char* text) { return add(key, std::string_view(text)); }
+    CanonicalObject& add(std::string_view key, const std::string& text) { return add(key, std::string_view(text)); }
+    // A value whose canonical text the caller already has (canonicalJson of it).
+    CanonicalObject& addCanonical(std::string_view key, std::string_view canonicalText);
+
+    // {"key":value,...} in key order, without the member `skip` when there is one.
+    std::string text(std::string_view skip = {}) const;
+    // The same with the string member `key` set to `value` (replacing any member of that name).
+    std::string textWith(std::string_view key, std::string_view value) const;
+
+private:
+    struct Member {
+        std::string key;
+        size_t begin, end;  // the value's canonical text in values_
+    };
+    std::vector<Member> members_;
+    std::string values_;
+    Member& slot(std::string_view key);
+    std::string build(std::string_view skip, std::string_view extraKey, std::string_view extraValue) const;
+};
 
 }  // namespace remit

@@ -93,15 +93,37 @@ void DiagnosticList::sortByPosition() {
     });
 }
 
-std::string renderText(const Diagnostic& d, const SourceFile* source) {
+std::string styledText(TextStyle style, std::string_view text) {
+    std::string_view code;
+    switch (style) {
+        case TextStyle::Error: code = "1;31"; break;
+        case TextStyle::Warning: code = "1;33"; break;
+        case TextStyle::Ok: code = "1;32"; break;
+        case TextStyle::Note: code = "1;36"; break;
+        case TextStyle::Bold: code = "1"; break;
+        case TextStyle::Dim: code = "2"; break;
+        case TextStyle::Gutter: code = "34"; break;
+    }
+    return fmt::format("\x1b[{}m{}\x1b[0m", code, text);
+}
+
+namespace {
+
+// `text` in `style` when colouring, else as it is.
+std::string styled(bool color, TextStyle style, std::string_view text) {
+    return color ? styledText(style, text) : std::string(text);
+}
+
+}  // namespace
+
+std::string renderText(const Diagnostic& d, const SourceFile* source, bool color) {
     const DiagInfo& info = diagInfo(d.code);
-    std::string out;
-    if (d.span.valid())
-        out = fmt::format("{}:{}:{}: {}[{}]: {}", d.file, d.span.line, d.span.col, severityWord(info.severity),
-                          info.code, d.message);
-    else
-        out = fmt::format("{}: {}[{}]: {}", d.file.empty() ? "<unknown>" : d.file, severityWord(info.severity),
-                          info.code, d.message);
+    TextStyle accent = info.severity == Severity::Warning ? TextStyle::Warning : TextStyle::Error;
+    std::string where = d.span.valid() ? fmt::format("{}:{}:{}:", d.file, d.span.line, d.span.col)
+                                       : fmt::format("{}:", d.file.empty() ? "<unknown>" : d.file);
+    std::string out = fmt::format("{} {}: {}", styled(color, TextStyle::Bold, where),
+                                  styled(color, accent, fmt::format("{}[{}]", severityWord(info.severity), info.code)),
+                                  styled(color, TextStyle::Bold, d.message));
     if (d.span.valid() && source && d.span.line <= source->lineCount()) {
         std::string_view text = source->lineText(d.span.line);
         // Keep a pathological line (a 16 KiB line, a 50 MB file without newlines) readable.
@@ -111,12 +133,13 @@ std::string renderText(const Diagnostic& d, const SourceFile* source) {
         if (d.span.endLine == d.span.line && d.span.endCol > d.span.col) width = d.span.endCol - d.span.col;
         size_t indent = d.span.col - 1;
         if (text.size() <= kMaxExcerpt && indent <= kMaxExcerpt) {
-            out += fmt::format("\n{}{}\n{}{}{}", gutter, sanitizeUtf8(text), std::string(gutter.size(), ' '),
-                               caretIndent(text, indent), std::string(std::min<size_t>(width, kMaxExcerpt), '^'));
+            out += fmt::format("\n{}{}\n{}{}{}", styled(color, TextStyle::Gutter, gutter), sanitizeUtf8(text),
+                               std::string(gutter.size(), ' '), caretIndent(text, indent),
+                               styled(color, accent, std::string(std::min<size_t>(width, kMaxExcerpt), '^')));
         }
     }
-    for (const std::string& note : d.notes) out += fmt::format("\n  note: {}", note);
-    if (!d.hint.empty()) out += fmt::format("\n  hint: {}", d.hint);
+    for (const std::string& note : d.notes) out += fmt::format("\n  {} {}", styled(color, TextStyle::Note, "note:"), note);
+    if (!d.hint.empty()) out += fmt::format("\n  {} {}", styled(color, TextStyle::Ok, "hint:"), d.hint);
     return out;
 }
 
@@ -139,7 +162,7 @@ std::string renderDiagnostics(const std::vector<Diagnostic>& diagnostics, const 
             ++(d.isError() ? hiddenErrors : hiddenWarnings);
             continue;
         }
-        out += renderText(d, sources ? sources(d.file) : nullptr);
+        out += renderText(d, sources ? sources(d.file) : nullptr, options.color);
         out += '\n';
         ++printed;
     }

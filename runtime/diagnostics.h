@@ -92,8 +92,15 @@ private:
 };
 
 // `file:line:col: error[E0100]: message`, the source line under a gutter, a caret under the span,
-// then `  note: ...` lines and `  hint: ...`. `source` may be null (no excerpt is printed).
-std::string renderText(const Diagnostic& diagnostic, const SourceFile* source);
+// then `  note: ...` lines and `  hint: ...`. `source` may be null (no excerpt is printed). With
+// `color`, the same text with ANSI styles: the severity and caret in red (errors) or yellow
+// (warnings), the location and message bold, `note:` cyan and `hint:` green.
+std::string renderText(const Diagnostic& diagnostic, const SourceFile* source, bool color = false);
+
+// The ANSI styles of coloured text, for renderText and the command line's few highlighted lines.
+enum class TextStyle { Error, Warning, Ok, Note, Bold, Dim, Gutter };
+// `text` wrapped in the style's SGR sequence and a reset.
+std::string styledText(TextStyle style, std::string_view text);
 
 // Finds the text of a diagnostic's file for its excerpt; null when there is none to show.
 using SourceLookup = std::function<const SourceFile*(const std::string& file)>;
@@ -103,6 +110,9 @@ struct RenderOptions {
     // The most diagnostics printed in full; the rest are counted in one closing line. 0 prints
     // only that line.
     size_t maxDiagnostics = kUnlimited;
+    // ANSI colour for a terminal (the command line decides when: --color, NO_COLOR, a TTY). Never
+    // for JSON, goldens or protocol replies; without it the text is byte-identical to before.
+    bool color = false;
 };
 
 // The text a person or a model reads: each diagnostic as renderText prints it, one after the

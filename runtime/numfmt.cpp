@@ -64,4 +64,17 @@ std::string formatFloatPlain(double value) {
     return plainDecimal(shortestDecimal(value));
 }
 
+std::string formatUsd(double usd) {
+    if (!std::isfinite(usd)) return fmt::format("{}", usd);
+    double magnitude = std::fabs(usd);
+    // The decimals that show two significant digits: the first sits at 10^floor(log10(magnitude)).
+    int twoDigits = magnitude > 0 ? 1 - static_cast<int>(std::floor(std::log10(magnitude))) : 4;
+    int most = std::min(std::max(4, twoDigits), 17);
+    for (int decimals = 4; decimals < most; ++decimals) {
+        std::string text = fmt::format("{:.{}f}", usd, decimals);
+        if (std::fabs(std::strtod(text.c_str(), nullptr) - usd) <= magnitude * 1e-9) return text;  // exact
+    }
+    return fmt::format("{:.{}f}", usd, most);
+}
+
 }  // namespace remit

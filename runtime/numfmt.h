@@ -13,4 +13,10 @@ std::string formatFloatRepr(double value);
 // "0.00001"): how the formatter spells a Float literal, since the lexer reads no exponents.
 std::string formatFloatPlain(double value);
 
+// A dollar amount as every tool prints one (without the `$`): 4 decimals, as the prototype's
+// `{:.4f}`, and more for an amount under a cent, until it shows exactly or with two significant
+// digits: 0.1 -> "0.1000", 0.123456 -> "0.1235", 0.000036 -> "0.000036", 0.00003 -> "0.00003",
+// 0.0000361 -> "0.000036", 0 -> "0.0000". docs/compatibility.md, "Colour, completions and progress".
+std::string formatUsd(double usd);
+
 }  // namespace remit

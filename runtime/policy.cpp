@@ -21,12 +21,17 @@ namespace remit {
 
 namespace {
 
-constexpr std::string_view kTopLevelTables[] = {"budget", "grant", "limits", "flows", "artifacts", "models"};
+constexpr std::string_view kTopLevelTables[] = {"budget", "grant", "limits", "flows", "artifacts", "mcp", "models"};
 constexpr std::string_view kBudgetKeys[] = {"max_usd"};
 constexpr std::string_view kGrantKeys[] = {"max_calls", "arg_prefix", "arg_one_of", "arg_max", "approve", "approval"};
 constexpr std::string_view kLimitsKeys[] = {"max_steps", "max_memory", "max_wall_ms"};
 constexpr std::string_view kFlowsKeys[] = {"strict"};
 constexpr std::string_view kArtifactsKeys[] = {"trust"};
+constexpr std::string_view kMcpKeys[] = {"tools", "startup_timeout_ms"};
+// The longest [mcp] startup_timeout_ms: ten minutes is already more than any server should need.
+constexpr int64_t kMaxMcpStartupTimeoutMs = 600'000;
+// MCP tool names are at most 128 characters (the specification's advice); a little slack.
+constexpr size_t kMaxMcpToolName = 256;
 constexpr std::string_view kModelKeys[] = {"provider",    "model",       "base_url",           "api_key_env",
                                            "max_tokens",  "temperature", "input_usd_per_mtok", "output_usd_per_mtok",
                                            "timeout_ms"};
@@ -227,6 +232,8 @@ std::optional<std::string_view> homeTableOf(std::string_view key) {
         if (k == key) return "[flows]";
     for (std::string_view k : kArtifactsKeys)
         if (k == key) return "[artifacts]";
+    for (std::string_view k : kMcpKeys)
+        if (k == key) return "[mcp]";
     for (std::string_view k : kGrantKeys)
         if (k == key) return "[grant.\"<resource>\"]";
     for (std::string_view k : kModelKeys)
@@ -251,6 +258,8 @@ public:
                 parseFlows(key, node, policy);
             } else if (name == "artifacts") {
                 parseArtifacts(key, node, policy);
+            } else if (name == "mcp") {
+                parseMcp(key, node, policy.mcp);
             } else if (name == "models") {
                 parseModels(key, node, policy);
             } else {
@@ -275,8 +284,8 @@ private:
 
     void unknownTopLevel(const toml::key& key, const toml::node& node) {
         std::string_view name = key.str();
-        std::string valid =
-            "valid tables: [budget], [grant.\"<resource>\"], [limits], [flows], [artifacts], [models.\"<model>\"]";
+        std::string valid = "valid tables: [budget], [grant.\"<resource>\"], [limits], [flows], [artifacts], [mcp], "
+                            "[models.\"<model>\"]";
         std::string hint = valid;
         if (auto home = homeTableOf(name)) {
             hint = fmt::format("'{}' belongs in {}; {}", name, *home, valid);
@@ -368,6 +377,62 @@ private:
             std::filesystem::path path(dir->get());
             if (path.is_relative()) path = std::filesystem::path(file_).parent_path() / path;
             policy.trustDir = path.lexically_normal().string();
+        }
+    }
+
+    // [mcp]: how MCP servers serve capabilities (docs/adapters.md "MCP servers as capabilities"):
+    // tools = { "ns.cap" = "tool_name" } and startup_timeout_ms.
+    void parseMcp(const toml::key& key, const toml::node& node, McpSettings& mcp) {
+        const toml::table* table =
+            requireTable(key, node, "write an [mcp] table with startup_timeout_ms, and [mcp.tools] under it");
+        if (!table) return;
+        for (auto&& [k, v] : *table) {
+            std::string_view name = k.str();
+            if (name == "startup_timeout_ms") {
+                const auto* integer = v.as_integer();
+                if (!integer || integer->get() <= 0 || integer->get() > kMaxMcpStartupTimeoutMs) {
+                    error(spanOf(v.source()),
+                          fmt::format("startup_timeout_ms in [mcp] must be a positive integer of at most {} "
+                                      "(milliseconds), got {}",
+                                      kMaxMcpStartupTimeoutMs, describe(v)),
+                          "e.g. startup_timeout_ms = 30000; leave it out for the default (30 s)");
+                    continue;
+                }
+                mcp.startupTimeoutMs = integer->get();
+            } else if (name == "tools") {
+                const toml::table* tools = v.as_table();
+                if (!tools) {
+                    error(spanOf(v.source()),
+                          fmt::format("tools in [mcp] must be a table mapping capabilities to tool names, got {}",
+                                      describe(v)),
+                          "e.g. [mcp.tools] with \"files.read\" = \"read_text_file\" under it");
+                    continue;
+                }
+                for (auto&& [capability, tool] : *tools) {
+                    std::string capabilityName(capability.str());
+                    const auto* text = tool.as_string();
+                    if (capabilityName.find('.') == std::string::npos || capabilityName.front() == '.' ||
+                        capabilityName.back() == '.') {
+                        error(spanOf(capability.source()),
+                              fmt::format("[mcp.tools] maps capabilities, and '{}' is not a capability name",
+                                          capabilityName),
+                              "capability names are namespaced and quoted, e.g. \"files.read\" = \"read_text_file\"");
+                        continue;
+                    }
+                    if (!text || text->get().empty() || text->get().size() > kMaxMcpToolName) {
+                        error(spanOf(tool.source()),
+                              fmt::format("{} in [mcp.tools] must be a tool name (a non-empty string of at most {} "
+                                          "bytes), got {}",
+                                          tomlKey(capabilityName), kMaxMcpToolName, describe(tool)),
+                              fmt::format("e.g. {} = \"read_text_file\"", tomlKey(capabilityName)));
+                        continue;
+                    }
+                    mcp.tools[capabilityName] = text->get();
+                    mcp.toolSpans[capabilityName] = spanOf(capability.source());
+                }
+            } else {
+                unknownKey(k, "[mcp]", kMcpKeys);
+            }
         }
     }
 
@@ -751,6 +816,62 @@ void addSorted(std::vector<Diagnostic> found, DiagnosticList& diags) {
     for (Diagnostic& d : found) diags.add(std::move(d));
 }
 
+// E0505 for each grant of a resource the host does not declare and, with `hostModels`, for each
+// [models."NAME"] table whose NAME is not a model the host declares, into `found`.
+void undeclaredGrants(const Policy& policy, const std::vector<std::string>& hostResources,
+                      const std::vector<std::string>* hostModels, std::vector<Diagnostic>& found) {
+    if (policy.allowAll) return;
+    std::set<std::string_view> declared(hostResources.begin(), hostResources.end());
+    for (const auto& [resource, grant] : policy.grants) {
+        if (declared.count(resource)) continue;
+        Diagnostic d;
+        d.code = DiagCode::E0505;
+        d.message = fmt::format("policy grants '{}', which the host does not declare", resource);
+        d.file = policy.file;
+        d.span = grant.span;
+        d.details = {{"grant", resource}};  // as serve's E0505 names it
+        if (auto close = closestName(resource, hostResources))
+            d.hint = fmt::format("did you mean '{}'?", *close);
+        else
+            d.hint = "grant only capabilities and models declared in the host interface, or remove this grant";
+        found.push_back(std::move(d));
+    }
+    for (const auto& [capability, tool] : policy.mcp.tools) {
+        if (declared.count(capability)) continue;
+        Diagnostic d;
+        d.code = DiagCode::E0505;
+        d.message = fmt::format("policy maps '{}' to MCP tool '{}', but the host does not declare '{}'", capability,
+                                tool, capability);
+        d.file = policy.file;
+        auto span = policy.mcp.toolSpans.find(capability);
+        if (span != policy.mcp.toolSpans.end()) d.span = span->second;
+        d.details = {{"mcp_tool", capability}};
+        if (auto close = closestName(capability, hostResources))
+            d.hint = fmt::format("did you mean '{}'?", *close);
+        else
+            d.hint = "map only capabilities declared in the host interface, or remove this line";
+        found.push_back(std::move(d));
+    }
+    if (!hostModels) return;
+    std::set<std::string_view> models(hostModels->begin(), hostModels->end());
+    for (const auto& [name, config] : policy.models) {
+        if (models.count(name)) continue;
+        Diagnostic d;
+        d.code = DiagCode::E0505;
+        d.message = declared.count(name)
+                        ? fmt::format("policy configures model '{}', which the host declares as a capability", name)
+                        : fmt::format("policy configures model '{}', which the host does not declare", name);
+        d.file = policy.file;
+        d.span = config.span;
+        d.details = {{"model", name}};
+        if (auto close = closestName(name, *hostModels))
+            d.hint = fmt::format("did you mean '{}'?", *close);
+        else
+            d.hint = "configure only models declared in the host interface (`model NAME cost …`)";
+        found.push_back(std::move(d));
+    }
+}
+
 }  // namespace
 
 std::string ModelConfig::defaultBaseUrl(std::string_view provider) {
@@ -810,7 +931,9 @@ Policy Policy::allowAllPolicy() {
     return policy;
 }
 
-std::optional<Policy> parsePolicy(const std::string& file, std::string_view text, DiagnosticList& diags) {
+std::optional<Policy> parsePolicy(const std::string& file, std::string_view text, DiagnosticList& diags,
+                                  const std::vector<std::string>* hostResources,
+                                  const std::vector<std::string>* hostModels) {
     std::vector<Diagnostic> found;
     PolicyParser parser(file, found);
     if (std::optional<TomlTooDeep> deep = tomlTooDeep(text)) {
@@ -838,6 +961,8 @@ std::optional<Policy> parsePolicy(const std::string& file, std::string_view text
     policy.file = file;
     policy.sha256 = sha256Hex(text);
     parser.parse(root, policy);
+    // The grants that parsed are compared with the host too, so one pass reports every problem.
+    if (hostResources) undeclaredGrants(policy, *hostResources, hostModels, found);
     if (!found.empty()) {
         addSorted(std::move(found), diags);
         return std::nullopt;
@@ -847,42 +972,8 @@ std::optional<Policy> parsePolicy(const std::string& file, std::string_view text
 
 void checkPolicyAgainstHost(const Policy& policy, const std::vector<std::string>& hostResources,
                             DiagnosticList& diags, const std::vector<std::string>* hostModels) {
-    if (policy.allowAll) return;
-    std::set<std::string_view> declared(hostResources.begin(), hostResources.end());
     std::vector<Diagnostic> found;
-    for (const auto& [resource, grant] : policy.grants) {
-        if (declared.count(resource)) continue;
-        Diagnostic d;
-        d.code = DiagCode::E0505;
-        d.message = fmt::format("policy grants '{}', which the host does not declare", resource);
-        d.file = policy.file;
-        d.span = grant.span;
-        d.details = {{"grant", resource}};  // as serve's E0505 names it
-        if (auto close = closestName(resource, hostResources))
-            d.hint = fmt::format("did you mean '{}'?", *close);
-        else
-            d.hint = "grant only capabilities and models declared in the host interface, or remove this grant";
-        found.push_back(std::move(d));
-    }
-    if (hostModels) {
-        std::set<std::string_view> models(hostModels->begin(), hostModels->end());
-        for (const auto& [name, config] : policy.models) {
-            if (models.count(name)) continue;
-            Diagnostic d;
-            d.code = DiagCode::E0505;
-            d.message = declared.count(name)
-                            ? fmt::format("policy configures model '{}', which the host declares as a capability", name)
-                            : fmt::format("policy configures model '{}', which the host does not declare", name);
-            d.file = policy.file;
-            d.span = config.span;
-            d.details = {{"model", name}};
-            if (auto close = closestName(name, *hostModels))
-                d.hint = fmt::format("did you mean '{}'?", *close);
-            else
-                d.hint = "configure only models declared in the host interface (`model NAME cost …`)";
-            found.push_back(std::move(d));
-        }
-    }
+    undeclaredGrants(policy, hostResources, hostModels, found);
     addSorted(std::move(found), diags);
 }
 

@@ -41,6 +41,16 @@ struct RunLimits {
     std::optional<int64_t> maxWallMs;  // milliseconds of VM time, adapter time excluded
 };
 
+// [mcp] (extension): how MCP servers serve capabilities (docs/adapters.md "MCP servers as
+// capabilities").
+struct McpSettings {
+    // [mcp.tools]: capability → the tool that performs it, instead of the tool named like it.
+    std::map<std::string, std::string, std::less<>> tools;
+    std::map<std::string, Span> toolSpans;  // where each capability is written (E0505)
+    // How long a server may take to start, answer initialize and list its tools (default 30 s).
+    std::optional<int64_t> startupTimeoutMs;
+};
+
 // One [models."NAME"] table (extension): how the host performs the model calls granted under
 // NAME — which provider's API, which model, at what price (docs/models.md). Written by the host
 // operator, never by the program. The API key is never here, only the name of the environment
@@ -75,6 +85,7 @@ struct Policy {
     // [artifacts] trust: .rbc files run under this policy must be signed by a key in this
     // directory (resolved against the policy file's directory; docs/policy.md "[artifacts]").
     std::optional<std::string> trustDir;
+    McpSettings mcp;
     // [models."NAME"]: the models the host performs itself, by model resource name.
     std::map<std::string, ModelConfig> models;
     bool allowAll = false;  // --allow-all: every resource granted, no limits, no max_usd
@@ -93,13 +104,18 @@ std::optional<ModelConfig> modelConfigFromFlag(std::string_view text, std::strin
 
 // Parses and validates policy text read from `file`. Every problem is an E0504 with a position:
 // TOML syntax errors, unknown tables and keys (at the key, with a hint listing the valid keys and
-// a close match), and values of the wrong type or range (at the value). Returns nullopt when any
-// error was reported; problems are reported all at once, in file order.
-std::optional<Policy> parsePolicy(const std::string& file, std::string_view text, DiagnosticList& diags);
+// a close match), and values of the wrong type or range (at the value). With `hostResources` (and
+// `hostModels`), also the E0505s checkPolicyAgainstHost reports, for the grants and [models] tables
+// that parsed, so one pass shows every problem. Returns nullopt when any error was reported;
+// problems are reported all at once, in file order.
+std::optional<Policy> parsePolicy(const std::string& file, std::string_view text, DiagnosticList& diags,
+                                  const std::vector<std::string>* hostResources = nullptr,
+                                  const std::vector<std::string>* hostModels = nullptr);
 
 // E0505 for each grant of a resource (capability or model name) that the host does not declare,
-// at the grant's table header, with a hint naming a close declared resource; with `hostModels`, also
-// for each [models."NAME"] table whose NAME is not a model the host declares. Nothing for allow-all.
+// at the grant's table header, and for each [mcp.tools] entry mapping an undeclared capability, with
+// a hint naming a close declared resource; with `hostModels`, also for each [models."NAME"] table
+// whose NAME is not a model the host declares. Nothing for allow-all.
 void checkPolicyAgainstHost(const Policy& policy, const std::vector<std::string>& hostResources,
                             DiagnosticList& diags, const std::vector<std::string>* hostModels = nullptr);
 

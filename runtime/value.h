@@ -4,8 +4,8 @@
 // `Heap` (runtime/heap.h), which accounts their memory, and operations live in runtime/ops.h.
 //
 // Layout (static_assert'ed): 8-byte payload (int64, double, bool, or HeapObject*), then one
-// 32-bit word holding the kind (low 8 bits) and the TagSetId (high 24 bits), then the 32-bit
-// ProvId. So a run has at most 2^24 distinct tag sets (kMaxTagSets) and 2^32 provenance nodes;
+// 64-bit label word holding the kind (bits 0-7), the TagSetId (bits 8-31) and the ProvId (bits
+// 32-63), so "this kind, without tags or provenance" is one comparison of that word. So a run has at most 2^24 distinct tag sets (kMaxTagSets) and 2^32 provenance nodes;
 // the tables fail cleanly (R0701 through the Heap) before either would wrap.
 //
 // Invariants:
@@ -61,6 +61,10 @@ struct HeapObject {
     // 2^32 references cannot be alive at once.
     uint32_t refCount = 1;
     ValueKind kind;
+    // A string of the run's constant pool, which the VM interned: no other interned string has
+    // the same bytes, so two interned strings are equal exactly when they are the same object. A
+    // constant is always also held by the pool, so it is never unique and never grown in place.
+    bool interned = false;
     Heap* heap;           // frees the object and credits its bytes back
     size_t chargedBytes;  // what the Heap charged for it, credited back exactly on free
 
@@ -80,7 +84,7 @@ void dropReference(HeapObject* object);
 class Value {
 public:
     // Unit, untagged.
-    Value() noexcept : bits_(0), kindTags_(0), prov_(kNoProv) {}
+    Value() noexcept : bits_(0), meta_(0) {}
 
     static Value unit(TagSetId tags = kNoTags, ProvId prov = kNoProv) { return Value(ValueKind::Unit, 0, tags, prov); }
     static Value boolean(bool b, TagSetId tags = kNoTags, ProvId prov = kNoProv) {
@@ -97,12 +101,11 @@ public:
         return v;
     }
 
-    Value(const Value& other) noexcept : bits_(other.bits_), kindTags_(other.kindTags_), prov_(other.prov_) {
+    Value(const Value& other) noexcept : bits_(other.bits_), meta_(other.meta_) {
         if (isHeap()) ++obj_->refCount;
     }
-    Value(Value&& other) noexcept : bits_(other.bits_), kindTags_(other.kindTags_), prov_(other.prov_) {
-        other.kindTags_ = 0;  // the moved-from value is an untagged Unit
-        other.prov_ = kNoProv;
+    Value(Value&& other) noexcept : bits_(other.bits_), meta_(other.meta_) {
+        other.meta_ = 0;  // the moved-from value is an untagged Unit
         other.bits_ = 0;
     }
     // Both assignments read `other` completely before releasing the old value: `other` may live
@@ -112,8 +115,7 @@ public:
         if (other.isHeap()) ++other.obj_->refCount;
         HeapObject* old = isHeap() ? obj_ : nullptr;
         bits_ = other.bits_;
-        kindTags_ = other.kindTags_;
-        prov_ = other.prov_;
+        meta_ = other.meta_;
         if (old) dropReference(old);
         return *this;
     }
@@ -121,22 +123,19 @@ public:
         if (this == &other) return *this;
         HeapObject* old = isHeap() ? obj_ : nullptr;
         bits_ = other.bits_;
-        kindTags_ = other.kindTags_;
-        prov_ = other.prov_;
+        meta_ = other.meta_;
         other.bits_ = 0;
-        other.kindTags_ = 0;
-        other.prov_ = kNoProv;
+        other.meta_ = 0;
         if (old) dropReference(old);
         return *this;
     }
     void swap(Value& other) noexcept {
         std::swap(bits_, other.bits_);
-        std::swap(kindTags_, other.kindTags_);
-        std::swap(prov_, other.prov_);
+        std::swap(meta_, other.meta_);
     }
     ~Value() { release(); }
 
-    ValueKind kind() const { return static_cast<ValueKind>(kindTags_ & 0xff); }
+    ValueKind kind() const { return static_cast<ValueKind>(meta_ & 0xff); }
     bool isHeap() const { return isHeapKind(kind()); }
     bool isNumber() const { return kind() == ValueKind::Int || kind() == ValueKind::Float; }
 
@@ -165,19 +164,20 @@ public:
     // The object's reference count (0 for scalars): 1 means this Value is its only owner.
     uint32_t refCount() const { return isHeap() ? obj_->refCount : 0; }
 
-    // The kind and tags in one word: equal to `unlabelled(kind)` exactly when the value has that
-    // kind and no tags (the VM's fast paths test both with one comparison).
-    uint32_t kindAndTags() const { return kindTags_; }
-    static constexpr uint32_t unlabelled(ValueKind kind) { return static_cast<uint32_t>(kind); }
+    // The kind, tags and provenance in one word: equal to `unlabelled(kind)` exactly when the value
+    // has that kind, no tags and no provenance (the VM's fast paths test all three with one
+    // comparison, and both operands of an operation with one branch).
+    uint64_t labelWord() const { return meta_; }
+    static constexpr uint64_t unlabelled(ValueKind kind) { return static_cast<uint64_t>(kind); }
 
     // Top-level tags and provenance.
-    TagSetId tags() const { return kindTags_ >> 8; }
-    ProvId prov() const { return prov_; }
+    TagSetId tags() const { return static_cast<TagSetId>((meta_ >> 8) & 0xffffff); }
+    ProvId prov() const { return static_cast<ProvId>(meta_ >> 32); }
     void setTags(TagSetId tags) {
         assert(tags < kMaxTagSets);
-        kindTags_ = (tags << 8) | (kindTags_ & 0xff);
+        meta_ = (meta_ & ~uint64_t(0xffffff00)) | (uint64_t(tags) << 8);
     }
-    void setProv(ProvId prov) { prov_ = prov; }
+    void setProv(ProvId prov) { meta_ = (meta_ & 0xffffffffu) | (uint64_t(prov) << 32); }
     // The same value with other top-level tags and provenance (shares the heap object).
     Value withLabels(TagSetId tags, ProvId prov) const {
         Value v(*this);
@@ -200,11 +200,10 @@ private:
         double f_;
         HeapObject* obj_;
     };
-    uint32_t kindTags_;  // kind in bits 0-7, TagSetId in bits 8-31
-    ProvId prov_;
+    uint64_t meta_;  // kind in bits 0-7, TagSetId in bits 8-31, ProvId in bits 32-63
 
     Value(ValueKind kind, uint64_t bits, TagSetId tags, ProvId prov)
-        : bits_(bits), kindTags_((tags << 8) | static_cast<uint32_t>(kind)), prov_(prov) {
+        : bits_(bits), meta_(static_cast<uint64_t>(kind) | (uint64_t(tags) << 8) | (uint64_t(prov) << 32)) {
         assert(tags < kMaxTagSets);
     }
     void release() {

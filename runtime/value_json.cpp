@@ -12,6 +12,7 @@
 #include "runtime/canonical_json.h"
 #include "runtime/json_text.h"
 #include "runtime/numfmt.h"
+#include "runtime/pytext.h"
 
 namespace remit {
 
@@ -71,12 +72,16 @@ std::string_view jsonKindName(const nlohmann::json::value_t type) {
     }
 }
 
-std::string quoteText(std::string_view text) {
-    constexpr size_t kShown = 64;
-    std::string out;
-    appendJsonString(out, text.substr(0, kShown), false);
-    if (text.size() > kShown) out.insert(out.size() - 1, "...");
-    return out;
+// A name or string value in a mismatch, quoted as the prototype (Python's repr) quotes it, and cut.
+std::string quoteText(std::string_view text) { return pytext::repr(text, 64); }
+
+// Names as Python prints a list of them: ['a', 'b'], the first ten of a longer list then "...".
+std::string quoteList(const std::vector<std::string_view>& names) {
+    constexpr size_t kShown = 10;
+    std::string out = "[";
+    for (size_t i = 0; i < names.size() && i < kShown; ++i) out += (i ? ", " : "") + quoteText(names[i]);
+    if (names.size() > kShown) out += ", ...";
+    return out + "]";
 }
 
 template <class Json>
@@ -137,8 +142,7 @@ private:
                 if (!json.is_string()) return expected(type, json);
                 return heap_.makeStr(json.template get_ref<const std::string&>(), tags_, prov_);
             case TypeKind::Enum: {
-                std::string options;
-                for (const std::string& o : type->options) options += (options.empty() ? "" : " | ") + quoteText(o);
+                std::string options = quoteList({type->options.begin(), type->options.end()});
                 if (!json.is_string())
                     return fail(fmt::format("expected one of {}, found {}", options, jsonKindName(json.type())));
                 const std::string& text = json.template get_ref<const std::string&>();
@@ -190,12 +194,12 @@ private:
 
     std::optional<Value> convertRecord(const Json& json, TypeRef type) {
         if (!json.is_object()) return expected(type, json);
-        for (const RecordFieldType& field : type->fields)
-            if (!json.contains(field.name)) return fail(fmt::format("missing field {}", quoteText(field.name)));
-        if (json.size() != type->fields.size()) {
-            for (auto it = json.begin(); it != json.end(); ++it)
-                if (!type->field(it.key())) return fail(fmt::format("unexpected field {}", quoteText(it.key())));
-        }
+        // The prototype's order, which agents learned to repair from: every unexpected field at
+        // once, then each declared field in declaration order — missing, or not of its type.
+        std::vector<std::string_view> unexpected;
+        for (auto it = json.begin(); it != json.end(); ++it)
+            if (!type->field(it.key())) unexpected.push_back(it.key());
+        if (!unexpected.empty()) return fail(fmt::format("unexpected field(s) {}", quoteList(unexpected)));
         const RecordShape*& shape = shapes_[type];
         if (!shape) {
             std::vector<std::string> names;
@@ -206,9 +210,11 @@ private:
         values.reserve(type->fields.size());
         size_t mark = path_.size();
         for (const RecordFieldType& field : type->fields) {
+            auto found = json.find(field.name);
+            if (found == json.end()) return fail(fmt::format("missing field {}", quoteText(field.name)));
             path_ += '.';
             path_ += field.name;
-            std::optional<Value> v = convert(*json.find(field.name), field.type);
+            std::optional<Value> v = convert(*found, field.type);
             path_.resize(mark);
             if (!v) return std::nullopt;
             values.push_back(std::move(*v));

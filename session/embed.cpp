@@ -245,10 +245,11 @@ CreateResult Run::create(const Program& program, const RunOptions& options) {
         impl->policy = Policy::allowAllPolicy();
     } else {
         policyText = std::make_unique<SourceFile>("policy.toml", options.policyToml);
-        std::optional<Policy> parsed = parsePolicy("policy.toml", options.policyToml, diags);
+        std::vector<std::string> hostResources = p.host.resourceNames();
+        std::vector<std::string> hostModels = p.host.modelNames();
+        std::optional<Policy> parsed =
+            parsePolicy("policy.toml", options.policyToml, diags, &hostResources, &hostModels);
         if (parsed) {
-            std::vector<std::string> hostModels = p.host.modelNames();
-            checkPolicyAgainstHost(*parsed, p.host.resourceNames(), diags, &hostModels);
             std::optional<Manifest> manifest = manifestFromJson(Json::parse(p.manifestJson));
             if (manifest && !diags.hasErrors())
                 checkManifestAgainstPolicy(*manifest, *parsed, p.programName, Span{}, diags);

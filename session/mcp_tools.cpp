@@ -584,8 +584,8 @@ struct Tools::Impl {
         AuthorityDiff diff = diffManifests(before.checked->manifest, after.checked->manifest);
         Json out;
         out["ok"] = true;
-        out["widened"] = diff.widened;
-        out["changes"] = diff.changes;
+        Json lists = authorityDiffJson(diff);
+        for (auto& [key, value] : lists.items()) out[key] = value;
         return out;
     }
 
@@ -694,6 +694,7 @@ struct Tools::Impl {
         }
         auto run = std::make_unique<LiveRun>();
         run->adapter = FixtureAdapter::fromJson(std::move(*fixtureDoc), "fixtures.json", error, hint);
+        if (run->adapter && !run->adapter->checkAgainst(c.checked->host, error, hint)) run->adapter.reset();
         if (!run->adapter) {
             rejected = errorsResult({hint.empty() ? error : fmt::format("{} (hint: {})", error, hint)});
             return nullptr;
@@ -719,6 +720,7 @@ struct Tools::Impl {
         }
 
         run->dir = runDir();
+        run->trace.setSynced(false);  // fixtures, in a scratch directory removed with the run
         if (run->dir.empty() || !run->trace.open((run->dir / "trace.jsonl").string(), error)) {
             rejected = nullptr;  // host_error: the message would name a path
             return nullptr;

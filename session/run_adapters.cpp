@@ -6,7 +6,9 @@
 #include <cmath>
 
 #include "broker/fixture_adapter.h"
+#include "broker/mcp_adapter.h"
 #include "broker/model_adapter.h"
+#include "broker/openapi_adapter.h"
 #include "broker/process_adapter.h"
 #include "broker/routing_adapter.h"
 
@@ -20,7 +22,9 @@ const char* kindName(AdapterSpec::Kind kind) {
         case AdapterSpec::Kind::Process: return "process";
         case AdapterSpec::Kind::Live: return "live";
         case AdapterSpec::Kind::None: return "none";
+        case AdapterSpec::Kind::Mcp: return "mcp";
         case AdapterSpec::Kind::Model: return "model";
+        case AdapterSpec::Kind::OpenApi: return "openapi";
     }
     return "none";
 }
@@ -91,7 +95,11 @@ bool modelFromJson(const Json& entry, ModelConfig& m, std::string& error) {
 std::unique_ptr<Adapter> openOne(const AdapterSpec& spec, const AdapterOpenOptions& options, std::string& error,
                                  std::string& hint) {
     switch (spec.kind) {
-        case AdapterSpec::Kind::Fixtures: return FixtureAdapter::load(spec.path, error, hint);
+        case AdapterSpec::Kind::Fixtures: {
+            std::unique_ptr<FixtureAdapter> fixtures = FixtureAdapter::load(spec.path, error, hint);
+            if (fixtures && options.host && !fixtures->checkAgainst(*options.host, error, hint)) return nullptr;
+            return fixtures;
+        }
         case AdapterSpec::Kind::Process: {
             ProcessAdapterOptions processOptions;
             processOptions.workingDir = spec.workingDir;
@@ -99,9 +107,32 @@ std::unique_ptr<Adapter> openOne(const AdapterSpec& spec, const AdapterOpenOptio
         }
         case AdapterSpec::Kind::Live: return makeLiveAdapter(options.liveShim, spec.path, error);
         case AdapterSpec::Kind::None: return FixtureAdapter::empty();
+        case AdapterSpec::Kind::Mcp: {
+            ChildProcessOptions process;
+            process.workingDir = spec.workingDir;
+            process.stderrPath = options.mcpStderrLog;
+            McpAdapterOptions mcp;
+            mcp.scope = spec.scope;
+            if (options.mcp) {
+                mcp.toolMap = options.mcp->tools;
+                if (options.mcp->startupTimeoutMs)
+                    mcp.startupTimeoutMs = static_cast<uint64_t>(*options.mcp->startupTimeoutMs);
+            }
+            mcp.client.clientName = "remitvm";
+            mcp.client.clientVersion = options.clientVersion;
+            if (!spec.url.empty()) return makeMcpHttpAdapter(spec.url, spec.tokenEnv, std::move(mcp), error);
+            return makeMcpStdioAdapter(spec.command, process, std::move(mcp), error);
+        }
         case AdapterSpec::Kind::Model:
             hint = "the key goes in the environment, never in a file; docs/models.md";
             return makeModelAdapter(spec.model, error);
+        case AdapterSpec::Kind::OpenApi: {
+            OpenApiAdapterOptions openApi;
+            openApi.scope = spec.scope;
+            openApi.baseUrl = spec.url;
+            openApi.authEnv = spec.authEnv;
+            return makeOpenApiAdapter(spec.path, std::move(openApi), options.yaml, error);
+        }
     }
     error = "unknown adapter kind";
     return nullptr;
@@ -117,7 +148,9 @@ std::string adapterMode(const std::vector<AdapterSpec>& specs) {
         case AdapterSpec::Kind::Process: return "adapter";
         case AdapterSpec::Kind::Live: return "live";
         case AdapterSpec::Kind::None: return "none";
+        case AdapterSpec::Kind::Mcp: return "mcp";
         case AdapterSpec::Kind::Model: return "model";
+        case AdapterSpec::Kind::OpenApi: return "openapi";
     }
     return "none";
 }
@@ -136,6 +169,22 @@ Json adapterSpecsJson(const std::vector<AdapterSpec>& specs) {
             case AdapterSpec::Kind::Process:
                 entry["command"] = spec.command;
                 entry["cwd"] = spec.workingDir;
+                break;
+            case AdapterSpec::Kind::Mcp:
+                if (!spec.url.empty()) {
+                    entry["url"] = spec.url;
+                    if (!spec.tokenEnv.empty()) entry["token_env"] = spec.tokenEnv;
+                } else {
+                    entry["command"] = spec.command;
+                    entry["cwd"] = spec.workingDir;
+                }
+                if (!spec.scope.empty()) entry["namespace"] = spec.scope;
+                break;
+            case AdapterSpec::Kind::OpenApi:
+                entry["document"] = spec.path;
+                if (!spec.scope.empty()) entry["namespace"] = spec.scope;
+                if (!spec.url.empty()) entry["base_url"] = spec.url;
+                if (!spec.authEnv.empty()) entry["auth"] = spec.authEnv;
                 break;
             case AdapterSpec::Kind::None:
             case AdapterSpec::Kind::Model: break;
@@ -173,6 +222,43 @@ std::optional<std::vector<AdapterSpec>> adapterSpecsFromJson(const Json& value, 
         } else if (kind == "process") {
             spec.kind = AdapterSpec::Kind::Process;
             if (!text("command", spec.command) || !text("cwd", spec.workingDir)) return std::nullopt;
+        } else if (kind == "mcp") {
+            spec.kind = AdapterSpec::Kind::Mcp;
+            if (entry.contains("url")) {
+                if (!text("url", spec.url)) return std::nullopt;
+                if (spec.url.empty()) {
+                    error = "an MCP server's `url` is empty";
+                    return std::nullopt;
+                }
+                if (entry.contains("token_env") && !text("token_env", spec.tokenEnv)) return std::nullopt;
+            } else if (!text("command", spec.command) || !text("cwd", spec.workingDir)) {
+                return std::nullopt;
+            }
+            if (entry.contains("namespace") && !text("namespace", spec.scope)) return std::nullopt;
+        } else if (kind == "openapi") {
+            spec.kind = AdapterSpec::Kind::OpenApi;
+            if (!text("document", spec.path)) return std::nullopt;
+            if (entry.contains("namespace") && !text("namespace", spec.scope)) return std::nullopt;
+            if (entry.contains("base_url") && !text("base_url", spec.url)) return std::nullopt;
+            if (auto auth = entry.find("auth"); auth != entry.end()) {
+                if (!auth->is_object()) {
+                    error = "an OpenAPI adapter's `auth` is not an object of scheme: variable name";
+                    return std::nullopt;
+                }
+                for (const auto& [scheme, variable] : auth->items()) {
+                    if (!variable.is_string()) {
+                        error = fmt::format("an OpenAPI adapter's `auth.{}` is not a variable name", scheme);
+                        return std::nullopt;
+                    }
+                    spec.authEnv[scheme] = variable.get<std::string>();
+                }
+            }
+            for (const auto& [key, v] : entry.items()) {
+                if (key != "kind" && key != "document" && key != "namespace" && key != "base_url" && key != "auth") {
+                    error = fmt::format("an OpenAPI adapter entry has an unknown field `{}`", key);
+                    return std::nullopt;
+                }
+            }
         } else if (kind == "none") {
             spec.kind = AdapterSpec::Kind::None;
         } else if (kind == "model") {

@@ -44,6 +44,10 @@ std::filesystem::path runTracePath(const std::filesystem::path& stateDir, std::s
     return stateDir / "runs" / (std::string(runId) + ".jsonl");
 }
 
+std::filesystem::path mcpLogPath(const std::filesystem::path& stateDir, std::string_view runId) {
+    return stateDir / "logs" / (std::string(runId) + ".mcp.log");
+}
+
 std::filesystem::path runLockPath(const std::filesystem::path& stateDir, std::string_view idempotencyRoot) {
     return stateDir / "runs" / (std::string(idempotencyRoot) + ".lock");
 }

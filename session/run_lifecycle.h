@@ -64,8 +64,10 @@ Json failureJson(const RunFailure& failure);
 // Where a state directory keeps a run's records (docs/broker.md "Traces", "Resume and replay"):
 // the trace `runs/<run id>.jsonl`; the lock `runs/<idempotency root>.lock`, held by the one process that runs
 // or continues the run (a resume shares its run's root, so it takes the same lock); the approval
-// store `approvals.json`, shared by every run of the directory.
+// store `approvals.json`, shared by every run of the directory; the log `logs/<run id>.mcp.log` that
+// the run's MCP servers write their stderr to (docs/adapters.md "MCP servers as capabilities").
 std::filesystem::path runTracePath(const std::filesystem::path& stateDir, std::string_view runId);
+std::filesystem::path mcpLogPath(const std::filesystem::path& stateDir, std::string_view runId);
 std::filesystem::path runLockPath(const std::filesystem::path& stateDir, std::string_view idempotencyRoot);
 std::filesystem::path approvalStorePath(const std::filesystem::path& stateDir);
 

@@ -235,9 +235,14 @@ bool parseGrants(const Json& j, std::vector<GrantSpec>& out, std::string& proble
 
 bool parseRun(const Json& j, RunRequest& r, std::string& problem) {
     Fields f{j, problem, ""};
-    if (!f.onlyKeys({"type", "id", "session", "source", "host", "grants", "inputs", "limits", "expected_type",
-                     "max_diagnostics", "strict_flows", "budget"}) ||
-        !f.string("source", r.source, true) || !f.string("host", r.host, true) ||
+    if (!f.onlyKeys({"type", "id", "session", "program", "source", "host", "grants", "inputs", "limits",
+                     "expected_type", "max_diagnostics", "strict_flows", "budget"}))
+        return false;
+    // The program text is `program`, as in the MCP tools; `source`, its first name here, stays
+    // accepted so that clients written against it keep working (docs/serve.md, "Field names").
+    if (f.get("program") && f.get("source"))
+        return f.fail("give the program text as 'program' or as its older name 'source', not both");
+    if (!f.string(f.get("source") ? "source" : "program", r.program, true) || !f.string("host", r.host, true) ||
         !f.positive("max_diagnostics", r.maxDiagnostics, kMaxMaxDiagnostics))
         return false;
     if (const Json* g = f.get("grants"); g && !parseGrants(*g, r.grants, problem)) return false;
@@ -508,7 +513,7 @@ Json Session::Impl::start() {
     options.strictFlows = request.strictFlows;
     options.interrupted = [this, deadline] { return interrupted(deadline); };
     options.hostDespiteProgramErrors = true;
-    CheckOutcome outcome = checkSources(kProgramFile, std::move(request.source), textSources(kHostFile, request.host),
+    CheckOutcome outcome = checkSources(kProgramFile, std::move(request.program), textSources(kHostFile, request.host),
                                         options);
     programSource = std::move(outcome.sources[kProgramFile]);
     hostSource = std::move(outcome.sources[kHostFile]);
@@ -748,6 +753,9 @@ Json Session::Impl::drive(const Json& id, RunStatus status) {
         TypeRef type = program->type(main.returnType);
         out["result"] = std::move(result.value);
         out["type"] = type ? showType(type) : "Unit";
+        // `result_tags`, as remit_run's reply and a host-call's `result_tags` say it; `tags` is the
+        // same list under its first name, kept for the clients written against it.
+        out["result_tags"] = result.tags;
         out["tags"] = std::move(result.tags);
         out["host_calls"] = hostCalls;
         out["steps"] = run->stepsUsed();

@@ -59,7 +59,7 @@ struct GrantSpec {
 struct RunRequest {
     Json id;  // echoed; null when the request had none
     std::string session;
-    std::string source;
+    std::string program;  // the program text ("program", or its older name "source")
     std::string host;
     std::vector<GrantSpec> grants;
     nlohmann::json inputs = nlohmann::json::object();

@@ -48,6 +48,7 @@ std::optional<std::string> runTestBlock(const std::shared_ptr<const LoadedProgra
         if (!fs::exists(path, ec)) return fmt::format("{}: fixtures file {} does not exist", where, path);
         std::string error, hint;
         adapter = FixtureAdapter::load(path, error, hint);
+        if (adapter && !adapter->checkAgainst(host, error, hint)) adapter.reset();
         if (!adapter) return fmt::format("{}: {}", where, error);
     } else {
         adapter = FixtureAdapter::empty();

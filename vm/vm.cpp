@@ -21,12 +21,23 @@
 
 #include <cstring>
 #include <limits>
+#include <unordered_map>
 
 #include "vm/run.h"
 #include "runtime/builtins.h"
 #include "runtime/ops.h"
 #include "runtime/value_json.h"
 #include "bytecode/rbc.h"
+
+// The fast paths are the likely ones: GCC then lays the handlers out with them falling through and
+// the generic operations and errors out of line.
+#if defined(__GNUC__)
+#define REMIT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define REMIT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define REMIT_LIKELY(x) (x)
+#define REMIT_UNLIKELY(x) (x)
+#endif
 
 namespace remit {
 
@@ -144,7 +155,7 @@ struct Run::Impl final : WorkMeter {
     REMIT_ALWAYS_INLINE bool charge(uint64_t steps) {
         stepsLeft -= static_cast<int64_t>(steps);
         stepsCharged += steps;
-        if (stepsLeft > checkAt) return true;
+        if (REMIT_LIKELY(stepsLeft > checkAt)) return true;
         return checkLimits();
     }
     bool checkLimits();
@@ -176,6 +187,9 @@ bool Run::Impl::prepare() {
     for (const std::vector<std::string>& names : module.shapes)
         shapes.push_back(heap.recordShape(std::span<const std::string>(names)));
     constants.reserve(module.constants.size());
+    // Equal strings share one interned object (a forged file may repeat a constant), so a match
+    // on strings compares pointers (flatEqual).
+    std::unordered_map<std::string_view, size_t> strings;
     for (const Constant& k : module.constants) {
         switch (k.kind) {
             case Constant::Kind::Int: constants.push_back(Value::integer(k.i)); break;
@@ -187,8 +201,14 @@ bool Run::Impl::prepare() {
                 constants.push_back(Value::floating(k.f));
                 break;
             case Constant::Kind::Str: {
+                if (auto same = strings.find(k.s); same != strings.end()) {
+                    constants.push_back(constants[same->second]);
+                    break;
+                }
                 std::optional<Value> s = heap.makeStr(k.s);
                 if (!s) return false;
+                s->object()->interned = true;
+                strings.emplace(k.s, constants.size());
                 constants.push_back(std::move(*s));
                 break;
             }
@@ -283,13 +303,16 @@ constexpr size_t kFlatCompareBytes = 256;
 // (structural, labelling) comparison is needed. Forced inline: GCC stopped inlining it into the
 // dispatch loop once five handlers used it, and the call was 15% of a string `match`.
 REMIT_ALWAYS_INLINE static int flatEqual(const Value& x, const Value& y) {
-    if (x.kind() != y.kind() || ((x.tags() | y.tags()) != kNoTags) || ((x.prov() | y.prov()) != kNoProv)) return -1;
+    // Same kind, and neither has tags or provenance: equal label words with nothing above the kind.
+    if (x.labelWord() != y.labelWord() || (x.labelWord() >> 8) != 0) return -1;
     switch (x.kind()) {
         case ValueKind::Int: return x.asInt() == y.asInt();
         case ValueKind::Bool: return x.asBool() == y.asBool();
         case ValueKind::Str: {
-            // Strings that came from the same constant share one object.
+            // Strings that came from the same constant share one object, and two different
+            // constants differ.
             if (x.object() == y.object()) return 1;
+            if (x.object()->interned && y.object()->interned) return 0;
             std::string_view a = x.asStr(), b = y.asStr();
             if (a.size() != b.size()) return 0;
             // A long comparison is work the generic path charges (valuesEqual with the heap).
@@ -345,12 +368,12 @@ RunStatus Run::Impl::execute() {
 #define FAIL_HEAP() FAIL_WITH(heap.takeError())
 #define CHECK(opt)               \
     do {                         \
-        if (!(opt)) FAIL_HEAP(); \
+        if (REMIT_UNLIKELY(!(opt))) FAIL_HEAP(); \
     } while (0)
 #define SET_FROM(reg, opt)            \
     do {                              \
         auto result_ = (opt);         \
-        if (!result_) FAIL_HEAP();    \
+        if (REMIT_UNLIKELY(!result_)) FAIL_HEAP(); \
         (reg) = std::move(*result_);  \
     } while (0)
 // out = a ∪ b without the heap's optional (whose flag byte stalls store forwarding on this hot path).
@@ -367,11 +390,11 @@ RunStatus Run::Impl::execute() {
             (out) = *t_;                                   \
         }                                                  \
     } while (0)
-// Both values of `kind`, with no tags and no provenance: one comparison per header word.
-#define BOTH_UNLABELLED(x, y, kind)                                                                      \
-    ((x).kindAndTags() == Value::unlabelled(kind) && (y).kindAndTags() == Value::unlabelled(kind) &&    \
-     ((x).prov() | (y).prov()) == kNoProv)
-#define UNTAGGED2(x, y) (((x).tags() | (y).tags()) == 0 && ((x).prov() | (y).prov()) == 0)
+// Both values of `kind`, with no tags and no provenance: one comparison of each label word.
+#define BOTH_UNLABELLED(x, y, kind) \
+    ((x).labelWord() == Value::unlabelled(kind) && (y).labelWord() == Value::unlabelled(kind))
+// Neither has tags or provenance (whatever the kinds): nothing above the kind in either label word.
+#define UNTAGGED2(x, y) ((((x).labelWord() | (y).labelWord()) >> 8) == 0)
 
 #if defined(__GNUC__)
     static const void* const kLabels[] = {
@@ -423,17 +446,17 @@ dispatch:
     // picks (ADDI, ADDF, ...) order the checks for the type it proved; a forged operand only ever
     // reaches the generic path.
 #define ARITH_INT(x, y, builtin)                                                                        \
-    if (BOTH_UNLABELLED(x, y, ValueKind::Int)) {                                                         \
+    if (REMIT_LIKELY(BOTH_UNLABELLED(x, y, ValueKind::Int))) {                                           \
         int64_t out_;                                                                                    \
-        if (!builtin(x.asInt(), y.asInt(), &out_)) {                                                     \
+        if (REMIT_LIKELY(!builtin(x.asInt(), y.asInt(), &out_))) {                                                   \
             R[INS.a] = Value::integer(out_);                                                               \
             DISPATCH();                                                                                  \
         }                                                                                                \
     }
 #define ARITH_FLOAT(x, y, op)                                                                            \
-    if (BOTH_UNLABELLED(x, y, ValueKind::Float) || (isFloatPair(x, y) && UNTAGGED2(x, y))) {             \
+    if (REMIT_LIKELY(BOTH_UNLABELLED(x, y, ValueKind::Float) || (isFloatPair(x, y) && UNTAGGED2(x, y)))) { \
         double out_ = x.asNumber() op y.asNumber();                                                      \
-        if (std::isfinite(out_)) {                                                                       \
+        if (REMIT_LIKELY(std::isfinite(out_))) {                                                         \
             R[INS.a] = Value::floating(out_);                                                              \
             DISPATCH();                                                                                  \
         }                                                                                                \
@@ -502,7 +525,7 @@ dispatch:
     }
     CASE(NOT) {
         const Value& x = R[INS.b];
-        if (x.kind() == ValueKind::Bool && x.tags() == 0 && x.prov() == 0) {
+        if (x.labelWord() == Value::unlabelled(ValueKind::Bool)) {
             R[INS.a] = Value::boolean(!x.asBool());
             DISPATCH();
         }
@@ -643,7 +666,7 @@ dispatch:
         if (index < 0 || static_cast<uint64_t>(index) >= list.items.size())
             FAIL_WITH(malformed("a loop index outside its list"));
         const Value& item = list.items[static_cast<size_t>(index)];
-        if (w[0].tags() == kNoTags && w[0].prov() == kNoProv) {
+        if ((w[0].labelWord() >> 8) == 0) {
             R[INS.a] = item;
         } else {
             // The loop variable is read out of the list: it carries the list's labels too.
@@ -684,7 +707,20 @@ dispatch:
         DISPATCH();
     }
     CASE(INDEX) {
-        SET_FROM(R[INS.a], indexList(heap, R[INS.b], R[INS.c]));
+        // An unlabelled list at an unlabelled Int in range: the element as it is (indexList would
+        // add nothing to its labels); anything else, with its errors, through indexList.
+        const Value& list = R[INS.b];
+        const Value& index = R[INS.c];
+        if (list.labelWord() == Value::unlabelled(ValueKind::List) &&
+            index.labelWord() == Value::unlabelled(ValueKind::Int)) {
+            const std::vector<Value>& items = list.asList().items;
+            uint64_t at = static_cast<uint64_t>(index.asInt());
+            if (at < items.size()) {
+                R[INS.a] = items[at];
+                DISPATCH();
+            }
+        }
+        SET_FROM(R[INS.a], indexList(heap, list, index));
         DISPATCH();
     }
     CASE(GETFIELD) {
@@ -697,6 +733,11 @@ dispatch:
                 if (slot) fc = FieldCache{obj.shape, static_cast<uint32_t>(*slot)};
             }
             if (fc.shape == obj.shape) {
+                // An unlabelled record's field keeps its own labels: no union to make.
+                if ((rec.labelWord() >> 8) == 0 && fc.slot < obj.values.size()) {
+                    R[INS.a] = obj.values[fc.slot];
+                    DISPATCH();
+                }
                 SET_FROM(R[INS.a], getFieldAt(heap, rec, fc.slot));
                 DISPATCH();
             }

@@ -17,6 +17,9 @@ import threading
 import traceback
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+# The tools' output is compared as plain text: a CLICOLOR_FORCE in the caller's environment would
+# colour it (tests that want colour set it themselves).
+os.environ.pop("CLICOLOR_FORCE", None)
 # Absolute, because tests run the tools from temporary directories.
 REMITC = str(pathlib.Path(os.environ.get("REMITC", REPO / "build/release/cli/remitc")).resolve())
 REMIT = str(pathlib.Path(os.environ.get("REMIT", REPO / "build/release/cli/remit")).resolve())
@@ -46,6 +49,15 @@ def run(tool, *args, cwd=None, timeout=60, stdin=None, env=None):
     proc = subprocess.run([tool, *map(str, args)], cwd=cwd, capture_output=True, timeout=timeout, input=stdin,
                           env=environment)
     return Result(proc)
+
+
+def run_vm_json(*args, cwd, env=None, timeout=60):
+    """Runs `remitvm ARGS --json`: the result and its JSON envelope (an AssertionError when stdout is not JSON)."""
+    result = run(REMITVM, *args, "--json", cwd=cwd, env=env, timeout=timeout)
+    try:
+        return result, json.loads(result.out)
+    except json.JSONDecodeError:
+        raise AssertionError(f"not JSON\n{result!r}")
 
 
 def expect(cond, message, result=None):

@@ -404,11 +404,29 @@ def test_fixture_problems_are_usage_errors_before_the_run():
         env = json.loads(r.out)
         expect(r.code == 1 and env["error"]["code"] == "R0501" and "no fixture for files.read" in env["error"]["message"],
                "no matching entry is CapabilityFailed", r)
+    # An entry whose args name a parameter files.read does not take could never match: refused
+    # before the run, naming the parameters and a close one.
+    with workspace(RETRIER, {"capabilities": {"files.read": [{"args": {"pth": "x"}, "output": "a"}]}}) as ws:
+        r = run(REMITVM, "run", "prog.rmt", "--allow-all", cwd=ws.path)
+        expect(r.code == 2 and "capabilities.\"files.read\"[0].args names 'pth', which 'files.read' does not take "
+               "(its parameters: path)" in r.err and "hint: did you mean 'path'?" in r.err, "an unknown args name", r)
+        expect(not (ws.path / ".remit").exists(), "refused before the run", r)
     pure = "program pure\n\nfn main() -> Int {\n  return 1\n}\n"
     with workspace(pure) as ws:
+        # No fixtures needed; like every run it writes its trace and prints its trace line (as the
+        # prototype does), also when it fails.
         r = run(REMITVM, "run", "prog.rmt", "--allow-all", cwd=ws.path)
-        expect(r.code == 0 and r.out == "1\n" and r.err == "", "no sites: no fixtures needed, no trace", r)
-        expect(not (ws.path / ".remit").exists(), "a pure program writes no trace")
+        expect(r.code == 0 and r.out == "1\n" and r.err.startswith("trace: .remit/runs/")
+               and r.err.endswith("(spent $0.0000, 0 call(s), mode none)\n"), "no sites: no fixtures needed", r)
+        events = read_trace(ws.path / r.err.split()[1])
+        expect([e["event"] for e in events] == ["run_start", "run_end"] and events[1]["result"] == 1,
+               "a pure program's trace", r)
+        ws.write("prog.rmt", pure.replace("return 1", "return [1, 2][5]"))
+        r = run(REMITVM, "run", "prog.rmt", "--allow-all", cwd=ws.path)
+        expect(r.code == 1 and "R0101" in r.err and r.err.splitlines()[-1].startswith("trace: .remit/runs/"),
+               "a failed pure run prints its trace line too", r)
+        events = read_trace(ws.path / r.err.splitlines()[-1].split()[1])
+        expect(events[-1]["event"] == "run_end" and events[-1]["status"] == "error", "and records its failure", r)
 
 
 ECHO_ADAPTER = """import json, sys

@@ -77,7 +77,7 @@ class Serve(LineServer):
         super().__init__([REMITVM, "serve"])
 
     def run(self, source, inputs=None):
-        self.send_line(json.dumps({"type": "run", "session": "s", "source": source, "host": "",
+        self.send_line(json.dumps({"type": "run", "session": "s", "program": source, "host": "",
                                    "inputs": inputs or {}}))
         return json.loads(self.next_line())
 

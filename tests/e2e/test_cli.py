@@ -106,8 +106,8 @@ def test_no_host_is_E0002():
     with Workspace({"good.rmt": GOOD}) as ws:
         r = run(REMITC, "check", "good.rmt", cwd=ws.path)
         expect(r.code == 1, "exit 1", r)
-        expect("good.rmt: error[E0002]: no host.rmti found next to the program or in a parent directory" in r.err,
-               "E0002 message", r)
+        expect("good.rmt:1:1: error[E0002]: no host.rmti found next to the program or in a parent directory\n"
+               "   1 | program good\n       ^^^^^^^^^^^^\n" in r.err, "E0002 message, at the program's header", r)
         expect("hint: pass --host" in r.err, "hint", r)
         ws.write("elsewhere/h.rmti", HOST)
         r = run(REMITC, "check", "good.rmt", "--host", "elsewhere/h.rmti", cwd=ws.path)

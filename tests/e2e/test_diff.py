@@ -96,7 +96,8 @@ def test_identical_programs():
     r = diff(BASE, reformatted)
     expect(r.code == 0 and r.out == "no authority widening\n", "comments and blank lines", r)
     r = diff(BASE, BASE, "--json")
-    expect(r.code == 0 and json.loads(r.out) == {"widened": False, "changes": []}, "identical, json", r)
+    expect(r.code == 0 and json.loads(r.out) == {"widened": False, "changes": [], "narrowed": []}, "identical, json",
+           r)
 
 
 def test_new_resource():
@@ -210,8 +211,9 @@ fn main(topic: Str) -> Str {
                        "flow into web.fetch.url no longer receives untrusted")
     r = diff(BASE, no_fetch, "--json")
     doc = json.loads(r.out)
-    expect(r.code == 0 and doc["widened"] is False and "REMOVED resource 'web.fetch' (was ≤ 2 call(s))" in doc["changes"],
-           "narrowing, json", r)
+    # The prototype's contract: `changes` holds widenings only; narrowings go to `narrowed`.
+    expect(r.code == 0 and doc["widened"] is False and doc["changes"] == [] and
+           "REMOVED resource 'web.fetch' (was ≤ 2 call(s))" in doc["narrowed"], "narrowing, json", r)
 
 
 def test_widening_and_narrowing_together():
@@ -221,14 +223,29 @@ def test_widening_and_narrowing_together():
     expect(("-", "'web.fetch' worst-case calls 2 -> 1") in got, "the narrowing is listed too", r)
 
 
+def test_a_sink_reached_only_through_control_flow_says_so():
+    # The email's arguments are literals; only the decision on the (untrusted) summary reaches it.
+    new = edit('  email.send(to: "team@example.org", subject: "digest", body: "a digest is ready")',
+               '  if summary != "" {\n    email.send(to: "team@example.org", subject: "digest", body: "ready")\n  }')
+    r = diff(BASE, new)
+    expect_widened(r, "flow into email.send.subject now receives untrusted via control flow (allowed)")
+    # A flow that data reaches is worded as before.
+    r = diff(BASE, edit('body: "a digest is ready"', "body: summary"))
+    expect_widened(r, "flow into email.send.body now receives untrusted (requires approval)")
+
+
 def test_json_shape():
     r = diff(BASE, edit("range(2)", "range(5)"), "--json")
     expect(r.code == 4, "exit 4", r)
     doc = json.loads(r.out)
-    expect(list(doc) == ["widened", "changes"], "keys in order", r)
+    expect(list(doc) == ["widened", "changes", "narrowed"], "keys in order", r)
     expect(doc == {"widened": True, "changes": ["'web.fetch' worst-case calls 2 -> 5",
-                                                "worst-case cost $0.0220 -> $0.0250"]}, "content", r)
+                                                "worst-case cost $0.0220 -> $0.0250"], "narrowed": []}, "content", r)
     expect(all(isinstance(c, str) for c in doc["changes"]), "changes are strings", r)
+    both = diff(BASE, edit("range(2)", "range(1)", edit("budget usd 0.1", "budget usd 0.3")), "--json")
+    doc = json.loads(both.out)
+    expect(both.code == 4 and doc["changes"] == ["budget 0.1 -> 0.3"] and
+           "'web.fetch' worst-case calls 2 -> 1" in doc["narrowed"], "widenings and narrowings apart", both)
 
 
 def test_a_side_that_does_not_check():
@@ -236,8 +253,8 @@ def test_a_side_that_does_not_check():
     for old, new, name in ((BASE, bad, "new.rmt"), (bad, BASE, "old.rmt")):
         r = diff(old, new)
         expect(r.code == 1 and r.out == "", f"exit 1, nothing on stdout ({name} is bad)", r)
-        expect(f"{name}:" in r.err and "error[E0106]" in r.err and f"1 error(s) in {name}" in r.err,
-               "the diagnostic names the bad side", r)
+        expect(f"{name}:" in r.err and "error[E0106]" in r.err, "the diagnostic names the bad side", r)
+        expect("error(s) in" not in r.err, "as the prototype's diff: no count line after the diagnostics", r)
         r = diff(old, new, "--json")
         expect(r.code == 1, f"--json: exit 1 ({name} is bad)", r)
     # A denied flow is a checker error, so a diff to it is refused rather than reported.
@@ -247,6 +264,15 @@ def test_a_side_that_does_not_check():
     # Syntax errors too.
     r = diff(BASE, "program p\nfn main( {\n")
     expect(r.code == 1 and "error[E0100]" in r.err, "syntax error", r)
+
+
+def test_a_policy_beside_the_programs_is_not_applied():
+    # A policy that grants nothing and allows no spend: both versions still check and are compared.
+    policy = {"policy.toml": "[budget]\nmax_usd = 0.000001\n"}
+    r = diff(BASE, BASE, files=policy)
+    expect(r.code == 0 and "no authority widening" in r.out, "compared despite the policy", r)
+    r = diff(BASE, edit("range(2)", "range(5)"), files=policy)
+    expect(r.code == 4 and "E0501" not in r.err, "the widening is reported, not the policy", r)
 
 
 def test_usage_errors():

@@ -112,7 +112,7 @@ def test_remitvm_serve_asks_with_reasons():
     grants = [{"name": n, "mode": "allow"} for n in ("shop.order", "payments.refund", "audit.note", "llm")]
     for name, body in CASES.items():
         with Serve() as s:
-            r = s.ask({"type": "run", "session": "s", "source": PROGRAM.format(body=body), "host": HOST,
+            r = s.ask({"type": "run", "session": "s", "program": PROGRAM.format(body=body), "host": HOST,
                        "grants": grants, "inputs": {"ticket": "hi"}})
             while r["status"] == "host-call" and r["call"]["resource"] in results:
                 r = s.ask({"type": "resume", "session": "s", "call": r["call"]["id"],

@@ -269,11 +269,12 @@ def test_remit_authority_diff_shapes():
     with Client() as c:
         c.initialize()
         same = c.tool("remit_authority_diff", {"old_program": NOTE, "new_program": NOTE, "host": HOST})
-        expect(same == {"ok": True, "widened": False, "changes": []}, "no change", same)
+        expect(same == {"ok": True, "widened": False, "changes": [], "narrowed": []}, "no change", same)
         wider = c.tool("remit_authority_diff", {"old_program": NOTE, "new_program": PAY, "host": HOST})
         expect(wider["ok"] and wider["widened"] and any("payroll.pay" in x for x in wider["changes"]), "widened", wider)
         narrower = c.tool("remit_authority_diff", {"old_program": PAY, "new_program": NOTE, "host": HOST})
-        expect(narrower["ok"] and not narrower["widened"] and narrower["changes"], "narrowed", narrower)
+        expect(narrower["ok"] and not narrower["widened"] and narrower["changes"] == [] and narrower["narrowed"],
+               "narrowed: the narrowings apart, changes the widenings only", narrower)
         broken = c.tool("remit_authority_diff", {"old_program": NOTE, "new_program": "program p\n", "host": HOST})
         expect(not broken["ok"] and broken["errors"][0].startswith("new.rmt:") and "E0107" in broken["errors"][0],
                "new fails", broken)

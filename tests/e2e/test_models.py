@@ -354,7 +354,7 @@ def test_ask_repairs_prints_diffs_and_applies():
                "the unified diff", r)
         expect("-- round 0: 1 error(s)" in r.out and "-- round 1: 0 error(s): asked for exactly three" in r.out,
                "one repair round", r)
-        expect("model cost $0.000960" in r.out, "the cost of both rounds, to the millionth", r)
+        expect("model cost $0.00096\n" in r.out, "the cost of both rounds, with the digits it needs", r)
         expect("no authority widening" in r.out and "dry run: re-run with --apply" in r.out, "not written", r)
         expect(ws.read("tally.rmt") == MODEL_ONLY, "the file is unchanged", r)
         first, second = server.requests()
@@ -380,6 +380,13 @@ def test_ask_refuses_widening_and_reports_declines_and_failures():
         expect(r.code == 4 and "authority WIDENED by this change" in r.out and "NEW resource 'notes.save'" in r.out,
                "a widening change is refused with exit 4", r)
         expect(ws.read("tally.rmt") == MODEL_ONLY, "nothing written", r)
+        expect("\x1b[" not in r.out, "no colour when stdout is not a terminal", r)
+        server.script([proposal(ASK_WIDER)])
+        coloured = remit_ask(ws, "save the topic", "tally.rmt", "--color", "always")
+        expect(coloured.code == 0 and "\x1b[1;31mauthority WIDENED by this change:\x1b[0m" in coloured.out and
+               "\x1b[1;31m+\x1b[0m NEW resource 'notes.save'" in coloured.out and
+               "\x1b[1;32m+  let saved = notes.save(topic) else false\x1b[0m" in coloured.out,
+               "--color always colours the diff and the widening as `diff` does", coloured)
         server.script([proposal(ASK_WIDER)])
         allowed = remit_ask(ws, "save the topic", "tally.rmt", "--apply", "--allow-widening")
         expect(allowed.code == 0 and ws.read("tally.rmt") == ASK_WIDER, "--allow-widening writes it", allowed)
@@ -393,7 +400,7 @@ def test_ask_refuses_widening_and_reports_declines_and_failures():
         failing = remit_ask(ws, "anything", "tally.rmt", "--apply")
         expect(failing.code == 1 and "proposal still fails the checker after 3 round(s); nothing written" in failing.err,
                "exit 1 after two repair rounds", failing)
-        expect(len(server.requests()) == 6, "1 + 1 + 1 + 3 requests")
+        expect(len(server.requests()) == 7, "1 + 1 (coloured) + 1 + 1 + 3 requests")
         expect(ws.read("tally.rmt") == MODEL_ONLY, "nothing written", failing)
         server.script([{"status": 401, "json": {"error": {"message": "Incorrect API key provided: " + KEY}}}])
         denied = remit_ask(ws, "anything", "tally.rmt")

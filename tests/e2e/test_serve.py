@@ -82,7 +82,7 @@ class Server(LineServer):
 
 
 def run_request(session, source, grants=(), inputs=None, limits=None, expected_type=None, id=None):
-    r = {"type": "run", "id": id if id is not None else f"{session}-run", "session": session, "source": source,
+    r = {"type": "run", "id": id if id is not None else f"{session}-run", "session": session, "program": source,
          "host": HOST, "grants": list(grants), "inputs": inputs or {}}
     if limits is not None:
         r["limits"] = limits
@@ -129,7 +129,24 @@ def test_pause_perform_complete():
         s.send({"type": "resume", "id": 2, "session": "a", "call": call["id"], "perform": {"result": "a page"}})
         r = s.reply()
         expect(r["status"] == "completed" and r["result"] == "got a page" and r["host_calls"] == 1, "completes", r)
-        expect(r["tags"] == ["untrusted"] and r["type"] == "Str" and r["id"] == 2, "tags and type", r)
+        expect(r["result_tags"] == ["untrusted"] and r["type"] == "Str" and r["id"] == 2, "tags and type", r)
+        expect(r["tags"] == r["result_tags"], "the result's tags under their older name too", r)
+
+
+def test_older_field_name_source():
+    # 'source' was the program text's first name in this protocol; clients written against it
+    # keep working, and a request may not give both names.
+    with Server() as s:
+        request = run_request("old", FETCH, grants=[{"name": "web.fetch", "mode": "allow"}], inputs={"topic": "tea"})
+        request["source"] = request.pop("program")
+        s.send(request)
+        r = s.reply()
+        expect(r["status"] == "host-call" and r["call"]["resource"] == "web.fetch", "runs as with 'program'", r)
+        s.send({"type": "abort", "session": "old"})
+        expect(s.reply()["status"] == "failed", "aborted")
+        s.send({**request, "session": "both", "program": FETCH})
+        r = s.reply()
+        expect(r["status"] == "error" and "not both" in r["error"]["message"], "both names refused", r)
 
 
 def test_deny():
@@ -195,7 +212,7 @@ fn main(topic: Str) -> Str {
 
 
 def serve_policy_run(s, source, grants, budget=None, host=POLICY_HOST, session="p"):
-    request = {"type": "run", "session": session, "source": source, "host": host, "grants": grants,
+    request = {"type": "run", "session": session, "program": source, "host": host, "grants": grants,
                "inputs": {"topic": "tea"}}
     if budget is not None:
         request["budget"] = budget
@@ -250,7 +267,7 @@ def test_a_budget_is_reserved_and_reconciled():
             s.send({"type": "resume", "session": "q", "call": r["call"]["id"], "perform": {"result": result}})
             r = s.reply()
         expect(r["status"] == "completed" and r["spent_usd"] == 1.0, "completed within budget", r)
-        s.send({"type": "run", "session": "x", "source": PAYMENTS, "host": POLICY_HOST, "grants": grants,
+        s.send({"type": "run", "session": "x", "program": PAYMENTS, "host": POLICY_HOST, "grants": grants,
                 "inputs": {"topic": "tea"}, "budget": -1})
         r = s.reply()
         expect(r["status"] == "error" and "budget" in r["error"]["message"], "a negative budget is refused", r)
@@ -349,7 +366,7 @@ def test_two_sessions_interleaved():
 def test_malformed_lines():
     with Server() as s:
         bad = ["not json", "{", "[1, 2]", '{"type": "run"}', '{"type": "launch", "session": "x"}',
-               '{"type": "run", "session": "x", "source": "", "host": "", "limit": {}}',
+               '{"type": "run", "session": "x", "program": "", "host": "", "limit": {}}',
                "[" * 100000, '{"type": "resume", "session": "x", "call": 1, "perform": {"result": 1}}']
         for line in bad:
             s.send_line(line)
@@ -358,7 +375,7 @@ def test_malformed_lines():
             code = r["error"]["code"]
             expect(code == ("unknown_session" if "resume" in line else "bad_request"), "its code", r)
             expect(r["error"]["message"], "a message naming the problem", r)
-        s.send_line('{"type": "run", "session": "x", "source": "", "host": "", "limit": {}}')
+        s.send_line('{"type": "run", "session": "x", "program": "", "host": "", "limit": {}}')
         r = s.reply()
         expect("'limit'" in r["error"]["message"] and "'limits'" in r["error"]["message"], "names the field", r)
         s.send_line("x" * (9 << 20))  # over the 8 MiB line limit

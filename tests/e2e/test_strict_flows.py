@@ -206,15 +206,15 @@ def test_serve_strict_flows():
     grants = [{"name": "audit.count", "mode": "allow"}, {"name": "vault.open", "mode": "allow"}]
     with Serve() as s:
         base = {"type": "run", "host": HOST, "grants": grants, "inputs": {"t": "a"}}
-        r = s.ask({**base, "session": "d", "source": BREAK})
+        r = s.ask({**base, "session": "d", "program": BREAK})
         expect(r["status"] == "host-call" and r["call"]["mode"] == "allow", "default: allowed", r)
-        r = s.ask({**base, "session": "s", "source": BREAK, "strict_flows": True})
+        r = s.ask({**base, "session": "s", "program": BREAK, "strict_flows": True})
         expect(r["status"] == "host-call" and r["call"]["mode"] == "ask", "strict: asks", r)
         expect(r["call"]["reasons"] == ["'n' is untrusted (control flow)"] and r["call"]["pc_tags"] == ["untrusted"],
                "the break's guard is in the pc", r)
-        r = s.ask({**base, "session": "v", "source": DENY, "strict_flows": True})
+        r = s.ask({**base, "session": "v", "program": DENY, "strict_flows": True})
         expect(r["status"] == "rejected" and r["diagnostics"][0]["code"] == "E0301", "strict deny is rejected", r)
-        r = s.ask({**base, "session": "x", "source": BREAK, "strict_flows": "yes"})
+        r = s.ask({**base, "session": "x", "program": BREAK, "strict_flows": "yes"})
         expect(r["status"] == "error" and "strict_flows" in r["error"]["message"], "a bad value is refused", r)
 
 

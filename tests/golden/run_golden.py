@@ -24,6 +24,7 @@ traces, approvals) stays out of the source tree, and no case sees another's. Run
 import argparse
 import difflib
 import json
+import os
 import pathlib
 import re
 import shlex
@@ -31,6 +32,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+# Goldens are plain text: a CLICOLOR_FORCE in the caller's environment must not colour them.
+os.environ.pop("CLICOLOR_FORCE", None)
 
 
 def directives(case):

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 
 #include "broker/approvals.h"
@@ -24,6 +25,7 @@
 #include "session/pipeline.h"
 #include "vm/run.h"
 #include "runtime/canonical_json.h"
+#include "runtime/hash.h"
 #include "runtime/json_schema.h"
 #include "runtime/value_json.h"
 #include "bytecode/rbc.h"
@@ -550,6 +552,63 @@ TEST_CASE("trace reading: a last line cut short is a warning, a damaged record a
     CHECK(t.error.empty());
     CHECK(t.events.size() == 1);
     CHECK(t.warning.find("unverified") != std::string::npos);
+    std::filesystem::remove(path);
+}
+
+TEST_CASE("idempotency keys: the first 32 hex digits of SHA-256 of canonical [root, site, k]") {
+    // idempotencyKey writes the canonical array itself; the oracle builds it as a Json tree.
+    for (const char* root : {"20260101-000000-abcdef", "", "r\"o\\ot\n\u00e9"})
+        for (const char* site : {"main#0", "f#12", "\xf0\x9f\x98\x80#3"})
+            for (uint64_t k : {uint64_t(0), uint64_t(7), UINT64_MAX}) {
+                CAPTURE(root);
+                CAPTURE(site);
+                CHECK(idempotencyKey(root, site, k) ==
+                      sha256Hex(canonicalJson(Json::array({root, site, k}))).substr(0, 32));
+            }
+    // And on generated ids: any bytes (quotes, controls, non-ASCII, bytes that are not UTF-8), any k.
+    std::mt19937_64 rng(14);
+    auto randomText = [&] {
+        std::string text(rng() % 24, ' ');
+        for (char& c : text) c = static_cast<char>(rng() % 4 ? 0x20 + rng() % 0x60 : rng() % 256);
+        return text;
+    };
+    for (int round = 0; round < 2000; ++round) {
+        std::string root = randomText(), site = randomText();
+        uint64_t k = round % 2 ? rng() : rng() % 1000;
+        CAPTURE(round);
+        CHECK(idempotencyKey(root, site, k) == sha256Hex(canonicalJson(Json::array({root, site, k}))).substr(0, 32));
+    }
+}
+
+TEST_CASE("trace records: a record written from a Json tree is its canonical JSON plus its chain") {
+    // TraceWriter::emit serialises each record once and inserts `chain` into that text; the file
+    // must read back exactly as one canonicalJson per line with the chain over the record without it.
+    std::filesystem::path path = std::filesystem::temp_directory_path() / ("remit-chain-" + std::to_string(::getpid()) + ".jsonl");
+    std::vector<Json> events = {
+        Json{{"event", "run_start"}, {"z", 1}, {"a", Json::array({1.5, "x"})}},
+        Json{{"event", "call"}, {"chain", "stale"}, {"args", {{"b", 2}, {"a", "\u00e9"}}}, {"cost_usd", 0.0}},
+        Json{{"event", "run_end"}},
+    };
+    {
+        TraceWriter writer;
+        std::string error;
+        REQUIRE(writer.open(path.string(), error));
+        for (const Json& e : events) REQUIRE(writer.emit(e));
+    }
+    std::ifstream in(path);
+    std::string line, chain;
+    for (const Json& e : events) {
+        REQUIRE(std::getline(in, line));
+        Json without = e;
+        without.erase("chain");
+        chain = traceChain(chain, canonicalJson(without));
+        Json with = without;
+        with["chain"] = chain;
+        CHECK(line == canonicalJson(with));
+    }
+    TraceFile read = readTrace(path.string());
+    CHECK(read.error.empty());
+    CHECK(read.events.size() == events.size());
     std::filesystem::remove(path);
 }
 

@@ -66,7 +66,9 @@ Manifest sampleManifest() {
     m.budgetUsd = 0.08;
 
     CallSiteInfo lookup = site("main#0", 4, 11, "crm.find");
+    lookup.maxCalls = 1;
     CallSiteInfo ask = site("main#1", 5, 14, "llm");
+    ask.maxCalls = 2;
     ask.agent = "Writer";
     ask.retry = 1;
     ask.timeoutSeconds = 30.0;
@@ -76,7 +78,9 @@ Manifest sampleManifest() {
     send.reasons = {"'body' may be untrusted (data: input 'ticket')",
                     "'to' may be pii (control flow: crm.find (line 4))"};
     send.timeoutSeconds = 2.5;
+    send.maxCalls = 1;
     CallSiteInfo direct = site("helper#0", 9, 5, "llm");
+    direct.maxCalls = 2;
     m.callSites = {lookup, ask, send, direct};
 
     Flow body;
@@ -169,7 +173,8 @@ constexpr std::string_view kSampleJson = R"json({
       "reasons": [],
       "retry": 0,
       "timeout_s": null,
-      "fallback": false
+      "fallback": false,
+      "max_calls": 1
     },
     {
       "site": "main#1",
@@ -181,7 +186,8 @@ constexpr std::string_view kSampleJson = R"json({
       "reasons": [],
       "retry": 1,
       "timeout_s": 30.0,
-      "fallback": true
+      "fallback": true,
+      "max_calls": 2
     },
     {
       "site": "main#2",
@@ -195,7 +201,8 @@ constexpr std::string_view kSampleJson = R"json({
       ],
       "retry": 0,
       "timeout_s": 2.5,
-      "fallback": false
+      "fallback": false,
+      "max_calls": 1
     },
     {
       "site": "helper#0",
@@ -207,7 +214,8 @@ constexpr std::string_view kSampleJson = R"json({
       "reasons": [],
       "retry": 0,
       "timeout_s": null,
-      "fallback": false
+      "fallback": false,
+      "max_calls": 2
     }
   ],
   "approval_sites": [
@@ -223,7 +231,8 @@ constexpr std::string_view kSampleJson = R"json({
       ],
       "retry": 0,
       "timeout_s": 2.5,
-      "fallback": false
+      "fallback": false,
+      "max_calls": 1
     }
   ],
   "flows": [
@@ -547,6 +556,18 @@ TEST_CASE("policy: E0502 when the worst case exceeds max_calls") {
     CHECK(diags[0].code == DiagCode::E0502);
     CHECK(diags[0].message == "program may call 'llm' up to 4 time(s), but policy allows 2");
     CHECK(diags[0].hint == "lower loop limits or retries around this call");
+    // At the site that makes the most calls (the first of equals), with each site's breakdown.
+    CHECK(diags[0].span.line == 5);
+    CHECK(diags[0].span.col == 14);
+    CHECK(diags[0].span.endCol == 14 + std::string_view("Writer.ask").size());
+    CHECK(diags[0].notes == std::vector<std::string>{"Writer.ask at main#1 (line 5): 2 = 1 iteration × (retry 1 + 1)",
+                                                     "llm.ask at helper#0 (line 9): 2 = 2 iterations"});
+    // A manifest without per-site counts (an .rbc built before them) keeps the header.
+    Manifest old = sampleManifest();
+    for (CallSiteInfo& site : old.callSites) site.maxCalls = 0;
+    diags = policyDiagnostics(old, p);
+    REQUIRE(diags.size() == 1);
+    CHECK(diags[0].notes.empty());
     checkAtHeader(diags[0]);
 }
 

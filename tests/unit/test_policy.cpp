@@ -227,13 +227,13 @@ TEST_CASE("policy: unknown keys are E0504 at the key, with the valid keys and a 
 
     d = onlyError("max_usd = 1\n");
     CHECK(d.message == "unknown top-level key 'max_usd' in the policy");
-    CHECK(d.hint == "'max_usd' belongs in [budget]; valid tables: [budget], [grant.\"<resource>\"], [limits], [flows], [artifacts], "
+    CHECK(d.hint == "'max_usd' belongs in [budget]; valid tables: [budget], [grant.\"<resource>\"], [limits], [flows], [artifacts], [mcp], "
           "[models.\"<model>\"]");
     checkSpan(d.span, 1, 1, 1, 8);
 
     d = onlyError("# limits\n[limit]\nmax_steps = 5\n");
     CHECK(d.message == "unknown table [limit] in the policy");
-    CHECK(d.hint == "did you mean [limits]? valid tables: [budget], [grant.\"<resource>\"], [limits], [flows], [artifacts], "
+    CHECK(d.hint == "did you mean [limits]? valid tables: [budget], [grant.\"<resource>\"], [limits], [flows], [artifacts], [mcp], "
           "[models.\"<model>\"]");
     checkSpan(d.span, 2, 2, 2, 7);
 
@@ -343,6 +343,68 @@ TEST_CASE("policy: [artifacts] trust names a key directory relative to the polic
     CHECK(d.hint == "did you mean 'trust'? valid keys: trust");
     d = onlyError("[flows]\ntrust = \"keys\"\n");
     CHECK(d.hint.starts_with("'trust' belongs in [artifacts]"));
+}
+
+TEST_CASE("policy: [mcp] maps capabilities to MCP tools and bounds a server's start-up") {
+    Parsed empty = parse("");
+    REQUIRE(empty.policy);
+    CHECK(empty.policy->mcp.tools.empty());
+    CHECK_FALSE(empty.policy->mcp.startupTimeoutMs);
+    Parsed parsed = parse(R"([mcp]
+startup_timeout_ms = 5000
+
+[mcp.tools]
+"files.read" = "read_text_file"
+"kg.add" = "create-entities"
+)");
+    REQUIRE(parsed.policy);
+    CHECK(parsed.policy->mcp.startupTimeoutMs == 5000);
+    REQUIRE(parsed.policy->mcp.tools.size() == 2);
+    CHECK(parsed.policy->mcp.tools.at("files.read") == "read_text_file");
+    CHECK(parsed.policy->mcp.tools.at("kg.add") == "create-entities");
+    // The inline spelling means the same.
+    Parsed inlined = parse("mcp = { tools = { \"files.read\" = \"read_text_file\" } }\n");
+    REQUIRE(inlined.policy);
+    CHECK(inlined.policy->mcp.tools.at("files.read") == "read_text_file");
+
+    Diagnostic d = onlyError("[mcp]\nstartup_timeout_ms = 0\n");
+    CHECK(d.code == DiagCode::E0504);
+    CHECK(d.message == "startup_timeout_ms in [mcp] must be a positive integer of at most 600000 (milliseconds), got 0");
+    checkSpan(d.span, 2, 22, 2, 23);
+    d = onlyError("[mcp]\nstartup_timeout_ms = 600001\n");
+    CHECK(d.message.starts_with("startup_timeout_ms in [mcp] must be a positive integer of at most 600000"));
+    d = onlyError("[mcp]\nstartup_timeout_ms = \"30s\"\n");
+    CHECK(d.message.ends_with("got \"30s\""));
+    d = onlyError("[mcp]\nstartup_timeout = 3\n");
+    CHECK(d.message == "unknown key 'startup_timeout' in [mcp]");
+    CHECK(d.hint == "did you mean 'startup_timeout_ms'? valid keys: tools, startup_timeout_ms");
+    d = onlyError("[mcp]\ntools = [\"read\"]\n");
+    CHECK(d.message == "tools in [mcp] must be a table mapping capabilities to tool names, got an array");
+    d = onlyError("[mcp.tools]\nread = \"read_text_file\"\n");
+    CHECK(d.message == "[mcp.tools] maps capabilities, and 'read' is not a capability name");
+    checkSpan(d.span, 2, 1, 2, 5);
+    d = onlyError("[mcp.tools]\n\"files.read\" = 3\n");
+    CHECK(d.message ==
+          "\"files.read\" in [mcp.tools] must be a tool name (a non-empty string of at most 256 bytes), got 3");
+    checkSpan(d.span, 2, 16, 2, 17);
+    d = onlyError("[mcp.tools]\n\"files.read\" = \"\"\n");
+    CHECK(d.message.starts_with("\"files.read\" in [mcp.tools] must be a tool name"));
+    d = onlyError("[mcp.tools]\n\"files.read\" = \"" + std::string(257, 'x') + "\"\n");
+    CHECK(d.message.ends_with("got a string"));
+    d = onlyError("mcp = 1\n");
+    CHECK(d.message == "'mcp' must be a table, got 1");
+    d = onlyError("[limits]\nstartup_timeout_ms = 1\n");
+    CHECK(d.hint.starts_with("'startup_timeout_ms' belongs in [mcp]"));
+
+    // A map entry for a capability the host does not declare is E0505, at its key.
+    DiagnosticList diags;
+    checkPolicyAgainstHost(*parsed.policy, {"files.read", "kg.ad"}, diags);
+    REQUIRE(diags.items().size() == 1);
+    const Diagnostic& undeclared = diags.items()[0];
+    CHECK(undeclared.code == DiagCode::E0505);
+    CHECK(undeclared.message == "policy maps 'kg.add' to MCP tool 'create-entities', but the host does not declare 'kg.add'");
+    CHECK(undeclared.hint == "did you mean 'kg.ad'?");
+    checkSpan(undeclared.span, 6, 1, 6, 9);
 }
 
 TEST_CASE("policy: approval must be \"always\"") {

@@ -22,6 +22,8 @@
 
 #include "broker/process_adapter.h"
 #include "runtime/json_text.h"
+#include "adapter_request.h"
+#include "temp_dir.h"
 
 using namespace remit;
 
@@ -40,15 +42,7 @@ std::unique_ptr<Adapter> make(const std::string& command, ProcessAdapterOptions 
 }
 
 AdapterRequest call(Json args = Json::object(), uint64_t timeoutMs = 5000) {
-    AdapterRequest r;
-    r.kind = AdapterRequest::Kind::Call;
-    r.runId = "run-1";
-    r.site = "main#0";
-    r.idempotencyKey = "0123456789abcdef0123456789abcdef";
-    r.timeoutMs = timeoutMs;
-    r.resource = "notes.echo";
-    r.args = std::move(args);
-    return r;
+    return test::callRequest("notes.echo", std::move(args), timeoutMs);
 }
 
 AdapterRequest ask(const std::string& model) {
@@ -69,15 +63,7 @@ AdapterRequest ask(const std::string& model) {
     return r;
 }
 
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char tmpl[] = "/tmp/remit-pa-XXXXXX";
-        path = ::mkdtemp(tmpl);
-    }
-    ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-    std::string file(const std::string& name) const { return path + "/" + name; }
-};
+using test::TempDir;
 
 int lineCount(const std::string& path) {
     std::ifstream in(path);

@@ -93,19 +93,31 @@ TEST_CASE("routing adapter: a call nobody serves fails operationally, naming the
 
 TEST_CASE("run adapters: the record a run keeps reads back to the same specs, and the mode follows the last") {
     std::vector<AdapterSpec> specs = {
-        {AdapterSpec::Kind::Process, "", "python3 ad.py", "/srv/app", {}},
-        {AdapterSpec::Kind::Fixtures, "fixtures/run.json", "", "", {}},
+        {AdapterSpec::Kind::Mcp, "", "node fs.js /data", "/srv/app", "files"},
+        {AdapterSpec::Kind::Mcp, "", "node memory.js", "/srv", ""},
+        {AdapterSpec::Kind::Mcp, "", "", "", "gh", "https://mcp.example.com/mcp", "GH_TOKEN"},
+        {AdapterSpec::Kind::Process, "", "python3 ad.py", "/srv/app", ""},
+        {AdapterSpec::Kind::Fixtures, "fixtures/run.json", "", "", ""},
     };
     Json record = adapterSpecsJson(specs);
+    CHECK(record[0] == Json{{"kind", "mcp"}, {"command", "node fs.js /data"}, {"cwd", "/srv/app"}, {"namespace", "files"}});
+    CHECK(record[1] == Json{{"kind", "mcp"}, {"command", "node memory.js"}, {"cwd", "/srv"}});
+    CHECK(record[2] == Json{{"kind", "mcp"}, {"url", "https://mcp.example.com/mcp"}, {"token_env", "GH_TOKEN"},
+                            {"namespace", "gh"}});
     std::string error;
     auto back = adapterSpecsFromJson(record, error);
     REQUIRE_MESSAGE(back, error);
-    REQUIRE(back->size() == 2);
+    REQUIRE(back->size() == 5);
     CHECK(adapterSpecsJson(*back) == record);
-    CHECK((*back)[0].command == "python3 ad.py");
-    CHECK((*back)[0].workingDir == "/srv/app");
+    CHECK((*back)[0].scope == "files");
+    CHECK((*back)[1].scope.empty());
+    CHECK((*back)[2].url == "https://mcp.example.com/mcp");
+    CHECK((*back)[2].tokenEnv == "GH_TOKEN");
+    CHECK((*back)[3].command == "python3 ad.py");
+    CHECK((*back)[3].workingDir == "/srv/app");
     CHECK(adapterMode(specs) == "fixtures:fixtures/run.json");
-    CHECK(adapterMode({{AdapterSpec::Kind::Process, "", "x", "/", {}}}) == "adapter");
+    CHECK(adapterMode({{AdapterSpec::Kind::Process, "", "x", "/", ""}}) == "adapter");
+    CHECK(adapterMode({{AdapterSpec::Kind::Mcp, "", "x", "/", ""}}) == "mcp");
     CHECK(adapterMode({}) == "none");
 }
 
@@ -113,7 +125,10 @@ TEST_CASE("run adapters: a damaged record is refused, never opened as something 
     std::string error;
     CHECK_FALSE(adapterSpecsFromJson(Json::object(), error));
     for (const char* text : {R"([{"kind": "shell", "command": "rm -rf /"}])", R"([{"kind": "process", "command": "x"}])",
-                             R"([{"kind": "fixtures", "path": 7}])", R"([3])", R"([{"path": "x"}])"}) {
+                             R"([{"kind": "fixtures", "path": 7}])", R"([3])", R"([{"path": "x"}])",
+                             R"([{"kind": "mcp", "command": "x"}])", R"([{"kind": "mcp", "cwd": "/"}])",
+                             R"([{"kind": "mcp", "command": "x", "cwd": "/", "namespace": 1}])",
+                             R"([{"kind": "mcp", "url": ""}])", R"([{"kind": "mcp", "url": "https://x", "token_env": 2}])"}) {
         error.clear();
         CHECK_MESSAGE(!adapterSpecsFromJson(Json::parse(text), error), text);
         CHECK_MESSAGE(!error.empty(), text);
@@ -122,13 +137,17 @@ TEST_CASE("run adapters: a damaged record is refused, never opened as something 
 
 TEST_CASE("run adapters: a spec that cannot be opened names itself, and nothing is opened") {
     AdapterOpenError error;
-    std::vector<AdapterSpec> specs = {{AdapterSpec::Kind::None, "", "", "", {}},
-                                      {AdapterSpec::Kind::Fixtures, "/nonexistent/fixtures.json", "", "", {}}};
+    std::vector<AdapterSpec> specs = {{AdapterSpec::Kind::None, "", "", "", ""},
+                                      {AdapterSpec::Kind::Fixtures, "/nonexistent/fixtures.json", "", "", ""}};
     CHECK_FALSE(openAdapters(specs, {}, error));
     CHECK(error.index == 1);
     CHECK(error.message.find("/nonexistent/fixtures.json") != std::string::npos);
+    // An MCP server whose program does not exist is refused when opened, before anything starts.
     error = {};
-    auto none = openAdapters({{AdapterSpec::Kind::None, "", "", "", {}}}, {}, error);
+    CHECK_FALSE(openAdapters({{AdapterSpec::Kind::Mcp, "", "no-such-mcp-server-program", "/", ""}}, {}, error));
+    CHECK(error.message == "MCP server program 'no-such-mcp-server-program' not found on PATH");
+    error = {};
+    auto none = openAdapters({{AdapterSpec::Kind::None, "", "", "", ""}}, {}, error);
     REQUIRE(none);
     CHECK(std::string(none->kind()) == "fixture");
 }
@@ -198,4 +217,37 @@ TEST_CASE("run adapters: a model whose key variable is unset cannot be opened, a
     REQUIRE(routing);
     CHECK(std::string(routing->route(AdapterRequest::Kind::Ask, "llm")->kind()) == "model");
     CHECK(std::string(routing->route(AdapterRequest::Kind::Call, "llm")->kind()) == "fixture");
+}
+
+TEST_CASE("run adapters: an OpenAPI service records its document, namespace, base URL and credentials' variables") {
+    AdapterSpec service;
+    service.kind = AdapterSpec::Kind::OpenApi;
+    service.path = "/srv/specs/petstore.yaml";
+    service.scope = "pets";
+    service.url = "http://127.0.0.1:8080/api/v3";
+    service.authEnv = {{"api_key", "PET_KEY"}, {"petstore_auth", "PET_TOKEN"}};
+    AdapterSpec bare;
+    bare.kind = AdapterSpec::Kind::OpenApi;
+    bare.path = "/srv/specs/other.json";
+    Json record = adapterSpecsJson({service, bare});
+    CHECK(record == Json::parse(R"([{"kind": "openapi", "document": "/srv/specs/petstore.yaml", "namespace": "pets",
+        "base_url": "http://127.0.0.1:8080/api/v3", "auth": {"api_key": "PET_KEY", "petstore_auth": "PET_TOKEN"}},
+        {"kind": "openapi", "document": "/srv/specs/other.json"}])"));
+    std::string error;
+    auto back = adapterSpecsFromJson(record, error);
+    REQUIRE_MESSAGE(back, error);
+    CHECK(adapterSpecsJson(*back) == record);
+    CHECK(adapterMode({service}) == "openapi");
+    for (const char* damage : {R"({"kind": "openapi"})", R"({"kind": "openapi", "document": 1})",
+                               R"({"kind": "openapi", "document": "a.json", "auth": ["PET_KEY"]})",
+                               R"({"kind": "openapi", "document": "a.json", "auth": {"key": 1}})",
+                               R"({"kind": "openapi", "document": "a.json", "token": "s3cret"})"}) {
+        error.clear();
+        CHECK_MESSAGE(!adapterSpecsFromJson(Json::array({Json::parse(damage)}), error), damage);
+        CHECK_FALSE(error.empty());
+    }
+    // A document that is not there is refused when opened, naming the file.
+    AdapterOpenError openError;
+    CHECK_FALSE(openAdapters({bare}, {}, openError));
+    CHECK(openError.message.find("/srv/specs/other.json") != std::string::npos);
 }

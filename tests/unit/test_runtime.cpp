@@ -95,6 +95,22 @@ TEST_CASE("numfmt: floats print as Python's repr") {
     CHECK(formatFloatRepr(1.0 / 3) == "0.3333333333333333");
 }
 
+TEST_CASE("numfmt: dollar amounts show the digits they need") {
+    CHECK(formatUsd(0) == "0.0000");
+    CHECK(formatUsd(0.1) == "0.1000");
+    CHECK(formatUsd(0.123456) == "0.1235");  // the prototype's 4 decimals, from a cent up
+    CHECK(formatUsd(12.5) == "12.5000");
+    CHECK(formatUsd(0.01) == "0.0100");
+    CHECK(formatUsd(0.000036) == "0.000036");  // the prototype printed $0.0000
+    CHECK(formatUsd(0.00003) == "0.00003");
+    CHECK(formatUsd(0.0000361) == "0.000036");
+    CHECK(formatUsd(0.00012) == "0.00012");
+    CHECK(formatUsd(0.0012) == "0.0012");
+    CHECK(formatUsd(0.1 + 0.2) == "0.3000");
+    CHECK(formatUsd(3 * 0.000012) == "0.000036");
+    CHECK(formatUsd(1e-9) == "0.000000001");
+}
+
 TEST_CASE("json text: lone surrogate escapes become U+FFFD, everything else is kept") {
     size_t n = 0;
     CHECK(remit::replaceLoneSurrogates(R"({"a": "x\ud83c"})", &n) == R"({"a": "x\ufffd"})");

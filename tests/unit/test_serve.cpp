@@ -41,7 +41,7 @@ constexpr const char* kSpin =
 
 serve::RunRequest request(std::string source, Json grants = Json::array(), Json inputs = Json::object(),
                           Json extra = Json::object()) {
-    Json j = {{"type", "run"}, {"id", 1},          {"session", "s"},  {"source", source},
+    Json j = {{"type", "run"}, {"id", 1},          {"session", "s"},  {"program", source},
               {"host", kHost}, {"grants", grants}, {"inputs", inputs}};
     for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
     Json reply;
@@ -82,7 +82,8 @@ TEST_CASE("serve: a pure program completes with its result, type and tags") {
     CHECK(r["session"] == "s");
     CHECK(r["result"] == 42);
     CHECK(r["type"] == "Int");
-    CHECK(r["tags"] == Json::array({"untrusted"}));  // an undeclared input is untrusted
+    CHECK(r["result_tags"] == Json::array({"untrusted"}));  // an undeclared input is untrusted
+    CHECK(r["tags"] == r["result_tags"]);                  // the older name of the same list
     CHECK(r["host_calls"] == 0);
     CHECK(s.finished());
 }
@@ -399,24 +400,41 @@ TEST_CASE("serve: the fuzz regressions are answered, never thrown") {
     CHECK(replayed >= 1);
 }
 
+TEST_CASE("serve: the program text is 'program', and its older name 'source' still works") {
+    Json reply;
+    std::optional<serve::Request> r =
+        serve::parseRequest(R"({"type":"run","session":"s","program":"program p\n","host":""})", reply);
+    REQUIRE(r);
+    CHECK(r->run.program == "program p\n");
+    r = serve::parseRequest(R"({"type":"run","session":"s","source":"program q\n","host":""})", reply);
+    REQUIRE(r);
+    CHECK(r->run.program == "program q\n");
+    CHECK(badRequest(R"({"type":"run","session":"s","host":""})") == "missing field 'program'");
+    CHECK(badRequest(R"({"type":"run","session":"s","program":"","source":"","host":""})") ==
+          "give the program text as 'program' or as its older name 'source', not both");
+    CHECK(badRequest(R"({"type":"run","session":"s","source":1,"host":""})") == "'source' must be a string");
+    CHECK(badRequest(R"({"type":"run","session":"s","progam":"","host":""})") ==
+          "unknown field 'progam' (did you mean 'program'?)");
+}
+
 TEST_CASE("serve: request parsing") {
     CHECK(badRequest("not json").find("not valid JSON") != std::string::npos);
     CHECK(badRequest("[1]") == "a request must be a JSON object");
     // The JSON parser would stop at a raw NUL and accept the text before it.
-    CHECK(badRequest(std::string(R"({"type":"run","session":"s","source":"","host":""})") + '\0' + "junk") ==
+    CHECK(badRequest(std::string(R"({"type":"run","session":"s","program":"","host":""})") + '\0' + "junk") ==
           "the request line contains a NUL byte");
     // A number no double can hold: nlohmann throws out_of_range, which used to escape parseRequest.
     CHECK(badRequest(R"({"type":"run","session":"s","budget":1e999})") ==
           "the request line holds a number too large for a 64-bit float");
-    CHECK(badRequest(R"({"type":"run","session":"s","source":"","host":"","limit":{}})") ==
+    CHECK(badRequest(R"({"type":"run","session":"s","program":"","host":"","limit":{}})") ==
           "unknown field 'limit' (did you mean 'limits'?)");
     CHECK(badRequest(R"({"type":"launch","session":"s"})").find("unknown request type") != std::string::npos);
-    CHECK(badRequest(R"({"type":"run","source":"","host":""})") == "missing field 'session'");
-    CHECK(badRequest(R"({"type":"run","session":"s","source":"","host":"","limits":{"steps":0}})") ==
+    CHECK(badRequest(R"({"type":"run","program":"","host":""})") == "missing field 'session'");
+    CHECK(badRequest(R"({"type":"run","session":"s","program":"","host":"","limits":{"steps":0}})") ==
           "'limits.steps' must be a positive integer");
-    CHECK(badRequest(R"({"type":"run","session":"s","source":"","host":"","limits":{"memory":99999999999}})")
+    CHECK(badRequest(R"({"type":"run","session":"s","program":"","host":"","limits":{"memory":99999999999}})")
               .find("over this server's maximum") != std::string::npos);
-    CHECK(badRequest(R"({"type":"run","session":"s","source":"","host":"","grants":[{"name":"a","mode":"maybe"}]})") ==
+    CHECK(badRequest(R"({"type":"run","session":"s","program":"","host":"","grants":[{"name":"a","mode":"maybe"}]})") ==
           "'grants[0].mode' must be \"ask\" or \"allow\"");
     CHECK(badRequest(R"({"type":"resume","session":"s","call":1})") ==
           "a resume needs exactly one of 'perform', 'deny' and 'fail'");
@@ -537,11 +555,11 @@ TEST_CASE("serve: max_diagnostics caps the rendered text, never the diagnostics"
     SUBCASE("from 1 to 1000") {
         CHECK(request(kPure, Json::array(), Json::object(), {{"max_diagnostics", 1000}}).maxDiagnostics == 1000);
         CHECK(request(kPure).maxDiagnostics == serve::kDefaultMaxDiagnostics);
-        CHECK(badRequest(R"({"type":"run","session":"s","source":"","host":"","max_diagnostics":0})") ==
+        CHECK(badRequest(R"({"type":"run","session":"s","program":"","host":"","max_diagnostics":0})") ==
               "'max_diagnostics' must be a positive integer");
-        CHECK(badRequest(R"({"type":"run","session":"s","source":"","host":"","max_diagnostics":"5"})") ==
+        CHECK(badRequest(R"({"type":"run","session":"s","program":"","host":"","max_diagnostics":"5"})") ==
               "'max_diagnostics' must be a positive integer");
-        CHECK(badRequest(R"({"type":"run","session":"s","source":"","host":"","max_diagnostics":1001})") ==
+        CHECK(badRequest(R"({"type":"run","session":"s","program":"","host":"","max_diagnostics":1001})") ==
               "'max_diagnostics' is 1001, over this server's maximum of 1000");
     }
 }

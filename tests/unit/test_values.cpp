@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <random>
 #include <climits>
 #include <string>
 #include <vector>
@@ -860,16 +862,22 @@ TEST_CASE("value_json: typed JSON mismatches name the path") {
     };
     CHECK(mismatch(R"({"sender": "a", "body": 5})", ticket, "input.ticket") ==
           "input.ticket.body: expected Str, found number");
-    CHECK(mismatch(R"({"sender": "a"})", ticket, "input.ticket") == "input.ticket: missing field \"body\"");
-    CHECK(mismatch(R"({"sender": "a", "body": "b", "cc": "c"})", ticket, "input.ticket") ==
-          "input.ticket: unexpected field \"cc\"");
+    CHECK(mismatch(R"({"sender": "a"})", ticket, "input.ticket") == "input.ticket: missing field 'body'");
+    CHECK(mismatch(R"({"sender": "a", "body": "b", "cc": "c", "bcc": "d"})", ticket, "input.ticket") ==
+          "input.ticket: unexpected field(s) ['bcc', 'cc']");
+    // The prototype's order: unexpected fields first, then each field in declaration order, so a
+    // field of the wrong type is reported before a later missing one.
+    CHECK(mismatch(R"({"sender": 1, "cc": "c"})", ticket, "input.ticket") ==
+          "input.ticket: unexpected field(s) ['cc']");
+    CHECK(mismatch(R"({"sender": 1})", ticket, "input.ticket") == "input.ticket.sender: expected Str, found number");
+    CHECK(mismatch(R"({"body": 1})", ticket, "input.ticket") == "input.ticket: missing field 'sender'");
     CHECK(mismatch(R"([1])", ticket, "input.ticket") == "input.ticket: expected Ticket, found array");
     CHECK(mismatch(R"([{"id": 1, "kind": "a"}, {"id": 2.5, "kind": "b"}])", items, "result") ==
           "result[1].id: expected Int, found non-integral number 2.5");
     CHECK(mismatch(R"([{"id": 1, "kind": "c"}])", items, "result") ==
-          "result[0].kind: expected one of \"a\" | \"b\", found \"c\"");
+          "result[0].kind: expected one of ['a', 'b'], found 'c'");
     CHECK(mismatch(R"([{"id": 1, "kind": 1}])", items, "result") ==
-          "result[0].kind: expected one of \"a\" | \"b\", found number");
+          "result[0].kind: expected one of ['a', 'b'], found number");
     CHECK(mismatch(R"([{"id": 1, "kind": "a"}, {"id": 1, "kind": "a"}, {"id": 1, "kind": "a"}])", items, "result") ==
           "result: expected at most 2 items, found 3");
     CHECK(mismatch("18446744073709551615", types.integer(), "input.n") ==
@@ -935,6 +943,119 @@ TEST_CASE("canonical_json: matches Python's json.dumps(sort_keys=True, separator
     nlohmann::json special =
         nlohmann::json::array({std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()});
     CHECK(canonicalJson(special) == "[Infinity,-Infinity]");
+}
+
+TEST_CASE("canonical_json: an object built member by member is canonicalJson of the same object") {
+    // The oracle is canonicalJson of the equivalent Json tree, on generated objects: keys in any
+    // order (non-ASCII, empty, a prefix of another), values of every kind, a key set twice (the
+    // last value wins), and the member added or skipped by text()/textWith() (the trace's `chain`).
+    std::mt19937 rng(22);
+    const std::vector<std::string> keys = {"event", "chain", "a", "ab", "", "Z", "\xc3\xa9", "k\"q", "result", "z"};
+    const std::vector<Json> values = {
+        Json(nullptr), Json(true), Json(-3), Json(uint64_t(18446744073709551615ull)), Json(612.0), Json(1e-05),
+        Json("t\u00e9xt\n\"x\""), Json::array({1, "b", Json::object()}), Json::parse(R"({"y": [2.5, {"b": 1, "a": null}], "x": "é"})")};
+    for (int round = 0; round < 500; ++round) {
+        CAPTURE(round);
+        CanonicalObject built;
+        Json tree = Json::object();
+        int members = static_cast<int>(rng() % 8);
+        for (int m = 0; m < members; ++m) {
+            const std::string& key = keys[rng() % keys.size()];
+            const Json& value = values[rng() % values.size()];
+            switch (rng() % 3) {
+                case 0: built.add(key, value); break;
+                case 1: built.addCanonical(key, canonicalJson(value)); break;
+                default:
+                    if (!value.is_string()) {
+                        built.add(key, value);
+                        break;
+                    }
+                    built.add(key, value.get<std::string>());
+            }
+            tree[key] = value;
+        }
+        CHECK(built.text() == canonicalJson(tree));
+        Json without = tree;
+        without.erase("chain");
+        CHECK(built.text("chain") == canonicalJson(without));
+        Json with = tree;
+        with["chain"] = "0123abc";
+        CHECK(built.textWith("chain", "0123abc") == canonicalJson(with));
+    }
+}
+
+TEST_CASE("canonical_json: strings escape as json.dumps does, on generated text") {
+    // The oracle is json.dumps's rule applied to one code point at a time: `"` `\` and the control
+    // characters escaped (\n \r \t \b \f, others \u00xx), with ensure_ascii also DEL and every
+    // non-ASCII character (\uxxxx, a surrogate pair above U+FFFF); anything else as its UTF-8.
+    // Runs of plain bytes are copied whole by appendJsonString, so the text mixes long runs,
+    // escapes and multi-byte characters at every position. Without ensure_ascii, bytes that are
+    // not UTF-8 pass through unchanged (nothing Remit makes holds them).
+    auto unit = [](uint32_t u) {
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "\\u%04x", u & 0xffffu);
+        return std::string(buf);
+    };
+    // A code point as \u escapes (a surrogate pair above U+FFFF).
+    auto units = [&](uint32_t cp) {
+        return cp < 0x10000 ? unit(cp) : unit(0xd800 | ((cp - 0x10000) >> 10)) + unit(0xdc00 | ((cp - 0x10000) & 0x3ff));
+    };
+    // Its UTF-8, by nlohmann's JSON parser (an encoder independent of Remit's).
+    auto utf8 = [&](uint32_t cp) { return nlohmann::json::parse("\"" + units(cp) + "\"").get<std::string>(); };
+    auto escaped = [&](uint32_t cp, bool ascii) -> std::string {
+        switch (cp) {
+            case '"': return "\\\"";
+            case '\\': return "\\\\";
+            case '\n': return "\\n";
+            case '\r': return "\\r";
+            case '\t': return "\\t";
+            case '\b': return "\\b";
+            case '\f': return "\\f";
+            default: break;
+        }
+        if (cp < 0x20 || (ascii && cp == 0x7f)) return unit(cp);
+        if (ascii && cp >= 0x80) return units(cp);
+        return utf8(cp);
+    };
+    std::mt19937 rng(2222);
+    for (int round = 0; round < 3000; ++round) {
+        CAPTURE(round);
+        std::string text, plain = "\"", ascii = "\"";
+        bool strayBytes = false;
+        int length = static_cast<int>(rng() % 40);
+        for (int i = 0; i < length; ++i) {
+            uint32_t cp;
+            switch (rng() % 6) {
+                case 0: cp = rng() % 0x20; break;                                 // control
+                case 1: cp = "\"\\\x7f"[rng() % 3]; break;
+                case 2: cp = 0x80 + rng() % 0x780; break;                         // two bytes
+                case 3: cp = 0x800 + rng() % 0xd000; break;                       // three (below the surrogates)
+                case 4: cp = 0x10000 + rng() % 0x100000; break;                   // four
+                default: cp = 0x20 + rng() % 0x5f; break;                         // printable ASCII
+            }
+            if (round % 3 == 0 && rng() % 10 == 0) {  // a byte that is not UTF-8
+                char stray = static_cast<char>(0x80 + rng() % 0x80);
+                text += stray;
+                plain += stray;
+                strayBytes = true;
+                continue;
+            }
+            text += utf8(cp);
+            plain += escaped(cp, false);
+            ascii += escaped(cp, true);
+        }
+        plain += '"';
+        ascii += '"';
+        std::string out;
+        appendJsonString(out, text, false);
+        CHECK(out == plain);
+        CHECK(canonicalJson(Json(text)) == plain);
+        if (!strayBytes) {
+            out.clear();
+            appendJsonString(out, text, true);
+            CHECK(out == ascii);
+        }
+    }
 }
 
 TEST_CASE("canonical_json: other json.dumps styles match Python") {

@@ -359,6 +359,164 @@ TEST_CASE("vm: a fused branch on operands of the wrong kinds is R0101, and its J
     }
 }
 
+// Labels of every node of a value, as text: two runs that label alike print alike.
+std::string labelled(Run& run, const Value& v) {
+    std::string out = valueToJson(v)->dump() + "<";
+    for (const std::string& t : tagNames(run, v.tags())) out += t + ",";
+    out += ">";
+    if (v.kind() == ValueKind::List)
+        for (const Value& item : v.asList().items) out += labelled(run, item);
+    if (v.kind() == ValueKind::Record)
+        for (const Value& field : v.asRecord().values) out += labelled(run, field);
+    return out;
+}
+
+TEST_CASE("vm: an inlined call computes and labels exactly as the call it replaces") {
+    // The same callees twice: small leaves, which the code generator inlines, and the same bodies
+    // with a call in front (a callee that calls is never inlined). Tagged data drives early returns
+    // under a tagged condition (the value takes the pc's tags), a return from inside a loop, a
+    // for-expression returned into the variable passed as the argument (x = f(x)), named
+    // arguments out of order, and a Unit function.
+    std::string callees =
+        "fn pick(t: Str, n: Int) -> Int {\n  PAD  if len(t) > n {\n    return 1\n  }\n  return 2\n}\n"
+        "fn grow(xs: List[Int], k: Int) -> List[Int] {\n  PAD  return for x in xs limit 10 {\n    x + k\n  }\n}\n"
+        "fn first_big(xs: List[Int], bound: Int) -> Int {\n  PAD  for x in xs limit 10 {\n"
+        "    if x > bound {\n      return x\n    }\n  }\n  return -1\n}\n"
+        "fn shout(t: Str) -> Str {\n  PAD  let u = upper(t)\n  return \"{u}!\"\n}\n"
+        "fn nothing(t: Str) {\n  PAD  let u = upper(t)\n}\n"
+        "fn one() -> Int {\n  return 1\n}\n";
+    std::string body =
+        "fn main(ticket: Str) -> { a: Int, b: Int, c: Str, d: Int, e: Int, xs: List[Int] } {\n"
+        "  var xs = [1, 5, 9, len(ticket)]\n"
+        "  xs = grow(xs, 1)\n"
+        "  let a = pick(ticket, 3)\n"
+        "  let b = first_big(xs, len(ticket) - 4)\n"
+        "  let c = shout(ticket)\n"
+        "  let d = pick(n: 100, t: \"abc\")\n"
+        "  nothing(ticket)\n"
+        "  var e = 0\n"
+        "  for t in [ticket, \"x\"] {\n    e = e + pick(t, 1)\n  }\n"
+        "  return { a: a, b: b, c: c, d: d, e: e, xs: xs }\n"
+        "}\n";
+    auto build = [&](const std::string& pad) {
+        std::string c = callees;
+        for (size_t at; (at = c.find("PAD")) != std::string::npos;) c.replace(at, 3, pad);
+        return compile("program p\n" + c + body);
+    };
+    auto inlined = build("");
+    auto called = build("let pad = one()\n  ");
+    auto mainCalls = [](const LoadedProgram& p) {
+        size_t n = 0;
+        for (const Instr& in : p.module().functions[p.entry()].code) n += in.op == Op::CALL;
+        return n;
+    };
+    CHECK(mainCalls(*inlined) == 0);
+    CHECK(mainCalls(*called) == 7);
+    for (const char* ticket : {"long ticket", "ab"}) {
+        CAPTURE(ticket);
+        std::string results[2];
+        for (int k = 0; k < 2; ++k) {
+            auto program = k == 0 ? inlined : called;
+            Run run(program, {});
+            std::vector<Value> args;
+            args.push_back(*run.heap().makeStr(ticket, *run.heap().internTags({"untrusted"})));
+            REQUIRE(run.start(program->entry(), std::move(args)) == RunStatus::Completed);
+            results[k] = labelled(run, run.result());
+        }
+        CHECK(results[0] == results[1]);
+        // The pc a tagged condition raised reaches the returned value.
+        CHECK(results[0].find("<untrusted,>") != std::string::npos);
+    }
+}
+
+TEST_CASE("vm: label instructions the checker proves idle are left out, and labels stay exact") {
+    // main's conditions on untagged values need no PCENTER (the pc stays empty), so neither do the
+    // writes under them; `helper` is only called under an empty pc, so its writes need no TAINTPC;
+    // `tagged` is called under a tagged pc, so its writes keep theirs; the untrusted input's
+    // condition keeps its PCENTER.
+    auto program = compile(
+        "program p\n"
+        "fn helper(n: Int) -> Int {\n  var t = 0\n  for i in range(50) if i < n {\n    if i % 2 == 0 {\n"
+        "      t = t + i\n    }\n  }\n  return t\n}\n"
+        "fn tagged(n: Int) -> Int {\n  var t = 0\n  for i in range(50) if i < n {\n    t = t + 1\n  }\n  return t\n}\n"
+        "fn main(ticket: Str) -> { a: Int, b: Int, c: Int } {\n"
+        "  var a = 0\n"
+        "  for i in range(10) {\n    if i > 4 {\n      a = a + helper(i)\n    }\n  }\n"
+        "  var b = 0\n"
+        "  if len(ticket) > 3 {\n    b = tagged(20)\n  }\n"
+        "  return { a: a, b: b, c: helper(7) }\n"
+        "}\n");
+    const Module& m = program->module();
+    auto ops = [&](const std::string& fn, Op op) {
+        size_t n = 0;
+        for (const Function& f : m.functions)
+            if (f.name == fn)
+                for (const Instr& in : f.code) n += in.op == op;
+        return n;
+    };
+    CHECK(ops("helper", Op::TAINTPC) == 0);
+    CHECK(ops("helper", Op::PCENTER) == 0);
+    CHECK(ops("tagged", Op::TAINTPC) > 0);
+    CHECK(ops("main", Op::PCENTER) == 1);
+    Run run(program, {});
+    std::vector<Value> args;
+    args.push_back(*run.heap().makeStr("long ticket", *run.heap().internTags({"untrusted"})));
+    REQUIRE(run.start(program->entry(), std::move(args)) == RunStatus::Completed);
+    const RecordObject& r = run.result().asRecord();
+    CHECK(resultJson(run) == "{\"a\":56,\"b\":20,\"c\":12}");
+    CHECK(tagNames(run, r.values[0].tags()).empty());
+    CHECK(tagNames(run, r.values[1].tags()) == std::vector<std::string>{"untrusted"});
+    CHECK(tagNames(run, r.values[2].tags()).empty());
+}
+
+TEST_CASE("vm: a var list's element type comes from its assignments") {
+    // `var primes = []` is List[Never] to the checker; every assignment gives it Ints, so the loop
+    // variable's arithmetic is typed (MULI, MODI) and its register is never CLEARed.
+    auto program = compile(
+        "program p\n"
+        "fn main() -> Int {\n"
+        "  var primes = []\n"
+        "  var total = 0\n"
+        "  for n in range(50) if n >= 2 {\n"
+        "    var isprime = true\n"
+        "    for p in primes limit 50 {\n"
+        "      if n % p == 0 {\n        isprime = false\n        break\n      }\n"
+        "    }\n"
+        "    if isprime {\n      primes = primes + [n]\n      total = total + n * n\n    }\n"
+        "  }\n"
+        "  var mixed = []\n"
+        "  mixed = mixed + [1]\n"
+        "  var sq = 0\n"
+        "  for p in primes limit 50 {\n    sq = sq + p * p\n  }\n"
+        "  return total + len(mixed) + sq\n"
+        "}\n");
+    CHECK(countOps(*program, Op::MODI) == 1);
+    CHECK(countOps(*program, Op::MOD) == 0);
+    CHECK(countOps(*program, Op::MUL) == 0);
+    Run run(program, {});
+    REQUIRE(run.start(program->entry(), {}) == RunStatus::Completed);
+    CHECK(resultJson(run) == "20933");
+}
+
+TEST_CASE("vm: constant strings compare by identity, and equal constants are one object") {
+    // The VM interns the constant pool's strings: two different interned strings are unequal
+    // without comparing bytes. A forged file may hold the same string twice; both must still be
+    // equal (the pool keeps one object per content), through IFEQ, EQ and JMPNEK alike.
+    Constant same1{Constant::Kind::Str, 0, 0, "state"}, same2{Constant::Kind::Str, 0, 0, "state"};
+    Constant other{Constant::Kind::Str, 0, 0, "stale"};
+    for (uint16_t second : {1, 2}) {
+        CAPTURE(second);
+        auto program = forged({Instr::abx(Op::LOADK, 0, 0), Instr::abx(Op::LOADK, 1, second), Instr::abc(Op::IFEQ, 0, 1),
+                               Instr::abx(Op::JMP, 0, 7), Instr::abc(Op::EQ, 2, 0, 1), Instr::abc(Op::JMPNEK, 0, second, 1),
+                               Instr::abc(Op::RET, 2), Instr::abc(Op::LOADI, 2, 9), Instr::abc(Op::RET, 2)},
+                              3, {same1, same2, other});
+        Run run(program, {});
+        REQUIRE(run.start(0, {}) == RunStatus::Completed);
+        // Equal: IFEQ falls through, EQ is true, JMPNEK does not skip. Unequal: IFEQ takes its JMP.
+        CHECK(resultJson(run) == (second == 1 ? "true" : "9"));
+    }
+}
+
 TEST_CASE("vm: an expect in a test block fails with its message") {
     auto program = compile(
         "program p\nfn double(x: Int) -> Int {\n  return x * 2\n}\n"

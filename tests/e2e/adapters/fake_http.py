@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""A scriptable local HTTP/1.1 server for the tests of the HTTP client and the model adapters
-(tests/unit/test_http_client.cpp, tests/unit/test_model_adapter.cpp, tests/e2e/test_models.py).
+"""A scriptable local HTTP/1.1 server for the tests of the HTTP client, the model adapters and MCP
+over streamable HTTP (tests/unit/test_http_client.cpp, tests/unit/test_model_adapter.cpp,
+tests/unit/test_mcp_client.cpp, tests/e2e/test_models.py).
 
 Standard library only; it listens on 127.0.0.1 on a free port and prints "PORT PID" on its first
 stdout line. It stops on POST /_quit, when its parent process goes away, or after --lifetime
@@ -25,6 +26,7 @@ Every other request is recorded, then answered by the next queued behaviour, els
   close             close the connection without answering
   garbage           write bytes that are not HTTP, then close
   header_bytes      add headers (X-Big-0, X-Big-1, ...) holding this many bytes in all
+  content_type      the Content-Type of a `body` (default text/plain), e.g. text/event-stream
   openai / anthropic   answer in that provider's wire format (see provider_body below)
 """
 import gzip
@@ -172,7 +174,7 @@ class Handler(BaseHTTPRequestHandler):
             content_type = "text/plain"
         else:
             data = spec.get("body", "").encode()
-            content_type = "text/plain"
+            content_type = spec.get("content_type", "text/plain")
         for i in range(0, spec.get("header_bytes", 0), 30000):  # in headers of 30,000 bytes at most
             headers[f"X-Big-{i // 30000}"] = "h" * min(30000, spec["header_bytes"] - i)
         if spec.get("gzip"):
@@ -207,12 +209,14 @@ class Server(ThreadingHTTPServer):
         pass  # clients that time out or hang up are what the tests are about: no tracebacks
 
 
-def main():
-    server = Server(("127.0.0.1", 0), Handler)
+def serve(handler):
+    """Serves `handler` on a free port of 127.0.0.1, printing "PORT PID", until the parent goes away
+    or the lifetime ends (also for other local servers of the tests, e.g. openapi/petstore_server.py)."""
+    server = Server(("127.0.0.1", 0), handler)
     threading.Thread(target=watch_parent, args=(server, os.getppid()), daemon=True).start()
     print(server.server_address[1], os.getpid(), flush=True)
     server.serve_forever(poll_interval=0.1)
 
 
 if __name__ == "__main__":
-    main()
+    serve(Handler)
