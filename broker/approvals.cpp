@@ -177,9 +177,15 @@ std::optional<std::string> ApprovalStore::decide(const std::string& digest, cons
     nlohmann::json& approved = data_["approved"];
     if (auto it = approved.find(digest); it != approved.end()) {
         std::string by = stringMember(*it, "by").value_or("unknown");
-        approved.erase(it);
-        data_["consumed"][digest] = {
+        // The approval as it was is kept, so restore() can put it back if the dispatch it allowed
+        // never reaches the adapter.
+        nlohmann::json consumed = {
             {"by", by}, {"run_id", runId}, {"at", unixNow()}, {"idempotency_key", idempotencyKey}};
+        if (auto at = it->find("at"); at != it->end() && at->is_number()) consumed["approved_at"] = *at;
+        if (auto request = it->find("request"); request != it->end() && request->is_object())
+            consumed["request"] = *request;
+        approved.erase(it);
+        data_["consumed"][digest] = std::move(consumed);
         data_["pending"].erase(digest);
         if (!save(error)) return std::nullopt;
         return by;
@@ -227,6 +233,27 @@ std::optional<std::pair<std::string, nlohmann::json>> ApprovalStore::consumedMat
     for (auto it = data_["consumed"].begin(); it != data_["consumed"].end(); ++it)
         if (it.key().starts_with(prefix)) return std::pair{it.key(), it.value()};
     return std::nullopt;
+}
+
+bool ApprovalStore::restore(const std::string& digest, const std::string& idempotencyKey,
+                            const nlohmann::json& request, std::string& error) {
+    StoreLock lock(path_, error);
+    if (!lock.held()) return false;
+    if (!load(error)) return false;
+    auto it = data_["consumed"].find(digest);
+    if (it == data_["consumed"].end() || idempotencyKey.empty() ||
+        stringMember(*it, "idempotency_key") != idempotencyKey)
+        return false;
+    nlohmann::json asked = request;
+    if (auto kept = it->find("request"); kept != it->end() && kept->is_object()) asked = *kept;
+    auto at = it->find("approved_at");
+    data_["approved"][digest] = {{"by", stringMember(*it, "by").value_or("unknown")},
+                                 {"at", at != it->end() && at->is_number() ? *at : nlohmann::json(unixNow())},
+                                 {"request", asked}};
+    // Pending again, unless the operator has since denied the same call (a denial stays one).
+    if (!data_["denied"].contains(digest)) data_["pending"][digest] = asked;
+    data_["consumed"].erase(it);
+    return save(error);
 }
 
 bool ApprovalStore::approve(const std::string& digest, const std::string& by, std::string& error) {

@@ -28,16 +28,28 @@ std::filesystem::path stateDirOf(const Args& args) {
 
 std::string prettyJson(const Json& value) { return dumpJson(value, JsonTextStyle{false, false, 2, ",", ": "}); }
 
-std::string stateFlags(const Args& args) {
-    const std::string* dir = args.value("--state-dir");
-    if (!dir) return "";
-    bool plain = !dir->empty() && std::all_of(dir->begin(), dir->end(), [](char c) {
+std::string oneLineJson(const Json& value) { return dumpJson(value, JsonTextStyle{false, false, -1, ", ", ": "}); }
+
+std::string shellQuote(std::string_view s) {
+    bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
         return std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '.' || c == '_' || c == '-';
     });
-    if (plain) return " --state-dir " + *dir;
+    if (plain) return std::string(s);
     std::string quoted = "'";
-    for (char c : *dir) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return " --state-dir " + quoted + "'";
+    for (char c : s) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return quoted + "'";
+}
+
+std::optional<uint64_t> parseCount(const std::string& text, uint64_t max) {
+    if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
+    uint64_t n = std::stoull(text);
+    return n <= max ? std::optional(n) : std::nullopt;
+}
+
+std::string stateFlags(const Args& args) {
+    const std::string* dir = args.value("--state-dir");
+    return dir ? " --state-dir " + shellQuote(*dir) : "";
 }
 
 std::string tracePathFor(std::string_view tool, const Args& args, const std::string& run) {
