@@ -60,6 +60,11 @@ struct AdapterReply {
     // reported by the adapter itself as CapabilityFailed with a message saying what happened.
     std::string errorCode;
     std::string message;
+    // False only when the adapter knows the request reached nobody: its process could not be
+    // started, or ended without reading a byte of it (docs/adapters.md, "Delivered or not"). The
+    // broker then treats the attempt as never made: no call is recorded, an approval it consumed
+    // goes back to the store, and the run stops so it can be resumed once the adapter is fixed.
+    bool delivered = true;
     // The trace's `adapter` field for this call when it differs from the run's (BrokerOptions::
     // adapterKind): set by a RoutingAdapter to the kind() of the adapter that performed the call.
     std::string adapter;
@@ -102,7 +107,7 @@ public:
         (void)name;
         return {};
     }
-    // "fixture", "process", "live" or "mcp": the trace's `adapter` field.
+    // "fixture", "process", "live", "mcp" or "model": the trace's `adapter` field.
     virtual const char* kind() const = 0;
 };
 

@@ -160,8 +160,15 @@ ApprovalStore::Decided ApprovalStore::decideIn(nlohmann::json& doc, const std::s
         std::vector<std::string> approvers = approversOf(*it);
         if (static_cast<int>(approvers.size()) >= quorum) {
             std::string by = stringMember(*it, "by").value_or("unknown");
+            // The approval as it was is kept, so restoreIn can put it back if the dispatch it
+            // allowed never reaches the adapter.
+            nlohmann::json consumed = {{"by", by}, {"run_id", runId}, {"at", now}, {"idempotency_key", idempotencyKey}};
+            if (auto at = numberMember(*it, "at")) consumed["approved_at"] = *at;
+            if (auto request = it->find("request"); request != it->end() && request->is_object())
+                consumed["request"] = *request;
+            if (it->contains("approvers")) consumed["approvers"] = approvers;
             approved.erase(it);
-            doc["consumed"][digest] = {{"by", by}, {"run_id", runId}, {"at", now}, {"idempotency_key", idempotencyKey}};
+            doc["consumed"][digest] = std::move(consumed);
             doc["pending"].erase(digest);
             out.by = by;
             return out;
@@ -215,7 +222,13 @@ ApprovalStore::Decided ApprovalStore::decideIn(nlohmann::json& doc, const std::s
     if (std::vector<std::string> names = approversOf(nlohmann::json{{"approvals", carried}});
         !names.empty() && static_cast<int>(names.size()) >= quorum) {
         std::string by = joinNames(names);
-        doc["consumed"][digest] = {{"by", by}, {"run_id", runId}, {"at", now}, {"idempotency_key", idempotencyKey}};
+        nlohmann::json consumed = {{"by", by},       {"run_id", runId}, {"at", now}, {"idempotency_key", idempotencyKey},
+                                   {"approved_at", now}, {"approvers", names}};
+        if (earlier != doc["pending"].end() && earlier->is_object()) {
+            consumed["request"] = *earlier;
+            consumed["request"]["approvals"] = carried;
+        }
+        doc["consumed"][digest] = std::move(consumed);
         doc["pending"].erase(digest);
         out.by = by;
         return out;
@@ -281,6 +294,32 @@ bool ApprovalStore::denyIn(nlohmann::json& doc, const std::string& digest, const
     return true;
 }
 
+bool ApprovalStore::restoreIn(nlohmann::json& doc, const std::string& digest, const std::string& idempotencyKey,
+                              const nlohmann::json& request, double now) {
+    auto it = doc["consumed"].find(digest);
+    if (it == doc["consumed"].end() || idempotencyKey.empty() ||
+        stringMember(*it, "idempotency_key") != idempotencyKey)
+        return false;
+    // Denied since (another run asked for the same call and the operator refused it): the denial
+    // is the last word, so the approval is not given back; nor is it this attempt's any more, so
+    // the resume meets the denial instead of reusing it.
+    if (doc["denied"].contains(digest)) {
+        doc["consumed"].erase(it);
+        return false;
+    }
+    nlohmann::json asked = request;
+    if (auto kept = it->find("request"); kept != it->end() && kept->is_object()) asked = *kept;
+    nlohmann::json back = {{"by", stringMember(*it, "by").value_or("unknown")},
+                           {"at", numberMember(*it, "approved_at").value_or(now)},
+                           {"request", asked}};
+    // A quorum's approval goes back with its approvers, so it still meets the quorum.
+    if (auto names = it->find("approvers"); names != it->end() && names->is_array()) back["approvers"] = *names;
+    doc["approved"][digest] = std::move(back);
+    doc["pending"][digest] = asked;
+    doc["consumed"].erase(it);
+    return true;
+}
+
 std::optional<std::string> ApprovalStore::decide(const std::string& digest, const nlohmann::json& pendingRequest,
                                                  const std::string& runId, const std::string& idempotencyKey,
                                                  std::string& error, Denial* denied) {
@@ -307,6 +346,17 @@ std::optional<std::pair<std::string, nlohmann::json>> ApprovalStore::consumedMat
     for (auto it = data_["consumed"].begin(); it != data_["consumed"].end(); ++it)
         if (it.key().starts_with(prefix)) return std::pair{it.key(), it.value()};
     return std::nullopt;
+}
+
+bool ApprovalStore::restore(const std::string& digest, const std::string& idempotencyKey,
+                            const nlohmann::json& request, std::string& error) {
+    StateFileLock lock(path_, "the approval store", error);
+    if (!lock.held()) return false;
+    if (!load(error)) return false;
+    nlohmann::json before = data_["consumed"];
+    bool kept = restoreIn(data_, digest, idempotencyKey, request, unixNow());
+    if (data_["consumed"] != before && !save(error)) return false;
+    return kept;
 }
 
 bool ApprovalStore::approve(const std::string& digest, const std::string& by, std::string& error,

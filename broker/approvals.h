@@ -1,10 +1,12 @@
 // The approval store `<state>/approvals.json`: one file, keyed by the approval digest, shared by
 // every run in that state directory:
-//   {"approved": {D: {by, at, request}}, "consumed": {D: {by, run_id, at, idempotency_key}},
+//   {"approved": {D: {by, at, request}},
+//    "consumed": {D: {by, run_id, at, idempotency_key, approved_at, request, approvers}},
 //    "pending": {D: {resource, site, args, program_hash, reasons, run_id, requested_at}},
 //    "denied": {D: {by, at, reason, request}}, "refused": {D: {by, reason, run_id, at, idempotency_key}}}
 // written as sorted JSON with indent 2 (Python's json.dump(indent=2, sort_keys=True)), `at` a Unix
-// time float. An approval is single use: deciding consumes it, for one attempt (idempotency key).
+// time float. An approval is single use: deciding consumes it, for one attempt (idempotency key);
+// a dispatch that never reaches the adapter gives it back (restore).
 // A denial is single use too: the attempt that meets it fails and moves it to `refused`, and the
 // same call made again asks again. The prototype's store has the first three sections; a store
 // without the others reads as having them empty (docs/operators.md). A request whose grant asks
@@ -90,6 +92,15 @@ public:
     const nlohmann::json& pending(const std::string& digest) const { return data_["pending"][digest]; }
     // A consumed approval whose digest starts with `prefix` ({by, run_id, at}), for a clear error.
     std::optional<std::pair<std::string, nlohmann::json>> consumedMatching(const std::string& prefix) const;
+    // The approval `idempotencyKey` consumed goes back to `approved` (and its request to `pending`):
+    // the attempt's dispatch never reached the adapter, so nothing was done with it. When the same
+    // call has been denied since, the denial wins: the approval is dropped (false) and the attempt
+    // meets the denial when it resumes. `request` is the pending request, used when the consumed entry does
+    // not keep the one it was approved as (a store written before). False with an empty `error`
+    // when that attempt consumed no approval of `digest`; false with `error` when the store cannot
+    // be read, locked or written.
+    virtual bool restore(const std::string& digest, const std::string& idempotencyKey, const nlohmann::json& request,
+                         std::string& error);
     // Records `by`'s approval of a pending request (it stays pending until consumed); with a quorum,
     // the request is approved once that many distinct approvers have approved it. True when the
     // approval was recorded (`progress` says whether the quorum is reached). False with `error`
@@ -119,6 +130,10 @@ public:
                           ApprovalProgress& progress);
     static bool denyIn(nlohmann::json& doc, const std::string& digest, const std::string& by,
                        const std::string& reason, double now);
+    // False when the attempt `idempotencyKey` consumed no approval of `digest` (nothing changed),
+    // or when the call has been denied since (the consumed approval is dropped).
+    static bool restoreIn(nlohmann::json& doc, const std::string& digest, const std::string& idempotencyKey,
+                          const nlohmann::json& request, double now);
     // An empty document: every section an empty object.
     static nlohmann::json emptyDocument();
 

@@ -242,6 +242,7 @@ Decision Broker::decide(const HostCall& call) {
         std::optional<ProvId> p = heap.deepProv(v);
         if (!t || !p) return heapFailure();
         a.argTags.push_back(*t);
+        a.argProv.push_back(*p);
         std::optional<TagSetId> all = heap.uniteTags(a.allArgTags, *t);
         std::optional<ProvId> united = heap.uniteProv(a.prov, *p);
         if (!all || !united) return heapFailure();
@@ -402,7 +403,8 @@ Decision Broker::decide(const HostCall& call) {
                  {"reasons", pendingAttempt.reasons},
                  {"arg_tags", argTagsJson},
                  {"pc_tags", namesJson(heap, call.pcTags)},
-                 {"derived_from", derived}}))
+                 {"derived_from", derived},
+                 {"arg_derived_from", argDerivedFrom(pendingAttempt)}}))
         return stopForTrace(fmt::format("the request for approval of '{}' at {} is not recorded", resource, site.id));
     pendingAttempt.state = Attempt::State::AwaitingApproval;
     Decision d;
@@ -424,6 +426,18 @@ const std::pair<Json, Json>& Broker::provenanceOf(const Attempt& a) const {
     for (uint64_t seq : heap.provTable().flatten(a.prov)) derived.push_back(seq);
     a.provenance.emplace(std::move(argTags), std::move(derived));
     return *a.provenance;
+}
+
+Json Broker::argDerivedFrom(const Attempt& a) const {
+    const Heap& heap = run_.heap();
+    const Site& site = *a.call->site;
+    Json out = Json::object();
+    for (size_t i = 0; i < a.argProv.size() && i < site.argNames.size(); ++i) {
+        Json seqs = Json::array();
+        for (uint64_t seq : heap.provTable().flatten(a.argProv[i])) seqs.push_back(seq);
+        out[site.argNames[i]] = std::move(seqs);
+    }
+    return out;
 }
 
 nlohmann::json Broker::approvalRequest(const Attempt& a) const {
@@ -669,6 +683,7 @@ Decision Broker::complete(const AdapterReply& reply) {
         return refuse(err(DiagCode::R0702, "internal: complete() without a dispatched call"));
     Attempt a = std::move(*current_);
     current_.reset();
+    if (!reply.delivered) return refuseNotDelivered(a, reply);
     Heap& heap = run_.heap();
     const HostCall& call = *a.call;
     const Site& site = *call.site;
@@ -757,6 +772,41 @@ Decision Broker::complete(const AdapterReply& reply) {
         lastInvalid_[site.id] = AdapterRequest::Previous{nullptr, callError->message};
     if (callError) return refuse(std::move(*callError), operational);
     return answered(std::move(*decoded.value));
+}
+
+Decision Broker::refuseNotDelivered(const Attempt& a, const AdapterReply& reply) {
+    const Site& site = *a.call->site;
+    const std::string& resource = site.resource;
+    // The attempt never happened: nothing is spent, reserved or counted for it.
+    reserved_ -= a.reserve;
+    if (calls_[resource] > 0) --calls_[resource];
+    // An approval this attempt consumed goes back to the store, for the attempt that reaches the
+    // adapter (the same one, on resume: same key).
+    std::string storeError;
+    bool kept = false;
+    if (a.approval.is_object() && options_.approvals) {
+        nlohmann::json request = approvalRequest(a);
+        request["run_id"] = options_.runId;
+        kept = options_.approvals->restore(a.digest, a.key, request, storeError);
+    }
+    Json event = {{"event", "not_delivered"},   {"run_id", options_.runId}, {"resource", resource},
+                  {"site", site.id},            {"idempotency_key", a.key},  {"k", a.k},
+                  {"attempt", a.call->attempt}, {"error", reply.message},    {"approval", nullptr}};
+    if (a.approval.is_object())
+        event["approval"] = {{"digest", a.digest}, {"approved_by", a.approval["approved_by"]}, {"kept", kept}};
+    // Synced: the dispatch record before it says the call may be in flight; this says it is not.
+    if (!record(event, true))
+        return stopForTrace(fmt::format("that the call to '{}' at {} did not reach the adapter is not recorded",
+                                        resource, site.id));
+    if (!storeError.empty()) return stop(storeError);
+    notDelivered_ = NotDelivered{resource, site.id, reply.message,
+                                 kept ? a.approval["approved_by"].get<std::string>() : std::string()};
+    // Not the program's failure but the host's: no retry, no `else`; the run stops resumable.
+    return refuse(err(DiagCode::R0702,
+                      fmt::format("the host stopped the run: the call to '{}' at {} did not reach the adapter ({}); "
+                                  "nothing was sent",
+                                  resource, site.id, reply.message),
+                      Json{{"resource", resource}, {"site", site.id}}));
 }
 
 Decision Broker::answered(Value value) {

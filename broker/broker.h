@@ -156,6 +156,16 @@ public:
     // trace or the approval store could not be written (or the store read or locked). Nothing was
     // dispatched after it; the CLI reports it (exit 2), and the run can be resumed once fixed.
     const std::string& ioError() const { return stopped_; }
+    // Set when the broker stopped the run (R0702) because a dispatch did not reach the adapter
+    // (AdapterReply::delivered): its process could not be started, or ended without reading the
+    // request. No call was recorded, a `not_delivered` event was, and an approval the attempt had
+    // consumed is back in the store; the CLI reports it (exit 2), and a resume once the adapter is
+    // fixed makes the same attempt (same key) under the same approval.
+    struct NotDelivered {
+        std::string resource, site, message;
+        std::string approvedBy;  // the approval that was given back to the store, or empty
+    };
+    const std::optional<NotDelivered>& notDelivered() const { return notDelivered_; }
     // Replay: how many recorded calls were answered, and the call asked for after the last one.
     size_t replayed() const { return replayed_; }
     const std::optional<UnrecordedCall>& unrecorded() const { return unrecorded_; }
@@ -172,6 +182,7 @@ private:
         const Grant* grant = nullptr;
         Json rawArgs;
         std::vector<TagSetId> argTags;
+        std::vector<ProvId> argProv;  // each argument's deep provenance
         TagSetId allArgTags = kNoTags;
         ProvId prov = kNoProv;
         uint64_t k = 0;
@@ -198,6 +209,7 @@ private:
     std::map<std::string, uint64_t> siteSeq_;    // per site: k
     std::optional<PendingApproval> pending_;
     std::string stopped_;
+    std::optional<NotDelivered> notDelivered_;
     size_t replayed_ = 0;
     std::optional<UnrecordedCall> unrecorded_;
     std::vector<bool> inFlightSent_;
@@ -213,11 +225,14 @@ private:
     Decision grantApproval(const std::string& who);
     Decision refuseDenied(const Denial& denial);  // an operator denied the call: R0302, recorded
     Decision reserveAndDispatch();
+    Decision refuseNotDelivered(const Attempt& a, const AdapterReply& reply);
     Decision replayRecorded(const Attempt& a);
     nlohmann::json approvalRequest(const Attempt& a) const;
     // A call's provenance as events record it: {param: [tag]} and the seqs its arguments derive from
     // (made once per attempt: the request and the records share it).
     const std::pair<Json, Json>& provenanceOf(const Attempt& a) const;
+    // {param: [seq]}: the calls each argument derives from (a pending request shows them per argument).
+    Json argDerivedFrom(const Attempt& a) const;
     AdapterRequest requestFor(const Attempt& a) const;
     // (declared ∪ deep argument tags ∪ pc) − clears.
     std::optional<TagSetId> resultTagsFor(const HostCall& call, TagSetId allArgTags);

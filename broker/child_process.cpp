@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <spawn.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -204,6 +205,48 @@ bool splitCommand(const std::string& command, std::vector<std::string>& argv, st
     return true;
 }
 
+int spawnProcess(const std::vector<std::string>& argv, const ChildFds& fds, const std::string& workingDir,
+                 pid_t& pid) {
+    if (argv.empty()) return EINVAL;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    if (fds.in >= 0) posix_spawn_file_actions_adddup2(&actions, fds.in, STDIN_FILENO);
+    if (fds.out >= 0) posix_spawn_file_actions_adddup2(&actions, fds.out, STDOUT_FILENO);
+    if (!fds.errPath.empty())
+        posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, fds.errPath.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                         0600);
+    else if (fds.err >= 0)
+        posix_spawn_file_actions_adddup2(&actions, fds.err, STDERR_FILENO);
+    // Every other descriptor is closed in the child.
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    // Before the exec, so a relative program or argument resolves where the caller means.
+    if (!workingDir.empty()) posix_spawn_file_actions_addchdir_np(&actions, workingDir.c_str());
+
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    // Its own process group, so a timeout or shutdown also stops whatever the child started, and a
+    // signal to the parent's group does not reach it; no blocked signals; default dispositions for
+    // signals the parent may ignore or handle (an ignored SIGPIPE would otherwise be inherited
+    // across exec).
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    for (int s : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD, SIGUSR1, SIGUSR2}) sigaddset(&defaults, s);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
+    std::vector<char*> cargv;
+    cargv.reserve(argv.size() + 1);
+    for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+    cargv.push_back(nullptr);
+    int rc = ::posix_spawnp(&pid, cargv[0], &actions, &attr, cargv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    return rc;
+}
+
 ChildProcess::ChildProcess(std::vector<std::string> argv, ChildProcessOptions options)
     : argv_(std::move(argv)), display_(quoteForDisplay(argv_)), options_(std::move(options)) {}
 
@@ -217,42 +260,10 @@ bool ChildProcess::start(std::string& error) {
             if (fd >= 0) ::close(fd);
         return false;
     }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, toChild[0], STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, fromChild[1], STDOUT_FILENO);
-    // stderr (fd 2) is inherited as is, or appended to the log file; every other descriptor is
-    // closed in the child.
-    if (!options_.stderrPath.empty())
-        posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, options_.stderrPath.c_str(),
-                                         O_WRONLY | O_CREAT | O_APPEND, 0600);
-    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-    // Before the exec, so a relative program or argument resolves where the run was made.
-    if (!options_.workingDir.empty()) posix_spawn_file_actions_addchdir_np(&actions, options_.workingDir.c_str());
-
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    // Its own process group, so a timeout or shutdown also stops whatever it started; no blocked
-    // signals; default dispositions for signals we may ignore (an ignored SIGPIPE would otherwise
-    // be inherited across exec).
-    sigset_t none, defaults;
-    sigemptyset(&none);
-    sigemptyset(&defaults);
-    for (int s : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD, SIGUSR1, SIGUSR2}) sigaddset(&defaults, s);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-
-    std::vector<char*> cargv;
-    cargv.reserve(argv_.size() + 1);
-    for (auto& a : argv_) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-
+    // stderr is inherited as is, or appended to the log file.
+    ChildFds fds{toChild[0], fromChild[1], -1, options_.stderrPath};
     pid_t pid = -1;
-    int rc = ::posix_spawnp(&pid, cargv[0], &actions, &attr, cargv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
+    int rc = spawnProcess(argv_, fds, options_.workingDir, pid);
     ::close(toChild[0]);
     ::close(fromChild[1]);
     if (rc != 0) {
@@ -287,6 +298,20 @@ bool ChildProcess::waitExited(uint64_t ms) const {
         if (Clock::now() >= until) return false;
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
+}
+
+std::size_t ChildProcess::pipeBacklog() const {
+    int n = 0;
+    if (toChild_ < 0 || ::ioctl(toChild_, FIONREAD, &n) != 0 || n < 0) return SIZE_MAX;
+    return static_cast<std::size_t>(n);
+}
+
+bool ChildProcess::stdinUnread(std::size_t written) {
+    if (written == 0) return true;
+    if (pid_ <= 0 || pipeBacklog() != written) return false;
+    ::kill(-pid_, SIGKILL);
+    waitExited(options_.termGraceMs);
+    return pipeBacklog() == written;
 }
 
 std::string ChildProcess::stop(bool gently) {

@@ -1,6 +1,7 @@
 // A child process the broker talks to over pipes, one line at a time: the plumbing shared by
 // adapter processes (broker/process_adapter.h, `--adapter CMD` and `--live`) and MCP servers over
-// stdio (broker/mcp_client.h, `--adapter mcp:CMD` and `remitc import mcp`).
+// stdio (broker/mcp_client.h, `--adapter mcp:CMD` and `remitc import mcp`). spawnProcess, which
+// starts them, also starts the web inbox's resumes (cli/resume_jobs.h).
 //
 // Hygiene (docs/adapters.md "Process hygiene"): no shell (argv from splitCommand, execvp
 // semantics); its own process group, default signal dispositions and no blocked signals; only
@@ -45,6 +46,18 @@ std::string describeExitStatus(int status);
 // every byte outside 0x20–0x7e becomes '?', and more than `max` bytes end in "...".
 std::string printableExcerpt(std::string_view bytes, std::size_t max = 80);
 
+// The descriptors a child gets as its stdin, stdout and stderr; -1 inherits the parent's. A
+// non-empty errPath instead appends its stderr to that file (created 0600 if needed).
+struct ChildFds {
+    int in = -1, out = -1, err = -1;
+    std::string errPath;
+};
+// Starts argv[0] (execvp semantics: PATH lookup) with `argv`, the parent's environment, `fds`, every
+// other descriptor closed, in `workingDir` when it is not empty, in its own process group, with no
+// signal blocked and default dispositions. Returns 0 with `pid` set, or the error number.
+int spawnProcess(const std::vector<std::string>& argv, const ChildFds& fds, const std::string& workingDir,
+                 pid_t& pid);
+
 struct ChildProcessOptions {
     // The directory the process starts in (empty: the caller's).
     std::string workingDir;
@@ -83,6 +96,16 @@ public:
     void send(std::string_view bytes) { outbox_.append(bytes); }
     // Bytes queued but not written yet.
     std::size_t unsent() const { return outbox_.size(); }
+    // After it ended mid-request (next() said StdoutClosed or StdinClosed, before stop()): whether
+    // none of the last `written` bytes written to its stdin were read, so the request reached
+    // nobody (docs/adapters.md, "Delivered or not"). Nothing written is nothing read. Otherwise
+    // the bytes still in the pipe tell (FIONREAD answers on its write end too, and the pipe keeps
+    // its bytes while that end is open): all of them there means nobody read any. To make that
+    // final, a request that looks unread is measured again after its process group is killed, so
+    // nobody can read it in between; a process killed by SIGKILL runs no more of its own code, so
+    // bytes taken in by a read already under way are never acted upon. A descendant that left the
+    // process group and kept its stdin is beyond this: it could still read.
+    bool stdinUnread(std::size_t written);
 
     // What next() found.
     struct Io {
@@ -113,6 +136,7 @@ private:
     std::string outbox_;
 
     bool waitExited(uint64_t ms) const;
+    std::size_t pipeBacklog() const;
     bool takeLine(std::string& line);
 };
 

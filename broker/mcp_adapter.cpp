@@ -11,6 +11,7 @@
 
 #include "broker/http_client.h"
 #include "runtime/imported_names.h"
+#include "runtime/json_schema.h"
 #include "runtime/source.h"
 
 namespace remit {
@@ -101,7 +102,7 @@ public:
         if (!tool) return AdapterReply::failure("CapabilityFailed", error);
         // The tool may go away when the server changes its list: keep what the call needs.
         const std::string toolName = tool->name;
-        Json arguments = argumentsFor(*tool, request.args);
+        Json arguments = argumentsByImportedName(request.args, tool->inputSchema);
         Json meta = {{"remit/idempotency_key", request.idempotencyKey}};
         const uint64_t timeoutMs = request.timeoutMs ? request.timeoutMs : options_.defaultTimeoutMs;
         auto deadline = McpClient::Clock::now() + std::chrono::milliseconds(timeoutMs);
@@ -191,26 +192,6 @@ private:
         return nullptr;
     }
 
-    // The call's arguments as the tool's input: each parameter under the property it stands for.
-    static Json argumentsFor(const McpTool& tool, const Json& args) {
-        Json out = Json::object();
-        if (!args.is_object()) return out;
-        const Json* properties = nullptr;
-        if (auto it = tool.inputSchema.find("properties"); it != tool.inputSchema.end() && it->is_object())
-            properties = &*it;
-        for (const auto& [param, value] : args.items()) {
-            std::string property = param;
-            if (properties && !properties->contains(param)) {
-                std::vector<std::string> matches;
-                for (const auto& [name, schema] : properties->items())
-                    if (matchesImportedName(name, param)) matches.push_back(name);
-                if (matches.size() == 1) property = matches.front();
-            }
-            out[property] = value;
-        }
-        return out;
-    }
-
     // A CallToolResult shaped into the capability's declared type (request.schema).
     AdapterReply shape(const AdapterRequest& request, const std::string& tool, const Json& result) const {
         const std::string who = fmt::format("tool '{}' of MCP server {}", printableExcerpt(tool, 60), client_.describe());
@@ -254,28 +235,6 @@ private:
 };
 
 }  // namespace
-
-Json projectOntoSchema(const Json& value, const Json& schema) {
-    if (!schema.is_object()) return value;
-    auto type = schema.find("type");
-    if (type == schema.end() || !type->is_string()) return value;
-    if (*type == "object" && value.is_object()) {
-        auto properties = schema.find("properties");
-        if (properties == schema.end() || !properties->is_object()) return value;
-        Json out = Json::object();
-        for (const auto& [name, propertySchema] : properties->items())
-            if (auto it = value.find(name); it != value.end()) out[name] = projectOntoSchema(*it, propertySchema);
-        return out;
-    }
-    if (*type == "array" && value.is_array()) {
-        auto items = schema.find("items");
-        if (items == schema.end()) return value;
-        Json out = Json::array();
-        for (const Json& element : value) out.push_back(projectOntoSchema(element, *items));
-        return out;
-    }
-    return value;
-}
 
 std::unique_ptr<Adapter> makeMcpAdapter(std::unique_ptr<McpTransport> transport, McpAdapterOptions options) {
     return std::make_unique<McpAdapter>(std::move(transport), std::move(options));

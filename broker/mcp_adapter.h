@@ -43,7 +43,7 @@ struct McpAdapterOptions {
     McpClientOptions client;
 };
 
-// An adapter over a transport (stdio today). kind() is "mcp".
+// An adapter over a transport (stdio or streamable HTTP, broker/mcp_client.h). kind() is "mcp".
 std::unique_ptr<Adapter> makeMcpAdapter(std::unique_ptr<McpTransport> transport, McpAdapterOptions options);
 
 // `--adapter mcp:CMD`: CMD split without a shell (splitCommand) and checked to be on PATH; the
@@ -57,10 +57,5 @@ std::unique_ptr<Adapter> makeMcpStdioAdapter(const std::string& command, const C
 // one (checkMcpUrl), the variable is not set, or libcurl cannot be loaded.
 std::unique_ptr<Adapter> makeMcpHttpAdapter(const std::string& url, const std::string& tokenEnv,
                                             McpAdapterOptions options, std::string& error);
-
-// The JSON value `value` keeps of what `schema` (runtime/json_schema.h's form) declares: an object
-// only the declared properties (deeply, through lists), anything else unchanged. How a server's
-// structured answer is shaped into a capability's return type before the broker validates it.
-Json projectOntoSchema(const Json& value, const Json& schema);
 
 }  // namespace remit

@@ -5,9 +5,9 @@
 
 #include <cstdlib>
 
-#include "broker/mcp_adapter.h"
 #include "broker/model_adapter.h"
 #include "runtime/imported_names.h"
+#include "runtime/json_schema.h"
 
 namespace remit {
 

@@ -125,6 +125,9 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         const uint64_t timeoutMs = request.timeoutMs ? request.timeoutMs : options_.defaultTimeoutMs;
         std::string firstDeath;
+        // Whether a process of this attempt read some of its request (and so may have acted on it):
+        // until one did, a failure is "not delivered" (AdapterReply::delivered).
+        bool reached = false;
         for (int round = 0; round < 2; ++round) {
             // A process that exited since the last call (a one-shot adapter, say) is simply started
             // again; only a death during this attempt uses up the attempt's one restart.
@@ -132,13 +135,20 @@ public:
             bool fresh = false;
             if (!child_.running()) {
                 std::string error;
-                if (!child_.start(error))
-                    return AdapterReply::failure("CapabilityFailed",
-                                   "cannot start adapter process [" + child_.display() + "]: " + error);
+                if (!child_.start(error)) {
+                    error = "cannot start adapter process [" + child_.display() + "]: " + error;
+                    AdapterReply r = AdapterReply::failure(
+                        "CapabilityFailed", round == 0 ? error
+                                                       : "adapter process exited before replying (" + firstDeath +
+                                                             "), and could not be started again: " + error);
+                    r.delivered = reached;
+                    return r;
+                }
                 fresh = true;
             }
             const uint64_t id = nextId_++;
-            child_.send(encode(request, id, timeoutMs));
+            const std::string line = encode(request, id, timeoutMs);
+            child_.send(line);
             auto deadline = ChildProcess::Clock::now() + std::chrono::milliseconds(timeoutMs) +
                             std::chrono::milliseconds(fresh ? options_.startupGraceMs : 0);
             Outcome outcome = exchange(id, deadline, timeoutMs);
@@ -149,15 +159,23 @@ public:
                     child_.stop(false);
                     return std::move(outcome.reply);
                 case Outcome::Died: {
+                    // Nothing was queued before this request (start() and stop() empty the queue),
+                    // so what left the queue is what of it went into the process's stdin.
+                    bool unread = child_.stdinUnread(line.size() - child_.unsent());
+                    reached = reached || !unread;
                     std::string how = child_.stop(true);
-                    std::string what = outcome.detail + (how.empty() ? "" : ", " + how);
+                    std::string what = outcome.detail + (unread ? ", without reading the request" : "") +
+                                       (how.empty() ? "" : ", " + how);
                     if (round == 0) {
                         firstDeath = what;
                         continue;
                     }
-                    return AdapterReply::failure("CapabilityFailed", "adapter process exited before replying (" + firstDeath +
-                                                           "), and again after one restart (" + what + ") [" +
-                                                           child_.display() + "]");
+                    AdapterReply r = AdapterReply::failure("CapabilityFailed",
+                                                           "adapter process exited before replying (" + firstDeath +
+                                                               "), and again after one restart (" + what + ") [" +
+                                                               child_.display() + "]");
+                    r.delivered = reached;
+                    return r;
                 }
             }
         }

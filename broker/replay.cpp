@@ -111,7 +111,7 @@ ReplayPlan planFromTrace(const TraceFile& trace, const std::string& path, Replay
             inFlight.push_back(inFlightFrom(c));
         }
     }
-    std::set<std::string> resolved;  // idempotency keys with a call event in this trace
+    std::set<std::string> resolved;  // idempotency keys with a call or not_delivered event in this trace
     size_t replayedCopies = 0;
 
     for (size_t i = 1; i < trace.events.size(); ++i) {
@@ -133,6 +133,11 @@ ReplayPlan planFromTrace(const TraceFile& trace, const std::string& path, Replay
             if (!isString(e, "resource") || !isString(e, "args_sha256") || !isRunId(stringField(e, "run_id")))
                 return bad(i, "dispatch event lacks its resource, args_sha256 or run_id");
             inFlight.push_back(inFlightFrom(e));
+        } else if (kind == "not_delivered") {
+            // The dispatch before it reached nobody: it is not in flight, and the attempt is made
+            // afresh (same key) by the resume.
+            if (std::string why = checkKey(e, "not_delivered event"); !why.empty()) return bad(i, why);
+            resolved.insert(e["idempotency_key"].get<std::string>());
         } else if (kind == "pending_approval") {
             if (!isLowerHex(stringField(e, "digest"), 64)) return bad(i, "pending_approval's digest is not 64 hex digits");
             plan.pendingApproval = e;

@@ -16,7 +16,9 @@
 //   the `call` event) is "in flight": the resumed run reaches the same (site, k) — so the same key —
 //   and sends that call again, under the approval the dispatch had consumed, so an adapter that
 //   de-duplicates by key performs it at most once. Each resumed trace carries the in-flight calls
-//   it has not resolved yet in its `run_start`, so a crash during a resume loses nothing.
+//   it has not resolved yet in its `run_start`, so a crash during a resume loses nothing. A dispatch
+//   followed by a `not_delivered` event reached nobody (the adapter could not be started, say): it
+//   is not in flight, and the resume makes that attempt as if for the first time.
 #pragma once
 
 #include <cstddef>

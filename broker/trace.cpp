@@ -303,7 +303,7 @@ std::string renderTimeline(const std::vector<nlohmann::json>& events, size_t max
     // A dispatch is shown only while its outcome is unknown: its call event tells the rest.
     std::set<std::string> recorded;
     for (const nlohmann::json& e : events)
-        if (e["event"] == "call") recorded.insert(str(e, "idempotency_key"));
+        if (e["event"] == "call" || e["event"] == "not_delivered") recorded.insert(str(e, "idempotency_key"));
     for (const nlohmann::json& e : events) {
         std::string kind = e["event"].get<std::string>();
         if (kind == "run_start") {
@@ -334,6 +334,15 @@ std::string renderTimeline(const std::vector<nlohmann::json>& events, size_t max
             } else if (auto err = e.find("error"); err != e.end() && err->is_object()) {
                 out << fmt::format("    error[{}]: {}\n", str(*err, "code"), str(*err, "message"));
             }
+        } else if (kind == "not_delivered") {
+            out << fmt::format("not delivered: {} @ {} (key {}) did not reach the adapter: {}; nothing was sent\n",
+                               str(e, "resource"), str(e, "site"), str(e, "idempotency_key"),
+                               str(e, "error"));
+            if (auto a = e.find("approval"); a != e.end() && a->is_object())
+                out << fmt::format("    the approval by {} (digest {}) {}\n", str(*a, "approved_by"),
+                                   str(*a, "digest").substr(0, 16),
+                                   a->value("kept", false) ? "is kept for the attempt that reaches it"
+                                                           : "was not in the store to keep");
         } else if (kind == "violation") {
             out << fmt::format("violation: {} @ {} parameter '{}' received {}\n", str(e, "resource"), str(e, "site"),
                                str(e, "param"), tagList(e.value("tags", nlohmann::json::array())));

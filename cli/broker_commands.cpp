@@ -1,7 +1,8 @@
 // The commands that read the broker's state: `remitvm trace RUN [--why SEQ]` (a readable timeline,
-// or the chain of calls and approvals behind one call) and `approve DIGEST-PREFIX|RUN_ID` (records
-// a single-use approval in the store). Flag parsing and printing only; the formats live in
-// broker/trace.* and broker/approvals.*.
+// or the chain of calls and approvals behind one call), `approve DIGEST-PREFIX|RUN_ID` (records a
+// single-use approval in the store) and `approvals list|show|approve|deny`. Flag parsing and
+// printing only; the formats live in broker/trace.* and broker/approvals.*, and what an operator
+// sees and decides in session/approval_requests.h, which the web inbox (cli/inbox_http.cpp) shares.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,17 +16,19 @@
 #include "broker/state_file.h"
 #include "broker/replay.h"
 #include "broker/trace.h"
-#include "bytecode/rbc.h"
 #include "cli/commands.h"
-#include "compiler/driver.h"
-#include "compiler/manifest.h"
 #include "runtime/canonical_json.h"
 #include "runtime/files.h"
 #include "runtime/numfmt.h"
+#include "session/approval_requests.h"
 #include "session/run_lifecycle.h"
 #include "session/store.h"
 
 namespace remit::cli {
+
+std::string usdOf(const nlohmann::json& amount) {
+    return amount.is_number() ? formatUsd(amount.get<double>()) : "?";
+}
 
 
 int traceCommand(std::string_view tool, Args& args) {
@@ -69,16 +72,6 @@ int traceCommand(std::string_view tool, Args& args) {
 
 namespace {
 
-// "3 min ago", for a Unix time; empty when unknown (a store written by the prototype).
-std::string ageText(const nlohmann::json& at) {
-    if (!at.is_number()) return "";
-    double seconds = std::max(0.0, unixNow() - at.get<double>());
-    if (seconds < 120) return fmt::format("{:.0f} s ago", seconds);
-    if (seconds < 7200) return fmt::format("{:.0f} min ago", seconds / 60);
-    if (seconds < 172800) return fmt::format("{:.0f} h ago", seconds / 3600);
-    return fmt::format("{:.0f} days ago", seconds / 86400);
-}
-
 // "in 3 h", for a Unix time to come.
 std::string untilText(double at) {
     double seconds = std::max(0.0, at - unixNow());
@@ -96,57 +89,14 @@ bool loadStore(std::string_view tool, ApprovalStore& store) {
     return false;
 }
 
-// The pending request KEY names: a digest, a unique prefix of one, or a run id (that run's last
-// pending_approval, whose digest must then be pending exactly: a digest read from a file is never
-// a prefix that could match another run's request). Prints why not and returns empty.
-std::string resolvePending(std::string_view tool, const Args& args, Store& records, std::string key) {
-    const ApprovalStore& store = records.approvals();
-    bool byRun = false;
-    std::string storePath = store.where();
-    if (isRunId(key)) {
-        std::string runTrace = records.traceName(key);
-        if (records.hasTrace(key)) {
-            TraceFile trace = records.readTrace(key);
-            if (!trace.error.empty()) {
-                fmt::print(stderr, "{}: error: {}\n", tool, trace.error);
-                return {};
-            }
-            std::string digest;
-            for (const auto& e : trace.events)
-                if (e["event"] == "pending_approval") digest = stringField(e, "digest");
-            if (digest.empty()) {
-                fmt::print(stderr, "{}: error: run '{}' has no pending approval\n", tool, key);
-                return {};
-            }
-            if (!isLowerHex(digest, 64)) {
-                fmt::print(stderr, "{}: error: {}: its pending approval's digest is not a full SHA-256 digest (64 hex digits)\n", tool,
-                           runTrace);
-                return {};
-            }
-            key = digest;
-            byRun = true;
-        }
-    }
-    std::vector<std::string> matches = store.pendingMatching(key, byRun);
-    if (matches.empty())
-        if (auto used = store.consumedMatching(key)) {
-            const nlohmann::json& by = used->second;
-            fmt::print(stderr, "error: approval {} was already used by run {} (approved by {}); approvals are single use\n",
-                       used->first, stringField(by, "run_id"), stringField(by, "by"));
-            fmt::print(stderr, "  hint: run the program again; the same call then asks for a new approval\n");
-            return {};
-        }
-    if (matches.size() != 1) {
-        // Say where it looked: a follow-up pasted without its --state-dir looks in .remit.
-        fmt::print(stderr, "error: {} pending approval matching '{}' in {}\n", matches.empty() ? "no" : "ambiguous",
-                   key, storePath);
-        if (matches.empty() && !args.value("--state-dir") && !args.value("--store") && records.kind() == Store::Kind::Files)
-            fmt::print(stderr,
-                       "  hint: a run made with --state-dir D keeps its approvals there; pass the same "
-                       "--state-dir\n");
-        return {};
-    }
-    return matches[0];
+// The pending request an ID names (session/approval_requests.h); prints why not and returns empty.
+std::string resolvePending(std::string_view tool, const Args& args, Store& records, const std::string& id) {
+    PendingLookup found =
+        findPendingRequest(records, id, args.value("--state-dir") != nullptr || args.value("--store") != nullptr);
+    if (!found.digest.empty()) return found.digest;
+    fmt::print(stderr, "{}: error: {}\n", tool, found.error);
+    if (!found.hint.empty()) fmt::print(stderr, "  hint: {}\n", found.hint);
+    return {};
 }
 
 // Who is approving or denying: --by, else $USER, else "cli".
@@ -156,23 +106,45 @@ std::string approverName(const Args& args) {
     return "cli";
 }
 
+// `approvals approve|deny --json`: the request as `list --json` gave it before the decision, with
+// the decision in it — "status" "approved" or "denied", who ("approved_by" or "denied_by"), the
+// denial's "reason" — and "resume", the command that continues its run (null without a run id).
+nlohmann::json decidedJson(std::string_view tool, const Args& args, nlohmann::json request, bool approved,
+                           const std::string& by, const std::string& reason) {
+    request["status"] = approved ? "approved" : "denied";
+    request["approved_by"] = approved ? nlohmann::json(by) : nlohmann::json();  // a denial overrides an approval
+    if (!approved) {
+        request["denied_by"] = by;
+        request["reason"] = reason;
+    }
+    request["resume"] = request["run_id"].is_string()
+                            ? nlohmann::json(fmt::format("{} resume {}{}", tool, request["run_id"].get<std::string>(),
+                                                         stateFlags(args)))
+                            : nlohmann::json();
+    return request;
+}
+
 int approveResolved(std::string_view tool, const Args& args, ApprovalStore& store, const std::string& digest) {
     std::string error;
     std::string by = approverName(args);
     ApprovalProgress progress;
-    if (!store.approve(digest, by, error, &progress)) {
-        if (progress.expired) {
-            fmt::print(stderr, "{}: error: the request {} expired {}; it can no longer be approved\n", tool,
-                       digest.substr(0, 16), ageText(progress.expiresAt));
-            fmt::print(stderr, "  hint: the run fails at this call when it resumes; run the program again to ask anew\n");
-        } else if (progress.repeated) {
-            fmt::print(stderr, "{}: error: {} has already approved {}; it needs {} different approvers ({} so far)\n",
-                       tool, by, digest.substr(0, 16), progress.quorum, progress.approvers);
-        } else {
-            fmt::print(stderr, "{}: error: {}\n", tool,
-                       error.empty() ? "the request is no longer pending (another process approved or used it)" : error);
-        }
+    std::string hint;
+    if (!approveRequest(store, digest, by, error, &progress, &hint)) {
+        fmt::print(stderr, "{}: error: {}\n", tool, error);
+        if (!hint.empty()) fmt::print(stderr, "  hint: {}\n", hint);
         return kUsage;
+    }
+    // The request as it is now: its approvers so far, and who approved it once the quorum is reached.
+    nlohmann::json request = pendingRequestJson(store, digest);
+    if (args.has("--json")) {
+        if (progress.granted) {
+            std::string approvedBy = stringField(request, "approved_by");
+            request = decidedJson(tool, args, std::move(request), true, approvedBy.empty() ? by : approvedBy, "");
+        } else {
+            request["resume"] = nullptr;  // the run waits for more approvers
+        }
+        fmt::print("{}\n", prettyJson(request));
+        return kOk;
     }
     if (!progress.granted) {
         fmt::print("approved {} by {}: {} of the {} approvers it needs; the run waits for {} more\n", digest, by,
@@ -202,116 +174,26 @@ int approveCommand(std::string_view tool, Args& args) {
 
 namespace {
 
-// One pending request as `approvals list --json` and `show --json` give it.
-nlohmann::json requestJson(const ApprovalStore& store, const std::string& digest) {
-    const nlohmann::json& data = store.contents();
-    const nlohmann::json& pending = data["pending"][digest];
-    // Every member is read with its type checked: a hand-edited store must not make this throw.
-    auto member = [&](const char* key, bool (nlohmann::json::*is)() const noexcept) {
-        auto it = pending.find(key);
-        return it != pending.end() && ((*it).*is)() ? *it : nlohmann::json(nullptr);
-    };
-    nlohmann::json reasons = nlohmann::json::array();
-    if (nlohmann::json r = member("reasons", &nlohmann::json::is_array); r.is_array())
-        for (const auto& reason : r)
-            if (reason.is_string()) reasons.push_back(reason);
-    nlohmann::json args = member("args", &nlohmann::json::is_object);
-    nlohmann::json out = {{"digest", digest},
-                          {"resource", stringField(pending, "resource")},
-                          {"site", stringField(pending, "site")},
-                          {"args", args.is_null() ? nlohmann::json::object() : args},
-                          {"reasons", std::move(reasons)},
-                          {"program_hash", stringField(pending, "program_hash")},
-                          {"run_id", member("run_id", &nlohmann::json::is_string)},
-                          {"requested_at", member("requested_at", &nlohmann::json::is_number)},
-                          {"status", "pending"},
-                          {"approved_by", nullptr}};
-    out["age_s"] = out["requested_at"].is_number()
-                       ? nlohmann::json(std::max(0.0, unixNow() - out["requested_at"].get<double>()))
-                       : nlohmann::json(nullptr);
-    // Approved but not yet used: the run has not been resumed since.
-    if (auto a = data["approved"].find(digest); a != data["approved"].end()) {
-        out["status"] = "approved";
-        out["approved_by"] = stringField(*a, "by");
-    }
-    // A grant with a quorum or an expiry (docs/operators.md "Quorum and expiry").
-    out["quorum"] = pending.contains("quorum") && pending["quorum"].is_number_integer() ? pending["quorum"].get<int64_t>() : 1;
-    out["approvers"] = nlohmann::json::array();
-    if (auto given = pending.find("approvals"); given != pending.end() && given->is_array())
-        for (const auto& g : *given)
-            if (g.is_object() && !stringField(g, "by").empty()) out["approvers"].push_back(stringField(g, "by"));
-    out["expires_at"] = member("expires_at", &nlohmann::json::is_number);
-    if (out["status"] == "pending" && out["expires_at"].is_number() && unixNow() > out["expires_at"].get<double>())
-        out["status"] = "expired";
-    return out;
-}
-
-// The program's manifest, read from the path its run recorded (a .rbc's own, a .rmt checked
-// again); null when it is gone or no longer builds.
-nlohmann::json manifestOfProgram(const std::string& path) {
-    if (path.empty()) return nullptr;
-    if (path.ends_with(".rbc")) {
-        std::string bytes;
-        if (readRegularFile(path, kMaxRbcBytes, bytes) || bytes.size() > kMaxRbcBytes) return nullptr;
-        RbcLoadResult loaded = loadRbc(bytes);
-        if (!loaded.module) return nullptr;
-        return nlohmann::json::parse(loaded.module->manifestJson, nullptr, false);
-    }
-    CheckOptions options;
-    options.checkPolicy = false;
-    CheckOutcome outcome = checkProgramFile(path, options);
-    if (outcome.ioError || !outcome.ok() || !outcome.checked) return nullptr;
-    return manifestToJson(outcome.checked->manifest);
-}
-
-// What an approver should see of the program about this call: the resource's bounds, the call
-// site's entry and the flows into the resource's parameters.
-nlohmann::json manifestEntry(const nlohmann::json& manifest, const std::string& resource, const std::string& site) {
-    nlohmann::json entry = {{"resource", nullptr}, {"call_site", nullptr}, {"flows", nlohmann::json::array()}};
-    if (!manifest.is_object()) return entry;
-    if (auto r = manifest.find("resources"); r != manifest.end() && r->is_object() && r->contains(resource))
-        entry["resource"] = (*r)[resource];
-    if (auto sites = manifest.find("call_sites"); sites != manifest.end() && sites->is_array())
-        for (const auto& s : *sites)
-            if (s.is_object() && stringField(s, "site") == site) entry["call_site"] = s;
-    if (auto flows = manifest.find("flows"); flows != manifest.end() && flows->is_array())
-        for (const auto& f : *flows)
-            if (f.is_object() && stringField(f, "sink").starts_with(resource + ".")) entry["flows"].push_back(f);
-    for (const char* key : {"worst_case_cost_usd", "budget_usd"})
-        if (manifest.contains(key)) entry[key] = manifest[key];
-    return entry;
-}
-
 int approvalsList(std::string_view tool, const Args& args, const ApprovalStore& store) {
-    std::string storePath = store.where();
-    std::vector<std::string> digests = store.pendingMatching("");
-    // Oldest first: the request that has waited longest is the first to decide.
-    auto askedAt = [&](const std::string& d) {
-        const nlohmann::json& p = store.pending(d);
-        return p.contains("requested_at") && p["requested_at"].is_number() ? p["requested_at"].get<double>() : 0.0;
-    };
-    std::stable_sort(digests.begin(), digests.end(),
-                     [&](const std::string& a, const std::string& b) { return askedAt(a) < askedAt(b); });
+    nlohmann::json requests = pendingRequestsJson(store);
     if (args.has("--json")) {
-        nlohmann::json out = nlohmann::json::array();
-        for (const std::string& d : digests) out.push_back(requestJson(store, d));
-        fmt::print("{}\n", prettyJson(out));
+        fmt::print("{}\n", prettyJson(requests));
         return kOk;
     }
-    if (digests.empty()) {
+    std::string storePath = store.where();
+    if (requests.empty()) {
         fmt::print("no pending approvals in {}\n", storePath);
         return kOk;
     }
-    fmt::print("{} pending approval(s) in {}, oldest first:\n", digests.size(), storePath);
-    for (const std::string& d : digests) {
-        nlohmann::json r = requestJson(store, d);
+    fmt::print("{} pending approval(s) in {}, oldest first:\n", requests.size(), storePath);
+    for (const nlohmann::json& r : requests) {
         std::string age = ageText(r["requested_at"]);
-        fmt::print("\n{}  {} @ {}{}{}\n", d.substr(0, 16), r["resource"].get<std::string>(),
+        fmt::print("\n{}  {} @ {}{}{}\n", r["digest"].get<std::string>().substr(0, 16), r["resource"].get<std::string>(),
                    r["site"].get<std::string>(),
                    r["run_id"].is_string() ? "  run " + r["run_id"].get<std::string>() : "",
                    age.empty() ? "" : "  asked " + age);
         for (const auto& reason : r["reasons"]) fmt::print("    needs approval: {}\n", reason.get<std::string>());
-        std::string argsText = dumpJson(r["args"], JsonTextStyle{false, false, -1, ", ", ": "});
+        std::string argsText = oneLineJson(r["args"]);
         if (argsText.size() > 100) argsText = argsText.substr(0, 100) + "… (`approvals show` has them all)";
         fmt::print("    args: {}\n", argsText);
         if (r["status"] == "approved")
@@ -327,49 +209,21 @@ int approvalsList(std::string_view tool, const Args& args, const ApprovalStore& 
     return kOk;
 }
 
-// A dollar amount from JSON as every cost is printed; "?" when it is not a number.
-std::string usdOf(const nlohmann::json& amount) {
-    return amount.is_number() ? formatUsd(amount.get<double>()) : "?";
-}
-
 int approvalsShow(std::string_view tool, const Args& args, Store& records, const std::string& digest) {
-    const ApprovalStore& store = records.approvals();
-    nlohmann::json request = requestJson(store, digest);
-    // The run that asked: its program and the provenance of the arguments, from its trace.
-    nlohmann::json start, pendingEvent;
     std::vector<nlohmann::json> events;
-    if (request["run_id"].is_string() && isRunId(request["run_id"].get<std::string>())) {
-        TraceFile trace = records.readTrace(request["run_id"].get<std::string>());
-        if (trace.error.empty()) {
-            events = std::move(trace.events);
-            for (const auto& e : events) {
-                if (e["event"] == "run_start" && start.is_null()) start = e;
-                if (e["event"] == "pending_approval" && stringField(e, "digest") == digest) pendingEvent = e;
-            }
-        }
-    }
-    std::string programPath = start.is_object() ? stringField(start, "path") : "";
-    request["program"] = start.is_object() ? nlohmann::json{{"name", stringField(start, "program")},
-                                                            {"path", programPath},
-                                                            {"program_hash", stringField(start, "program_hash")}}
-                                           : nlohmann::json(nullptr);
-    request["arg_tags"] = pendingEvent.is_object() && pendingEvent.contains("arg_tags") ? pendingEvent["arg_tags"]
-                                                                                        : nlohmann::json(nullptr);
-    request["derived_from"] = pendingEvent.is_object() && pendingEvent.contains("derived_from")
-                                  ? pendingEvent["derived_from"]
-                                  : nlohmann::json(nullptr);
-    request["manifest"] = manifestEntry(manifestOfProgram(programPath), request["resource"].get<std::string>(),
-                                        request["site"].get<std::string>());
+    nlohmann::json request = requestDetailsJson(records, digest, &events);
     if (args.has("--json")) {
         fmt::print("{}\n", prettyJson(request));
         return kOk;
     }
+    const nlohmann::json& program = request["program"];
+    std::string programPath = program.is_object() ? stringField(program, "path") : "";
     std::string age = ageText(request["requested_at"]);
     fmt::print("request {}\n", digest);
     fmt::print("  call       {} @ {}\n", request["resource"].get<std::string>(), request["site"].get<std::string>());
-    if (request["program"].is_object())
-        fmt::print("  program    {} ({}), hash {}\n", stringField(request["program"], "name"), programPath,
-                   stringField(request["program"], "program_hash"));
+    if (program.is_object())
+        fmt::print("  program    {} ({}), hash {}\n", stringField(program, "name"), programPath,
+                   stringField(program, "program_hash"));
     if (request["run_id"].is_string()) fmt::print("  run        {}\n", request["run_id"].get<std::string>());
     if (!age.empty()) fmt::print("  asked      {}\n", age);
     fmt::print("  status     {}\n", request["status"] == "approved"
@@ -389,14 +243,14 @@ int approvalsShow(std::string_view tool, const Args& args, Store& records, const
     for (std::string line; std::getline(lines, line);) fmt::print("    {}\n", line);
     if (request["arg_tags"].is_object())
         for (auto it = request["arg_tags"].begin(); it != request["arg_tags"].end(); ++it)
-            if (it->is_array() && !it->empty())
-                fmt::print("  '{}' carries {}\n", it.key(), dumpJson(*it, JsonTextStyle{false, false, -1, ", ", ": "}));
+            if (it->is_array() && !it->empty()) fmt::print("  '{}' carries {}\n", it.key(), oneLineJson(*it));
+    if (request["arg_derived_from"].is_object())
+        for (auto it = request["arg_derived_from"].begin(); it != request["arg_derived_from"].end(); ++it)
+            if (it->is_array() && !it->empty()) fmt::print("  '{}' derives from call(s) {}\n", it.key(), oneLineJson(*it));
     if (request["derived_from"].is_array()) {
         if (request["derived_from"].empty()) {
             fmt::print("  the arguments derive only from the run's inputs and the program's constants{}\n",
-                       start.is_object() && start.contains("inputs")
-                           ? ": " + dumpJson(start["inputs"], JsonTextStyle{false, false, -1, ", ", ": "})
-                           : "");
+                       request["inputs"].is_null() ? "" : ": " + oneLineJson(request["inputs"]));
         } else {
             fmt::print("  the arguments derive from these calls (as `trace --why` shows them):\n");
             for (const auto& seq : request["derived_from"]) {
@@ -416,8 +270,7 @@ int approvalsShow(std::string_view tool, const Args& args, Store& records, const
                    usdOf(m.value("worst_case_cost_usd", nlohmann::json())));
         for (const auto& f : m["flows"])
             fmt::print("    flow into {}: {} ({})\n", stringField(f, "sink"),
-                       dumpJson(f.value("tags", nlohmann::json::array()), JsonTextStyle{false, false, -1, ", ", ": "}),
-                       stringField(f, "verdict"));
+                       oneLineJson(f.value("tags", nlohmann::json::array())), stringField(f, "verdict"));
     } else if (!programPath.empty()) {
         fmt::print("  (the program {} cannot be read or checked any more, so its manifest is not shown)\n",
                    programPath);
@@ -481,10 +334,14 @@ int approvalsDenyCommand(std::string_view tool, Args& args) {
     std::string error;
     std::string by = approverName(args);
     std::string reason = args.value("--reason") ? *args.value("--reason") : "";
-    if (!store.deny(digest, by, reason, error)) {
-        fmt::print(stderr, "{}: error: {}\n", tool,
-                   error.empty() ? "the request is no longer pending (another process decided or used it)" : error);
+    nlohmann::json request = pendingRequestJson(store, digest);
+    if (!denyRequest(store, digest, by, reason, error)) {
+        fmt::print(stderr, "{}: error: {}\n", tool, error);
         return kUsage;
+    }
+    if (args.has("--json")) {
+        fmt::print("{}\n", prettyJson(decidedJson(tool, args, std::move(request), false, by, reason)));
+        return kOk;
     }
     fmt::print("denied {} by {}{}: the run fails at this call when it resumes\n", digest, by,
                reason.empty() ? "" : " (" + reason + ")");

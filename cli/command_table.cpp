@@ -290,13 +290,14 @@ const Command kApprovals{
             Command{.name = "approve",
                     .operands = "ID",
                     .summary = "approve one request (single use; with a quorum, one of its approvers)",
-                    .flags = {kBy, kStateDir, kStore},
+                    .flags = {kBy, Flag{"--json", "", "print the request as decided as JSON on stdout"}, kStateDir,
+                              kStore},
                     .run = approvalsApproveCommand},
             Command{.name = "deny",
                     .operands = "ID",
                     .summary = "deny one request: the run fails at that call when it resumes",
                     .flags = {Flag{"--reason", "R", "why, as recorded in the store"}.completes(Complete::Nothing), kBy,
-                              kStateDir, kStore},
+                              Flag{"--json", "", "print the request as decided as JSON on stdout"}, kStateDir, kStore},
                     .run = approvalsDenyCommand},
         },
     .details = "ID is a digest, a unique prefix of one, or a run id (that run's pending call) (docs/operators.md).",
@@ -340,6 +341,24 @@ const Command kMcp{
                 .completes(Complete::Nothing),
         },
     .run = mcpCommand,
+};
+
+const Command kInbox{
+    .name = "inbox",
+    .operands = "",
+    .summary = "the operators' web inbox: pending approvals, each in full, approved or denied in a browser",
+    .flags =
+        {
+            Flag{"--http", "", "serve HTTP (the only transport; accepted for symmetry with mcp --http)"},
+            Flag{"--host", "ADDR", "the address to listen on; default: 127.0.0.1"}.completes(Complete::Nothing),
+            Flag{"--port", "N", "the port to listen on; default: 8001, 0 picks a free one"}.completes(Complete::Nothing),
+            Flag{"--keys", "keys.json", "the API keys file, as for mcp --http, each operator's key with a role (required)"},
+            kStateDir,
+        },
+    .run = inboxCommand,
+    .details = "A key's \"role\" says what it may do: \"approver\" sees and decides, \"viewer\" only sees; keys\n"
+               "without a role are MCP clients' and are refused. Browsers log in with the key; scripts send\n"
+               "Authorization: Bearer TOKEN (docs/operators.md, \"The web inbox\").",
 };
 
 // ---- remitvm: a fleet (docs/fleet.md) ----
@@ -434,12 +453,12 @@ const std::vector<Tool>& allTools() {
                         "does the same."},
         Tool{.name = "remitvm",
              .summary = "remitvm: run Remit programs through the broker, and resume, replay and inspect runs",
-             .commands = {&kRun, &kApprove, &kApprovals, &kResume, &kReplay, &kTrace, &kTest, &kServe, &kMcp, &kSubmit,
-                          &kWorker, &kRuns, &kStoreCommand}},
+             .commands = {&kRun, &kApprove, &kApprovals, &kResume, &kReplay, &kTrace, &kTest, &kServe, &kMcp, &kInbox,
+                          &kSubmit, &kWorker, &kRuns, &kStoreCommand}},
         Tool{.name = "remit",
              .summary = "remit: the Remit prototype's command lines (docs/compatibility.md)",
              .commands = {&kCheck, &kFmt, &kDiff, &kBuild, &kRun, &kApprove, &kApprovals, &kResume, &kReplay, &kTest,
-                          &kMcp, &kAsk}},
+                          &kMcp, &kInbox, &kAsk}},
     };
     return tools;
 }

@@ -29,29 +29,33 @@ std::filesystem::path stateDirOf(const Args& args) {
 
 std::string prettyJson(const Json& value) { return dumpJson(value, JsonTextStyle{false, false, 2, ",", ": "}); }
 
-namespace {
+std::string oneLineJson(const Json& value) { return dumpJson(value, JsonTextStyle{false, false, -1, ", ", ": "}); }
 
-// A word as a shell reads it back: unquoted when plain, else in single quotes.
-std::string shellWord(const std::string& word) {
-    bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+std::string shellQuote(std::string_view s) {
+    bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
         return std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '.' || c == '_' || c == '-';
     });
-    if (plain) return word;
+    if (plain) return std::string(s);
     std::string quoted = "'";
-    for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    for (char c : s) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
     return quoted + "'";
 }
 
-}  // namespace
+std::optional<uint64_t> parseCount(const std::string& text, uint64_t max) {
+    if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
+    uint64_t n = std::stoull(text);
+    return n <= max ? std::optional(n) : std::nullopt;
+}
 
 std::string stateFlags(const Args& args) {
     if (const std::string* url = args.value("--store")) {
         std::string error, shown = pg::displayUrl(*url, error);
-        return shown.empty() ? "" : " --store " + shellWord(shown);
+        return shown.empty() ? "" : " --store " + shellQuote(shown);
     }
     const std::string* dir = args.value("--state-dir");
     if (!dir) return "";
-    return " --state-dir " + shellWord(*dir);
+    return " --state-dir " + shellQuote(*dir);
 }
 
 std::unique_ptr<Store> openStoreFor(std::string_view tool, const Args& args) {

@@ -38,6 +38,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -155,6 +156,15 @@ std::string completionScript(std::string_view shell);
 // An ordered document keeps its members' order (results, envelopes); a sorted nlohmann::json
 // converts to one in its own (sorted) order.
 std::string prettyJson(const Json& value);
+// JSON on one line, with a space after each comma and colon: a value inside a line of text.
+std::string oneLineJson(const Json& value);
+// A dollar amount from JSON as every cost is printed (formatUsd, without the "$"); "?" when it is
+// not a number. `approvals show` and the web inbox print the manifest's costs with it.
+std::string usdOf(const nlohmann::json& amount);
+// `s` as one word for a POSIX shell: as it is when it is plain, else single-quoted.
+std::string shellQuote(std::string_view s);
+// A whole decimal number in [0, max] (a port, a count); nullopt otherwise.
+std::optional<uint64_t> parseCount(const std::string& text, uint64_t max);
 
 // The state directory: --state-dir, else `.remit` in the current directory.
 std::filesystem::path stateDirOf(const Args& args);
@@ -252,6 +262,8 @@ int writeDraft(std::string_view tool, const Args& args, const HostDraft& draft, 
 int importOpenApiCommand(std::string_view tool, Args& args);
 // cli/mcp_command.cpp: the MCP server over stdio (docs/mcp.md)
 int mcpCommand(std::string_view tool, Args& args);
+// cli/inbox_http.cpp: the operators' web inbox (docs/operators.md)
+int inboxCommand(std::string_view tool, Args& args);
 // cli/lsp_command.cpp: the language server over stdio (docs/editors.md)
 int lspCommand(std::string_view tool, Args& args);
 // `manifest PROG.rbc`: the manifest stored in a verified artifact.

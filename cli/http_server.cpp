@@ -14,10 +14,12 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -104,18 +106,87 @@ Response Response::error(int status, std::string_view message) {
                 "application/json");
 }
 
+std::vector<std::pair<std::string, std::string>> formFields(std::string_view body) {
+    auto decode = [](std::string_view s) {
+        std::string out;
+        out.reserve(s.size());
+        auto hex = [](char c) -> int {
+            if (c >= '0' && c <= '9') return c - '0';
+            if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+            if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+            return -1;
+        };
+        for (size_t i = 0; i < s.size(); ++i) {
+            if (s[i] == '+') {
+                out += ' ';
+            } else if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+                out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+                i += 2;
+            } else {
+                out += s[i];
+            }
+        }
+        return out;
+    };
+    std::vector<std::pair<std::string, std::string>> out;
+    while (!body.empty()) {
+        size_t amp = body.find('&');
+        std::string_view field = body.substr(0, amp);
+        body = amp == std::string_view::npos ? std::string_view() : body.substr(amp + 1);
+        if (field.empty()) continue;
+        size_t eq = field.find('=');
+        out.emplace_back(decode(field.substr(0, eq)),
+                         eq == std::string_view::npos ? std::string() : decode(field.substr(eq + 1)));
+    }
+    return out;
+}
+
+std::optional<std::string> formField(std::string_view body, std::string_view name) {
+    for (auto& [key, value] : formFields(body))
+        if (key == name) return std::move(value);
+    return std::nullopt;
+}
+
+std::optional<std::string> cookie(const Request& r, std::string_view name) {
+    for (const auto& [header, value] : r.headers) {
+        if (header != "cookie") continue;
+        std::string_view rest = value;
+        while (!rest.empty()) {
+            size_t semi = rest.find(';');
+            std::string_view pair = trimOws(rest.substr(0, semi));
+            rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
+            size_t eq = pair.find('=');
+            if (eq != std::string_view::npos && trimOws(pair.substr(0, eq)) == name)
+                return std::string(trimOws(pair.substr(eq + 1)));
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> bearerToken(const Request& r) {
+    if (std::optional<std::string_view> auth = r.header("authorization");
+        auth && auth->size() > 7 && lowerAscii(auth->substr(0, 7)) == "bearer ") {
+        std::string_view token = trimOws(auth->substr(7));
+        if (!token.empty()) return std::string(token);
+    }
+    if (std::optional<std::string_view> key = r.header("x-api-key"); key && !key->empty()) return std::string(*key);
+    return std::nullopt;
+}
+
 std::string_view reasonPhrase(int status) {
     static constexpr std::pair<int, std::string_view> kReasons[] = {
         {100, "Continue"},
         {200, "OK"},
         {202, "Accepted"},
         {204, "No Content"},
+        {303, "See Other"},
         {400, "Bad Request"},
         {401, "Unauthorized"},
         {403, "Forbidden"},
         {404, "Not Found"},
         {405, "Method Not Allowed"},
         {408, "Request Timeout"},
+        {409, "Conflict"},
         {411, "Length Required"},
         {413, "Content Too Large"},
         {415, "Unsupported Media Type"},
@@ -962,6 +1033,51 @@ bool Server::serveRequest(Connection& c, Handler& handler) {
         return keepAlive;
     }
     return respond(response, request.keepAlive && !response.close, headRequest);
+}
+
+namespace {
+
+std::atomic<Server*> gSignalled{nullptr};
+
+void stopOnSignal(int) {
+    if (Server* server = gSignalled.load()) server->stop();
+}
+
+}  // namespace
+
+bool serveUntilSignalled(std::string_view tool, Server& server, const std::string& host, uint16_t port,
+                         Handler& handler, const std::function<void(const std::string&)>& listening) {
+    // The server holds up to maxOpenConnections connections, and the work behind it takes
+    // descriptors besides; a soft limit of 1024, common for services, would refuse connections
+    // long before that. The hard limit is the operator's: it is never exceeded.
+    if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0) {
+        rlim_t wanted = server.limits().maxOpenConnections + 1024;
+        if (files.rlim_cur != RLIM_INFINITY && files.rlim_cur < wanted) {
+            files.rlim_cur = files.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, files.rlim_max);
+            ::setrlimit(RLIMIT_NOFILE, &files);
+        }
+    }
+    // Installed before listening, so a signal during start-up ends the server cleanly too.
+    gSignalled = &server;
+    struct sigaction action {};
+    action.sa_handler = stopOnSignal;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, nullptr);
+    ::sigaction(SIGTERM, &action, nullptr);
+    if (std::string error; !server.listen(host, port, error)) {
+        bool inUse = errno == EADDRINUSE;
+        fmt::print(stderr, "{}: error: {}\n", tool, error);
+        if (inUse)
+            fmt::print(stderr,
+                       "  hint: another server holds port {}; pick another --port, or --port 0 for a free one\n", port);
+        gSignalled = nullptr;
+        return false;
+    }
+    bool v6 = host.find(':') != std::string::npos;
+    listening(fmt::format("http://{}{}{}:{}", v6 ? "[" : "", host, v6 ? "]" : "", server.port()));
+    server.run(handler);
+    gSignalled = nullptr;
+    return true;
 }
 
 }  // namespace remit::cli::http

@@ -93,6 +93,19 @@ std::string lowerAscii(std::string_view s);
 // `s` without leading and trailing spaces and tabs (a field value's optional whitespace).
 std::string_view trimOws(std::string_view s);
 
+// The token a request carries: `Authorization: Bearer TOKEN` (`bearer` in any case), else the
+// `X-API-Key` header; nullopt when neither is there.
+std::optional<std::string> bearerToken(const Request& request);
+
+// The fields of an application/x-www-form-urlencoded body (or query string), in order: `+` is a
+// space and %XX a byte; a malformed escape is kept as written. Bytes that are not UTF-8 stay as
+// they are (the caller decides what to accept).
+std::vector<std::pair<std::string, std::string>> formFields(std::string_view body);
+// The first field named `name` of formFields(body), or nullopt.
+std::optional<std::string> formField(std::string_view body, std::string_view name);
+// The value of the cookie `name` in the request's Cookie headers, or nullopt.
+std::optional<std::string> cookie(const Request& request, std::string_view name);
+
 // The standard reason phrase of `status` ("OK", "Not Found", ...), or "Unknown".
 std::string_view reasonPhrase(int status);
 // The bytes of a response: status line, headers, Content-Length, Connection, body (none for HEAD).
@@ -160,6 +173,7 @@ public:
 class Server {
 public:
     explicit Server(Limits limits = {});
+    const Limits& limits() const { return limits_; }
     ~Server();  // stops and waits for every connection
     Server(const Server&) = delete;
     Server& operator=(const Server&) = delete;
@@ -217,5 +231,15 @@ private:
     // Waits a moment for the next request's head on a kept connection: true when it has arrived.
     bool awaitNextHead(Connection& c);
 };
+
+// Listens on host:port and serves `handler` until SIGINT or SIGTERM (then returns true, once every
+// request being answered has finished), calling `listening(base)` once it listens, with the URL of
+// the server's root without its slash (`http://127.0.0.1:8001`, an IPv6 host in brackets, the port
+// actually bound). The process's soft descriptor limit is raised to fit the server's connections
+// (never above the hard limit). False when it cannot listen, having printed `TOOL: error: …` on
+// stderr (for a port in use, with a line `  hint: …` saying what to do): the commands that serve
+// (`mcp --http`, `inbox`) then exit 1.
+bool serveUntilSignalled(std::string_view tool, Server& server, const std::string& host, uint16_t port,
+                         Handler& handler, const std::function<void(const std::string&)>& listening);
 
 }  // namespace remit::cli::http

@@ -217,7 +217,11 @@ int importOpenApiCommand(std::string_view tool, Args& args) {
     // Operations left out before drafting are said at the top, as the draft says its own.
     for (const std::string& n : notImportable) header.push_back("NOT IMPORTED: " + n);
     for (const std::string& p : doc->problems) header.push_back("NOT IMPORTED: " + p);
-    HostDraft draft = draftHostInterface(ns, header, operations);
+    // The draft's comments speak of an OpenAPI document, not of an MCP server's tools.
+    DraftWords words{.description = "OpenAPI document",
+                     .textResult = "the response body as text",
+                     .noOutput = "it declares no JSON response schema"};
+    HostDraft draft = draftHostInterface(ns, header, operations, words);
     draft.notImported.insert(draft.notImported.begin(), notImportable.begin(), notImportable.end());
     for (const std::string& p : doc->problems) draft.notImported.push_back(p + " (the document could not be read there)");
 

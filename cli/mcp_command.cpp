@@ -285,14 +285,6 @@ Json Server::resourcesRead(const Json& id, const Json& params) {
                       Json{{"uri", std::string(firstCodePoints(wanted, 256))}});
 }
 
-// A whole decimal number in [0, max]; nullopt otherwise.
-std::optional<uint64_t> parseCount(const std::string& text, uint64_t max) {
-    if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos)
-        return std::nullopt;
-    uint64_t n = std::stoull(text);
-    return n <= max ? std::optional(n) : std::nullopt;
-}
-
 // The options of `mcp --http`; nullopt, with a message printed, when one is not usable.
 std::optional<McpHttpOptions> httpOptions(std::string_view tool, const Args& args) {
     McpHttpOptions options;

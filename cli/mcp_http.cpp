@@ -13,12 +13,9 @@
 #include "cli/mcp_http.h"
 
 #include <fmt/format.h>
-#include <signal.h>
 #include <sqlite3.h>
-#include <sys/resource.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -35,6 +32,7 @@
 #include "cli/http_server.h"
 #include "runtime/files.h"
 #include "runtime/hash.h"
+#include "session/api_keys.h"
 
 namespace remit::cli {
 
@@ -43,69 +41,11 @@ namespace {
 using http::Request;
 using http::Response;
 
-constexpr const char* kKeysFormat =
-    R"({"keys": [{"id": "acme", "sha256": "<SHA-256 hex of the token>", "monthly_limit": 10000}]})";
 // Sessions remembered at once; past this the oldest is forgotten (its client gets 404 and, as the
 // spec says, initializes again).
 constexpr size_t kMaxSessions = 4096;
 // An X-Forwarded-For entry longer than any address is cut: it becomes a key id and a usage row.
 constexpr size_t kMaxClientBytes = 64;
-constexpr size_t kMaxKeysDepth = 16;
-constexpr size_t kMaxKeysBytes = size_t(16) << 20;
-
-struct Key {
-    std::string id;
-    uint64_t monthlyLimit = 0;  // 0: unlimited
-};
-using Keys = std::map<std::string, Key>;  // by the SHA-256 hex of the token
-
-// Reads keys.json. On failure returns nullopt with `problem` naming the file and what is wrong.
-std::optional<Keys> loadKeys(const std::string& path, std::string& problem) {
-    std::string text;
-    if (std::optional<FileProblem> bad = readRegularFile(path, kMaxKeysBytes, text)) {
-        problem = fmt::format("cannot read keys file '{}': {}", path, bad->missing ? "no such file" : bad->message);
-        return std::nullopt;
-    }
-    if (text.size() > kMaxKeysBytes) {
-        problem = fmt::format("cannot read keys file '{}': {}", path, tooLargeMessage(path, kMaxKeysBytes, "a keys file"));
-        return std::nullopt;
-    }
-    std::optional<nlohmann::json> doc =
-        parseJsonText(fmt::format("keys file '{}'", path), text, problem, kMaxKeysDepth);
-    if (!doc) return std::nullopt;
-    auto fail = [&](std::string what) {
-        problem = fmt::format("keys file '{}': {}", path, what);
-        return std::nullopt;
-    };
-    if (!doc->is_object() || !doc->contains("keys") || !(*doc)["keys"].is_array())
-        return fail("expected an object with a \"keys\" array");
-    Keys keys;
-    std::map<std::string, size_t> seen;
-    size_t i = 0;
-    for (const nlohmann::json& entry : (*doc)["keys"]) {
-        std::string at = fmt::format("keys[{}]", i);
-        if (!entry.is_object()) return fail(at + " is not an object");
-        auto id = entry.find("id");
-        if (id == entry.end() || !id->is_string() || id->get_ref<const std::string&>().empty())
-            return fail(at + ".id must be a non-empty string");
-        auto hash = entry.find("sha256");
-        std::string hex = hash != entry.end() && hash->is_string() ? http::lowerAscii(hash->get<std::string>()) : "";
-        if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
-            return fail(at + ".sha256 must be 64 hex digits: the SHA-256 of the token, never the token itself");
-        uint64_t limit = 0;
-        if (auto l = entry.find("monthly_limit"); l != entry.end() && !l->is_null()) {
-            if (!l->is_number_unsigned())  // the parser makes every non-negative integer unsigned
-                return fail(at + ".monthly_limit must be a whole number of requests (0 or absent: unlimited)");
-            limit = l->get<uint64_t>();
-        }
-        if (auto before = seen.find(hex); before != seen.end())
-            return fail(fmt::format("{}.sha256 repeats keys[{}].sha256", at, before->second));
-        seen.emplace(hex, i);
-        keys.emplace(hex, Key{id->get<std::string>(), limit});
-        ++i;
-    }
-    return keys;
-}
 
 // The prototype's usage.sqlite: one row per (key id, month), counted by an upsert. One connection
 // serialised by a mutex; the busy timeout lets another process read the file meanwhile.
@@ -210,17 +150,6 @@ bool localOrigin(std::string_view origin) {
     return false;
 }
 
-// The token a request carries: `Authorization: Bearer …`, else `x-api-key`.
-std::optional<std::string> tokenOf(const Request& r) {
-    if (std::optional<std::string_view> auth = r.header("authorization");
-        auth && auth->size() > 7 && http::lowerAscii(auth->substr(0, 7)) == "bearer ") {
-        std::string_view token = http::trimOws(auth->substr(7));
-        if (!token.empty()) return std::string(token);
-    }
-    if (std::optional<std::string_view> key = r.header("x-api-key"); key && !key->empty()) return std::string(*key);
-    return std::nullopt;
-}
-
 std::string clientOf(const Request& r) {
     if (std::optional<std::string_view> forwarded = r.header("x-forwarded-for")) {
         std::string_view first = http::trimOws(forwarded->substr(0, forwarded->find(',')));
@@ -292,7 +221,7 @@ Response preflight() {
 
 class McpHttp final : public http::Handler {
 public:
-    McpHttp(std::string_view tool, const McpHttpOptions& options, std::optional<Keys> keys,
+    McpHttp(std::string_view tool, const McpHttpOptions& options, std::optional<ApiKeys> keys,
             std::unique_ptr<UsageStore> usage, McpEndpoint& endpoint)
         : tool_(tool), options_(options), keys_(std::move(keys)), usage_(std::move(usage)), endpoint_(endpoint) {}
 
@@ -387,7 +316,7 @@ private:
 
     std::string tool_;
     McpHttpOptions options_;
-    std::optional<Keys> keys_;
+    std::optional<ApiKeys> keys_;
     std::unique_ptr<UsageStore> usage_;
     McpEndpoint& endpoint_;
 
@@ -397,27 +326,26 @@ private:
 
     // The tools' caller (mcp::Tools::call): the key, kept apart from an address a key id could spell.
     std::string toolsCaller(const Request& r) const {
-        const Key* key = nullptr;
+        const ApiKey* key = nullptr;
         std::string id = callerOf(r, &key);
         return key ? "key:" + id : id;
     }
 
     // Who sent a request: its valid key, or `anon:<client>`; `key` says which.
-    std::string callerOf(const Request& r, const Key** key = nullptr) const {
+    std::string callerOf(const Request& r, const ApiKey** key = nullptr) const {
         if (key) *key = nullptr;
         if (keys_) {
-            std::optional<std::string> token = tokenOf(r);
-            auto found = token ? keys_->find(sha256Hex(*token)) : keys_->end();
-            if (found != keys_->end()) {
-                if (key) *key = &found->second;
-                return found->second.id;
+            std::optional<std::string> token = http::bearerToken(r);
+            if (const ApiKey* found = token ? keys_->find(*token) : nullptr) {
+                if (key) *key = found;
+                return found->id;
             }
         }
         return "anon:" + clientOf(r);
     }
 
     std::optional<Response> gate(const Request& r) {
-        const Key* key = nullptr;
+        const ApiKey* key = nullptr;
         std::string keyId = callerOf(r, &key);
         uint64_t limit = options_.freeMonthly;
         if (keys_) {
@@ -478,20 +406,14 @@ private:
     }
 };
 
-std::atomic<http::Server*> gServer{nullptr};
-
-void stopOnSignal(int) {
-    if (http::Server* server = gServer.load()) server->stop();
-}
-
 }  // namespace
 
 int serveMcpHttp(std::string_view tool, const McpHttpOptions& options, McpEndpoint& endpoint) {
     static constexpr const char* kSee = "docs/mcp.md, \"HTTP transport\"";
-    std::optional<Keys> keys;
+    std::optional<ApiKeys> keys;
     std::string problem;
     if (!options.keysPath.empty()) {
-        keys = loadKeys(options.keysPath, problem);
+        keys = ApiKeys::load(options.keysPath, problem);
         if (!keys) {
             fmt::print(stderr, "{}: error: {}\n  hint: the format is {} ({})\n", tool, problem, kKeysFormat, kSee);
             return kUsage;
@@ -508,50 +430,21 @@ int serveMcpHttp(std::string_view tool, const McpHttpOptions& options, McpEndpoi
     }
     bool limited = options.freeMonthly > 0;
     if (keys)
-        for (const auto& [hash, key] : *keys) limited = limited || key.monthlyLimit > 0;
+        for (const auto& [hash, key] : keys->byHash()) limited = limited || key.monthlyLimit > 0;
     if (limited && !usage)
         fmt::print(stderr, "{}: warning: monthly limits are not enforced without --usage FILE, which counts requests\n",
                    tool);
 
     http::Limits limits;
     limits.maxBody = mcp::kMaxMessageBytes;
-    // The server holds up to maxOpenConnections connections, and its runs and usage file take
-    // descriptors besides; a soft limit of 1024, common for services, would refuse connections
-    // long before that. The hard limit is the operator's: it is never exceeded.
-    if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0) {
-        rlim_t wanted = limits.maxOpenConnections + 1024;
-        if (files.rlim_cur != RLIM_INFINITY && files.rlim_cur < wanted) {
-            files.rlim_cur = files.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, files.rlim_max);
-            ::setrlimit(RLIMIT_NOFILE, &files);
-        }
-    }
     http::Server server(limits);
-    // Installed before listening, so a signal during start-up ends the server cleanly too.
-    gServer = &server;
-    struct sigaction action {};
-    action.sa_handler = stopOnSignal;
-    sigemptyset(&action.sa_mask);
-    ::sigaction(SIGINT, &action, nullptr);
-    ::sigaction(SIGTERM, &action, nullptr);
-    std::string error;
-    if (!server.listen(options.host, options.port, error)) {
-        bool inUse = errno == EADDRINUSE;
-        gServer = nullptr;
-        fmt::print(stderr, "{}: error: {}\n", tool, error);
-        if (inUse)
-            fmt::print(stderr,
-                       "  hint: another server holds port {}; pick another --port, or --port 0 for a free one\n",
-                       options.port);
-        return kFailure;
-    }
     McpHttp handler(tool, options, std::move(keys), std::move(usage), endpoint);
-    bool v6 = options.host.find(':') != std::string::npos;
-    fmt::print(stderr, "{} mcp: listening on http://{}{}{}:{}/mcp\n", tool, v6 ? "[" : "", options.host, v6 ? "]" : "",
-               server.port());
-    std::fflush(stderr);
-    server.run(handler);
-    gServer = nullptr;
-    return kOk;
+    bool served =
+        http::serveUntilSignalled(tool, server, options.host, options.port, handler, [&](const std::string& base) {
+            fmt::print(stderr, "{} mcp: listening on {}/mcp\n", tool, base);
+            std::fflush(stderr);
+        });
+    return served ? kOk : kFailure;
 }
 
 }  // namespace remit::cli

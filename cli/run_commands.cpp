@@ -730,6 +730,7 @@ std::unique_ptr<Adapter> openRunAdapters(std::string_view tool, const std::vecto
     AdapterOpenError error;
     AdapterOpenOptions options;
     options.liveShim = liveShimPath();
+    options.host = &host;
     options.mcp = policy ? &policy->mcp : nullptr;
     options.mcpStderrLog = mcpLog;
     options.clientVersion = std::string(remitVersion());
@@ -1077,6 +1078,19 @@ int executeRun(std::string_view tool, const Args& args, RunSetup& setup, const n
     if (!broker.ioError().empty()) return stateFailure(broker.ioError(), true);
     if (!trace->ok())
         return stateFailure(fmt::format("the trace could not be written ({})", trace->failure()), true);
+    // A call that did not reach the adapter: nothing was sent, the run stopped resumable.
+    if (const std::optional<Broker::NotDelivered>& lost = broker.notDelivered()) {
+        fmt::print(errOut(), "{}: error: the call to '{}' at {} did not reach the adapter: {}\n", tool, lost->resource,
+                   lost->site, lost->message);
+        fmt::print(errOut(), "  nothing was sent{}; the run stopped before that call\n",
+                   lost->approvedBy.empty() ? ""
+                                            : fmt::format(", and the approval by {} is kept for it", lost->approvedBy));
+        fmt::print(errOut(),
+                   "  hint: fix the adapter (or give another with --adapter CMD), then continue the run: {} resume "
+                   "{}{}\n",
+                   tool, runId, stateFlags(args));
+        return kUsage;
+    }
     auto endFailure = [&] {
         return stateFailure(fmt::format("the end of the run could not be recorded ({})", trace->failure()), true);
     };

@@ -436,14 +436,15 @@ ast::DeclPtr capabilityDecl(const std::string& name, std::vector<ast::Param> par
 }  // namespace
 
 HostDraft draftHostInterface(const std::string& ns, const std::vector<std::string>& header,
-                             const std::vector<ImportedOperation>& operations) {
+                             const std::vector<ImportedOperation>& operations, const DraftWords& words) {
     HostDraft draft;
     ast::HostInterface host;
     SchemaTyper typer;
     std::vector<std::string> pending;  // comments for the next declaration
     for (const std::string& line : header) pending.push_back(line.empty() ? "#" : "# " + commentSafe(line));
     pending.push_back("#");
-    pending.push_back("# TODO(operator): this is a draft. For each capability decide what no tool list says:");
+    pending.push_back(fmt::format("# TODO(operator): this is a draft. For each capability decide what no {} says:",
+                                  commentSafe(words.description)));
     pending.push_back("#   - the tags its results carry (`tags untrusted` for text the outside world wrote),");
     pending.push_back("#   - `deny` tags on parameters that must never receive some data, and `approve` tags or");
     pending.push_back("#     `approval always` for calls a person must confirm (writes, deletes, payments),");
@@ -526,7 +527,7 @@ HostDraft draftHostInterface(const std::string& ns, const std::vector<std::strin
         TypePtr ret;
         if (op.output.is_null()) {
             ret = namedType("Str");
-            comments.push_back("# result: the tool's text answer (it declares no output schema)");
+            comments.push_back(fmt::format("# result: {} ({})", commentSafe(words.textResult), commentSafe(words.noOutput)));
         } else {
             // A record result gets its own name, so each result type reads as its capability's.
             SchemaTyper::Typed typed =
@@ -537,8 +538,8 @@ HostDraft draftHostInterface(const std::string& ns, const std::vector<std::strin
                 ret = namedType("Str");
                 std::string note =
                     typed.where.empty()
-                        ? fmt::format("its result is {}; typed Str, the tool's text answer", typed.why)
-                        : fmt::format("its {} is {}; typed Str, the tool's text answer", typed.where, typed.why);
+                        ? fmt::format("its result is {}; typed Str, {}", typed.why, commentSafe(words.textResult))
+                        : fmt::format("its {} is {}; typed Str, {}", typed.where, typed.why, commentSafe(words.textResult));
                 comments.push_back("# " + note);
                 draft.notes.push_back(fmt::format("'{}': {}", shownName, note));
             }

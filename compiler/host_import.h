@@ -1,9 +1,11 @@
 // Drafting a host interface from the operations a service describes with JSON Schema: the tools of
 // an MCP server today (`remitc import mcp`, cli/import_command.cpp; docs/import.md), the operations
-// of an OpenAPI document later. The importer of each kind of service lists its operations as
-// ImportedOperation; draftHostInterface writes them as a formatted host.rmti (through the
-// formatter, so `remitc fmt --check` accepts it), and SchemaTyper is the one mapping from JSON
-// Schema to Remit types every importer shares.
+// of an OpenAPI document or any other service that describes its operations with JSON Schema. The
+// importer of each kind of service lists its operations as ImportedOperation; draftHostInterface
+// writes them as a formatted host.rmti (through the formatter, so `remitc fmt --check` accepts it),
+// and SchemaTyper is the one mapping from JSON Schema to Remit types every importer shares. Its
+// adapter maps names back with runtime/imported_names.h and shapes answers into the declared types
+// with projectOntoSchema (runtime/json_schema.h); docs/import.md "For other importers".
 //
 // What the draft says and what it leaves to the operator: each operation becomes `capability
 // NS.NAME(params) -> T`, its required input properties the parameters (Remit parameters are all
@@ -104,9 +106,18 @@ struct HostDraft {
     std::vector<std::string> notes;        // results typed Str for lack of a type, and the like
 };
 
+// How a draft's comments speak of the service, so each importer's draft reads in its own terms.
+// The defaults are an MCP server's; an OpenAPI importer would say "OpenAPI document", "the
+// response body as text" and "it declares no JSON response schema".
+struct DraftWords {
+    std::string description = "tool list";                  // the TODO: "decide what no <description> says"
+    std::string textResult = "the tool's text answer";      // what a result typed Str holds
+    std::string noOutput = "it declares no output schema";  // why a result is Str (ImportedOperation::output null)
+};
+
 // Drafts a host interface whose capabilities are `ns.<name>` (`ns` must be an identifier that is
 // not a keyword). `header` lines are written as comments at the top (without '#').
 HostDraft draftHostInterface(const std::string& ns, const std::vector<std::string>& header,
-                             const std::vector<ImportedOperation>& operations);
+                             const std::vector<ImportedOperation>& operations, const DraftWords& words = {});
 
 }  // namespace remit

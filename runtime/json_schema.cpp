@@ -40,4 +40,26 @@ Json jsonSchemaFor(TypeRef type) {
     return Json{{"type", "null"}};
 }
 
+Json projectOntoSchema(const Json& value, const Json& schema) {
+    if (!schema.is_object()) return value;
+    auto type = schema.find("type");
+    if (type == schema.end() || !type->is_string()) return value;
+    if (*type == "object" && value.is_object()) {
+        auto properties = schema.find("properties");
+        if (properties == schema.end() || !properties->is_object()) return value;
+        Json out = Json::object();
+        for (const auto& [name, propertySchema] : properties->items())
+            if (auto it = value.find(name); it != value.end()) out[name] = projectOntoSchema(*it, propertySchema);
+        return out;
+    }
+    if (*type == "array" && value.is_array()) {
+        auto items = schema.find("items");
+        if (items == schema.end()) return value;
+        Json out = Json::array();
+        for (const Json& element : value) out.push_back(projectOntoSchema(element, *items));
+        return out;
+    }
+    return value;
+}
+
 }  // namespace remit

@@ -19,4 +19,11 @@ namespace remit {
 
 Json jsonSchemaFor(TypeRef type);
 
+// The part of `value` that `schema` (this file's form) declares: of an object only the declared
+// properties (deeply, through lists), anything else unchanged. How an adapter shapes a service's
+// structured answer (an MCP tool's structuredContent, an HTTP API's JSON body) into a capability's
+// declared return type before the broker validates it: a service may always say more than the
+// host interface asks for.
+Json projectOntoSchema(const Json& value, const Json& schema);
+
 }  // namespace remit

@@ -908,8 +908,9 @@ void addSorted(std::vector<Diagnostic> found, DiagnosticList& diags) {
     for (Diagnostic& d : found) diags.add(std::move(d));
 }
 
-// E0505 for each grant of a resource the host does not declare and, with `hostModels`, for each
-// [models."NAME"] table whose NAME is not a model the host declares, into `found`.
+// E0505 for each grant of a resource the host does not declare, for each [mcp.tools] entry mapping
+// a capability it does not declare and, with `hostModels`, for each [models."NAME"] table whose
+// NAME is not a model the host declares, into `found`.
 void undeclaredGrants(const Policy& policy, const std::vector<std::string>& hostResources,
                       const std::vector<std::string>* hostModels, std::vector<Diagnostic>& found) {
     if (policy.allowAll) return;

@@ -166,7 +166,7 @@ private:
 };
 
 // The approval sections as rows (digest, section, entry), changed one digest at a time under that
-// digest's lock, with the rules every store shares (ApprovalStore::decideIn, approveIn, denyIn).
+// digest's lock, with the rules every store shares (ApprovalStore::decideIn, approveIn, denyIn, restoreIn).
 class PgApprovalStore : public ApprovalStore {
 public:
     PgApprovalStore(pg::Connection& c, std::string where) : c_(c), where_(std::move(where)) {}
@@ -210,6 +210,16 @@ public:
         change(digest, true, error, [&](nlohmann::json& doc, double now) {
             done = approveIn(doc, digest, by, now, p);
             return done && p.granted;  // a run waits for the quorum, not for each approver
+        });
+        return done && error.empty();
+    }
+
+    bool restore(const std::string& digest, const std::string& idempotencyKey, const nlohmann::json& request,
+                 std::string& error) override {
+        bool done = false;
+        change(digest, false, error, [&](nlohmann::json& doc, double now) {
+            done = restoreIn(doc, digest, idempotencyKey, request, now);
+            return false;  // the run that gives it back resumes it; no run waits on it
         });
         return done && error.empty();
     }

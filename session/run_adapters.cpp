@@ -224,6 +224,10 @@ std::optional<std::vector<AdapterSpec>> adapterSpecsFromJson(const Json& value, 
             if (!text("command", spec.command) || !text("cwd", spec.workingDir)) return std::nullopt;
         } else if (kind == "mcp") {
             spec.kind = AdapterSpec::Kind::Mcp;
+            if (entry.contains("url") && (entry.contains("command") || entry.contains("cwd"))) {
+                error = "an MCP server entry has both a `url` and a `command`: it is one or the other";
+                return std::nullopt;
+            }
             if (entry.contains("url")) {
                 if (!text("url", spec.url)) return std::nullopt;
                 if (spec.url.empty()) {

@@ -18,6 +18,7 @@ import sys
 import time
 
 from harness import REMITC, REMITVM, REPO, Workspace, expect, main, read_trace, run, run_vm_json as run_json
+from test_models import FakeServer
 
 SERVERS = REPO / "tests" / "mcp_servers" / "node_modules" / ".bin"
 HOSTILE = REPO / "tests" / "e2e" / "adapters" / "hostile_mcp.py"
@@ -180,6 +181,46 @@ def test_two_reference_servers_serve_one_run():
         saved = (ws.path / "memory.jsonl").read_text()
         expect('"name":"Chicago"' in saved and "The sum of 2 and 3.5 is 5.5." in saved, "the memory server stored it",
                saved)
+
+
+MIXED = """program mixed
+uses llm, ev.echo
+budget usd 0.1
+
+fn main(topic: Str) -> Str {
+  let line = llm.ask(Str, "One line about {topic}") else "none"
+  return ev.echo(line)
+}
+"""
+
+
+def test_a_configured_model_and_a_server_in_one_run_paused_and_resumed():
+    with FakeServer() as model, Workspace({"mixed.rmt": MIXED}) as ws:
+        everything = server("everything", "stdio")
+        imported = run(REMITC, "import", "mcp", everything, "--as", "ev", cwd=ws.path)
+        expect(imported.code == 0, "import", imported)
+        ws.write("host.rmti", imported.out + "\nmodel llm cost 0.01\n")
+        ws.write("policy.toml", '[grant.llm]\n\n[grant."ev.echo"]\napproval = "always"\n')
+        model.script([{"openai": {"answer": {"value": "tea is hot"}}}])
+        env = {"OPENAI_API_KEY": "e2e-model-key"}  # the key variable of a model given by --model
+        flags = ["--model", f"llm=openai:small@{model.url('/v1')}", "--adapter", f"mcp.ev:{everything}"]
+        first, paused = run_json("run", "mixed.rmt", "-i", "topic=tea", "--state-dir", "st", *flags, cwd=ws.path,
+                                 env=env)
+        expect(first.code == 3 and paused["pending"]["resource"] == "ev.echo", "the server's call pauses", first)
+        expect(paused["pending"]["args"] == {"message": "tea is hot"}, "with the model's answer", first)
+        start = read_trace(ws.path / "st" / "runs" / f"{paused['run_id']}.jsonl")[0]
+        kinds = [spec["kind"] for spec in start["adapters"]]
+        expect(kinds == ["model", "mcp"] and start["adapters"][1]["namespace"] == "ev" and start["mode"] == "mcp",
+               "run_start records the model, then the server, and no fixtures", start)
+        approved = run(REMITVM, "approve", paused["pending"]["digest"], "--state-dir", "st", cwd=ws.path)
+        expect(approved.code == 0, "approve", approved)
+        second, done = run_json("resume", paused["run_id"], "--state-dir", "st", cwd=ws.path, env=env)
+        expect(second.code == 0 and done["result"] == "Echo: tea is hot", "the resume reopens both", second)
+        expect(len(model.requests()) == 1, "the model was asked once: the resume answered it from the trace")
+        events = read_trace(ws.path / "st" / "runs" / f"{done['run_id']}.jsonl")
+        performed = {e["resource"]: e["adapter"] for e in events if e["event"] == "call" and not e.get("replayed")}
+        expect(performed == {"ev.echo": "mcp"}, "the resume performed only the approved call, on the server", events)
+        expect(events[0]["adapters"] == start["adapters"], "the resumed run records the same adapters", events[0])
 
 
 HOSTILE_PROGRAM = """program brave

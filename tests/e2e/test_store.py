@@ -143,6 +143,23 @@ def test_a_quorum_needs_distinct_approvers_in_both_stores():
             expect("approved by ann, bob" in t.out, "the trace names both approvers", t)
 
 
+def test_approve_json_short_of_the_quorum_says_the_run_waits_in_both_stores():
+    """`approvals approve --json` by one approver of two: the request as it now is (still pending,
+    the approvers so far) and no resume command; the second approver's gives the decision."""
+    url = database("quorum_json")
+    for flags in (["--state-dir", "st"], ["--store", url]):
+        with workspace(QUORUM_POLICY) as ws:
+            digest = pause(ws, *flags)["pending"]["digest"]
+            a = run(REMITVM, "approvals", "approve", digest, "--by", "ann", "--json", *flags, cwd=ws.path)
+            j = json.loads(a.out) if a.code == 0 else {}
+            expect(j.get("status") == "pending" and j.get("approvers") == ["ann"] and j.get("resume", 0) is None
+                   and j.get("quorum") == 2, f"one of two: {a}")
+            a = run(REMITVM, "approvals", "approve", digest, "--by", "bob", "--json", *flags, cwd=ws.path)
+            j = json.loads(a.out) if a.code == 0 else {}
+            expect(j.get("status") == "approved" and j.get("approved_by") == "ann, bob"
+                   and str(j.get("resume")).startswith("remitvm resume "), f"the quorum reached: {a}")
+
+
 def test_an_expired_request_cannot_be_approved_and_fails_the_run_in_both_stores():
     url = database("expiry")
     for flags in (["--state-dir", "st"], ["--store", url]):

@@ -55,6 +55,47 @@ inline ApprovalSubject storeSubject(remit::ApprovalStore& store, std::function<n
     return subject;
 }
 
+// A quorum's approval whose dispatch reached nobody goes back (restore), in `store`, as
+// `document` (another reader) sees it: only the attempt that consumed it gives it back, once; it
+// comes back approved by the same approvers, so it still meets the quorum, and the next attempt
+// uses it; unless the call was denied since, when the denial wins. Checked with doctest's CHECKs.
+inline void checkRestoreKeepsTheQuorum(remit::ApprovalStore& store, const std::function<nlohmann::json()>& document) {
+    std::string digest(64, 'r'), error;
+    nlohmann::json request = requestFor(2);
+    CHECK_FALSE(store.decide(digest, request, "20260101-120000-a1b2c3", "k1", error));
+    REQUIRE(store.approve(digest, "ann", error));
+    REQUIRE(store.approve(digest, "bob", error));
+    REQUIRE(store.decide(digest, request, "20260101-120000-a1b2c3", "k1", error) == std::optional<std::string>("ann, bob"));
+    CHECK_FALSE(store.restore(digest, "k2", request, error));  // not the attempt that consumed it
+    CHECK(error.empty());
+    REQUIRE(store.restore(digest, "k1", request, error));
+    nlohmann::json doc = document();
+    CHECK(doc["consumed"].empty());
+    CHECK(doc["approved"][digest]["by"] == "ann, bob");
+    CHECK(doc["approved"][digest]["approvers"] == nlohmann::json::array({"ann", "bob"}));
+    CHECK(doc["pending"][digest]["quorum"] == 2);
+    CHECK_FALSE(store.restore(digest, "k1", request, error));  // given back once
+    CHECK(error.empty());
+    CHECK(store.decide(digest, request, "20260101-120001-a1b2c3", "k3", error) == std::optional<std::string>("ann, bob"));
+    CHECK_FALSE(store.decide(digest, request, "20260101-120001-a1b2c3", "k4", error));  // single use still
+    CHECK(error.empty());
+    // Denied meanwhile (another run asked for the same call): the denial wins over the approval
+    // that would have gone back, and the attempt that consumed it meets the denial.
+    REQUIRE(store.approve(digest, "ann", error));
+    REQUIRE(store.approve(digest, "bob", error));
+    REQUIRE(store.decide(digest, request, "20260101-120002-a1b2c3", "k5", error));
+    CHECK_FALSE(store.decide(digest, request, "20260101-120003-a1b2c3", "k6", error));
+    REQUIRE(store.deny(digest, "cy", "no", error));
+    CHECK_FALSE(store.restore(digest, "k5", request, error));
+    CHECK(error.empty());
+    doc = document();
+    CHECK(doc["consumed"].empty());
+    CHECK(doc["approved"].empty());
+    remit::Denial denial;
+    CHECK_FALSE(store.decide(digest, request, "20260101-120002-a1b2c3", "k5", error, &denial));
+    CHECK(denial.by == "cy");
+}
+
 // Thirty random reservations, settlements (overruns included) and releases on one scope of
 // `ledger` and on the model; after each, the scope's totals must be the model's.
 inline void runLedgerSchedule(remit::BudgetLedger& ledger, unsigned seed, const std::string& scope) {

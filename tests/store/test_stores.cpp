@@ -107,6 +107,17 @@ TEST_CASE("pg store: an approval is consumed by exactly one of many racing attem
     CHECK(granted == 1);
 }
 
+TEST_CASE("pg store: a quorum's approval whose dispatch reached nobody goes back with its approvers") {
+    std::string url = freshDatabase();
+    auto store = openPg(url);
+    auto reader = openPg(url);
+    reference::checkRestoreKeepsTheQuorum(store->approvals(), [&] {
+        std::string e;
+        REQUIRE(reader->approvals().load(e));
+        return reader->approvals().contents();
+    });
+}
+
 TEST_CASE("pg store: the ledger agrees with the reference model") {
     std::string url = freshDatabase();
     auto store = openPg(url);

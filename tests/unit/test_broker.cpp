@@ -73,6 +73,7 @@ struct Outcome {
     std::vector<size_t> lines;
     uint64_t calls = 0;
     std::string ioError;
+    std::optional<Broker::NotDelivered> notDelivered;
 };
 
 // How a test run differs from a plain first run: a resume's plan and root, a failing trace.
@@ -123,6 +124,7 @@ Outcome runWith(std::shared_ptr<const LoadedProgram> program, const HostModel& h
         out.status = driveWith(run, broker, &adapter);
         out.calls = broker.calls();
         out.ioError = broker.ioError();
+        out.notDelivered = broker.notDelivered();
         if (out.status == RunStatus::Failed) out.error = run.failure().error;
     }
     TraceFile read = readTrace(path);
@@ -985,5 +987,146 @@ TEST_CASE("approval store: one use per attempt, unreadable stores and locks chan
     CHECK_FALSE(unreadable.decide(digest, request, kRoot, "key4", error));
     CHECK_FALSE(error.empty());
     CHECK(std::filesystem::is_directory(store));  // nothing was written over it
+    std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// An adapter whose process cannot be started: every request reaches nobody.
+struct UnstartableAdapter final : remit::Adapter {
+    size_t asked = 0;
+    remit::AdapterReply perform(const remit::AdapterRequest&) override {
+        ++asked;
+        remit::AdapterReply r = remit::AdapterReply::failure(
+            "CapabilityFailed", "cannot start adapter process [./ad.py]: No such file or directory");
+        r.delivered = false;
+        return r;
+    }
+    const char* kind() const override { return "process"; }
+};
+
+constexpr const char* kApprovalHost =
+    "capability mail.send(to: Str, body: Str approve untrusted) -> Str\n"
+    "input ticket tags untrusted\n";
+constexpr const char* kMailer =
+    "program m\nuses mail.send\nfn main(ticket: Str) -> Str {\n  return mail.send(to: \"ops\", body: ticket)\n}\n";
+
+remit::TraceFile traceFrom(const Outcome& out) {
+    remit::TraceFile t;
+    t.events = out.events;
+    t.lines = out.lines;
+    return t;
+}
+
+}  // namespace
+
+TEST_CASE("approval store: an approval whose dispatch reached nobody goes back, for the attempt that reaches it") {
+    using namespace remit;
+    auto dir = tempPath("restore");
+    std::filesystem::create_directories(dir);
+    ApprovalStore s((dir / "approvals.json").string());
+    std::string error;
+    REQUIRE(s.load(error));
+    nlohmann::json request = {{"resource", "pay"}, {"site", "main#0"}};
+    std::string digest(64, 'd');
+    CHECK_FALSE(s.decide(digest, request, kRoot, "key1", error));
+    REQUIRE(s.approve(digest, "ann", error));
+    double approvedAt = s.contents()["approved"][digest]["at"].get<double>();
+    REQUIRE(s.decide(digest, request, kRoot, "key1", error) == std::optional<std::string>("ann"));
+    CHECK(s.contents()["pending"].empty());
+    // Only the attempt that consumed it gives it back.
+    CHECK_FALSE(s.restore(digest, "key2", request, error));
+    CHECK(error.empty());
+    CHECK_FALSE(s.restore(std::string(64, 'e'), "key1", request, error));
+    REQUIRE(s.restore(digest, "key1", request, error));
+    const nlohmann::json& back = s.contents()["approved"][digest];
+    CHECK(back["by"] == "ann");
+    CHECK(back["at"].get<double>() == approvedAt);
+    CHECK(s.contents()["pending"][digest]["run_id"] == kRoot);  // the request as it was approved
+    CHECK(s.contents()["consumed"].empty());
+    // Given back once: a second restore of the same attempt changes nothing.
+    CHECK_FALSE(s.restore(digest, "key1", request, error));
+    // Any attempt may now use it, once (it reached nobody, so it was never used).
+    CHECK(s.decide(digest, request, "20260101-120001-a1b2c3", "key3", error) == std::optional<std::string>("ann"));
+    CHECK_FALSE(s.decide(digest, request, kRoot, "key4", error));
+    // An approval denied after it was consumed is given back as approved but not pending: the
+    // denial stays the last word.
+    REQUIRE(s.approve(digest, "ann", error));
+    REQUIRE(s.decide(digest, request, kRoot, "key4", error));
+    REQUIRE(s.restore(digest, "key4", request, error));
+    REQUIRE(s.deny(digest, "bob", "no", error));
+    REQUIRE(s.approve(digest, "ann", error) == false);  // no longer pending
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("broker: a dispatch that reaches nobody records no call, gives its approval back and stops resumable") {
+    using namespace remit;
+    auto program = compile(kMailer, kApprovalHost);
+    HostModel host = hostFrom(kApprovalHost);
+    Policy policy = Policy::allowAllPolicy();
+    auto dir = tempPath("undelivered");
+    std::filesystem::create_directories(dir);
+    ApprovalStore store((dir / "approvals.json").string());
+    std::string error;
+    REQUIRE(store.load(error));
+    DedupAdapter effects;
+
+    // 1. The call waits for approval; the operator approves it once.
+    RunConfig first;
+    first.approvals = &store;
+    Outcome paused = runWith(program, host, policy, effects, "refund A-1", first);
+    REQUIRE(paused.status == RunStatus::Failed);
+    CHECK(paused.error->code == DiagCode::R0302);
+    std::vector<std::string> digests = store.pendingMatching("");
+    REQUIRE(digests.size() == 1);
+    REQUIRE(store.approve(digests[0], "ann", error));
+
+    // 2. Resumed with an adapter that cannot start: the approval is consumed for the dispatch,
+    // then given back; no call is recorded and the run stops (R0702), resumable.
+    std::string why;
+    ReplayPlan plan = planFromTrace(traceFrom(paused), "t.jsonl", ReplayPurpose::Resume, why);
+    REQUIRE(why.empty());
+    UnstartableAdapter broken;
+    RunConfig resume{&plan};
+    resume.approvals = &store;
+    Outcome stopped = runWith(program, host, policy, broken, "refund A-1", resume);
+    REQUIRE(stopped.status == RunStatus::Failed);
+    CHECK(stopped.error->code == DiagCode::R0702);
+    CHECK(stopped.error->message.find("did not reach the adapter") != std::string::npos);
+    CHECK(stopped.ioError.empty());
+    REQUIRE(stopped.notDelivered);
+    CHECK(stopped.notDelivered->approvedBy == "ann");
+    CHECK(broken.asked == 1);
+    CHECK(count(stopped.events, "call") == 0);
+    CHECK(count(stopped.events, "dispatch") == 1);
+    REQUIRE(count(stopped.events, "not_delivered") == 1);
+    for (const auto& e : stopped.events)
+        if (e["event"] == "not_delivered") {
+            CHECK(e["approval"]["kept"] == true);
+            CHECK(e["approval"]["approved_by"] == "ann");
+            CHECK(e["error"].get<std::string>().find("cannot start adapter process") != std::string::npos);
+        }
+    REQUIRE(store.load(error));
+    CHECK(store.contents()["approved"].contains(digests[0]));
+    CHECK(store.contents()["pending"].contains(digests[0]));
+    CHECK(store.contents()["consumed"].empty());
+
+    // 3. The plan of the stopped run: nothing in flight (the dispatch reached nobody).
+    ReplayPlan again = planFromTrace(traceFrom(stopped), "t2.jsonl", ReplayPurpose::Resume, why);
+    REQUIRE(why.empty());
+    CHECK(again.inFlight.empty());
+    CHECK(again.calls.empty());
+
+    // 4. Resumed with a working adapter: the same attempt (same key) under the same approval; the
+    // effect happens once and the approval is used.
+    RunConfig fixed{&again};
+    fixed.approvals = &store;
+    Outcome done = runWith(program, host, policy, effects, "refund A-1", fixed);
+    REQUIRE(done.status == RunStatus::Completed);
+    CHECK(effects.performed == 1);
+    CHECK(dispatchedKeys(done.events) == dispatchedKeys(stopped.events));
+    REQUIRE(store.load(error));
+    CHECK(store.contents()["consumed"].contains(digests[0]));
+    CHECK(store.contents()["pending"].empty());
     std::filesystem::remove_all(dir);
 }

@@ -172,6 +172,25 @@ TEST_CASE("host import: records of operations left out do not leak, names stay u
     CHECK(has(draft.text, "type ListResult = { Str: Str }\n"));
 }
 
+TEST_CASE("host import: another importer's draft speaks of its own kind of service") {
+    DraftWords words;
+    words.description = "OpenAPI document";
+    words.textResult = "the response body as text";
+    words.noOutput = "it declares no JSON response schema";
+    Json map = {{"type", "object"}, {"additionalProperties", true}};
+    HostDraft draft = draftHostInterface("pets", {"from petstore.json"},
+                                         {op("getInventory", object({}, Json::array()), map),
+                                          op("deletePet", object({{"petId", {{"type", "integer"}}}}, {"petId"}))},
+                                         words);
+    requireValid(draft);
+    INFO(draft.text);
+    CHECK(has(draft.text, "# TODO(operator): this is a draft. For each capability decide what no OpenAPI document says:\n"));
+    CHECK(has(draft.text, "# its result is a map (an object with free-form keys); typed Str, the response body as text\n"));
+    CHECK(has(draft.text, "# result: the response body as text (it declares no JSON response schema)\n"));
+    CHECK(has(draft.text, "capability pets.deletePet(petId: Int) -> Str\n"));
+    CHECK_FALSE(has(draft.text, "tool"));
+}
+
 TEST_CASE("host import: names from outside") {
     CHECK(namespaceFrom("secure-filesystem-server") == "secure_filesystem");
     CHECK(namespaceFrom("memory-server") == "memory");

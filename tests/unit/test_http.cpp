@@ -147,6 +147,35 @@ TEST_CASE("http: random bytes never crash the parser") {
     }
 }
 
+TEST_CASE("http: form fields, cookies and Bearer tokens (the inbox's inputs)") {
+    auto fields = formFields("csrf=ab12&reason=not+our%20order%21&&empty=&novalue&bad=%zz%4&x=%E2%9C%93");
+    REQUIRE(fields.size() == 6);
+    CHECK(fields[0] == std::pair<std::string, std::string>{"csrf", "ab12"});
+    CHECK(fields[1].second == "not our order!");
+    CHECK(fields[2] == std::pair<std::string, std::string>{"empty", ""});
+    CHECK(fields[3] == std::pair<std::string, std::string>{"novalue", ""});
+    CHECK(fields[4].second == "%zz%4");  // malformed escapes are kept as written
+    CHECK(fields[5].second == "\xE2\x9C\x93");
+    CHECK(formField("a=1&a=2", "a") == "1");
+    CHECK_FALSE(formField("a=1", "b"));
+    CHECK(formFields("").empty());
+
+    Request r;
+    REQUIRE(parse("GET / HTTP/1.1\r\nHost: x\r\nCookie: theme=dark; remit_inbox = s1 ;x=y\r\nCookie: other=2\r\n"
+                  "Authorization: bEaReR  tok-1 \r\n\r\n",
+                  r) == 0);
+    CHECK(cookie(r, "remit_inbox") == "s1");
+    CHECK(cookie(r, "other") == "2");
+    CHECK_FALSE(cookie(r, "remit"));
+    CHECK(bearerToken(r) == "tok-1");
+    Request k;
+    REQUIRE(parse("GET / HTTP/1.1\r\nHost: x\r\nX-API-Key: tok-2\r\nAuthorization: Basic abc\r\n\r\n", k) == 0);
+    CHECK(bearerToken(k) == "tok-2");
+    Request none;
+    REQUIRE(parse("GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \r\n\r\n", none) == 0);
+    CHECK_FALSE(bearerToken(none));
+}
+
 TEST_CASE("http: response framing") {
     Response ok = Response::text(200, "ok");
     std::string bytes = serializeResponse(ok, true, false);

@@ -3,8 +3,8 @@
 // over streamable HTTP (tests/e2e/adapters/fake_http.py): answers shaped into declared types, names
 // mapped back, the idempotency key in _meta, sessions and bearer tokens, routing among several
 // servers, and every failure mode — bad JSON, oversized and deep messages, wrong ids, hangs, exits,
-// failed starts, HTTP errors — as an operational failure that names the server, never a hang. The reference servers are driven end to
-// end by tests/e2e/test_mcp_client.py.
+// failed starts, HTTP errors — as an operational failure that names the server, never a hang. The
+// reference servers are driven end to end by tests/e2e/test_mcp_client.py.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -19,6 +19,7 @@
 #include "adapter_request.h"
 #include "fake_http.h"
 #include "runtime/imported_names.h"
+#include "runtime/json_schema.h"
 #include "temp_dir.h"
 
 using namespace remit;
@@ -276,6 +277,17 @@ TEST_CASE("imported names: outside names as identifiers, and back") {
     CHECK(matchesImportedName("limit", "limit"));
     CHECK_FALSE(matchesImportedName("limit", "limit__"));
     CHECK_FALSE(matchesImportedName("get-sum", "getsum"));
+
+    // A call's arguments under the names the service's input schema uses: its own name first, then
+    // the one property the parameter stands for; no match, or two, keep the parameter's name.
+    Json input = {{"type", "object"},
+                  {"properties",
+                   {{"limit", kFloat}, {"get-sum", kFloat}, {"type_", kStr}, {"type", kStr}, {"a-b", kStr}, {"a.b", kStr}}}};
+    Json args = {{"limit_", 1.0}, {"get_sum", 2.0}, {"type_", "own"}, {"a_b", "two"}, {"other", true}};
+    CHECK(argumentsByImportedName(args, input) ==
+          Json{{"limit", 1.0}, {"get-sum", 2.0}, {"type_", "own"}, {"a_b", "two"}, {"other", true}});
+    CHECK(argumentsByImportedName(args, Json("not a schema")) == args);
+    CHECK(argumentsByImportedName(Json::array(), input) == Json::object());
 }
 
 // ---------------------------------------------------------------- streamable HTTP

@@ -356,6 +356,7 @@ TEST_CASE("process adapter: a process that dies is restarted once per attempt") 
         auto adapter = make(kFake + " --count-file " + tmp.file("starts") + " --die-first 3");
         AdapterReply r = adapter->perform(call());
         CHECK_MESSAGE(r.ok, r.message);
+        CHECK(r.delivered);
         CHECK(lineCount(tmp.file("starts")) == 2);
     }
     SUBCASE("dies on every start: two starts, then CapabilityFailed") {
@@ -367,6 +368,9 @@ TEST_CASE("process adapter: a process that dies is restarted once per attempt") 
         CHECK(r.message.find("adapter process exited") != std::string::npos);
         CHECK(r.message.find("exit status 7") != std::string::npos);
         CHECK(lineCount(tmp.file("starts")) == 2);
+        // Neither process read a byte of the request: it reached nobody (docs/adapters.md).
+        CHECK_FALSE(r.delivered);
+        CHECK(r.message.find("without reading the request") != std::string::npos);
         // The next attempt gets its own restart budget.
         r = adapter->perform(call());
         CHECK_FALSE(r.ok);
@@ -379,14 +383,18 @@ TEST_CASE("process adapter: a process that dies is restarted once per attempt") 
         CHECK(r.message.find("adapter process exited") != std::string::npos);
         CHECK(r.message.find("closed its stdout") != std::string::npos);
         CHECK(lineCount(tmp.file("starts")) == 2);
+        CHECK(r.delivered);  // it read the request: it may have acted on it
     }
     SUBCASE("closes its stdin and keeps running: EPIPE, not SIGPIPE") {
-        auto adapter = make("sh -c 'exec 0<&-; echo start >> " + tmp.file("starts") + "; sleep 5'");
+        // It counts its start before closing its stdin: a request that reaches nobody has its
+        // process group killed at once, so a count made after the close could be cut off.
+        auto adapter = make("sh -c 'echo start >> " + tmp.file("starts") + "; exec 0<&-; sleep 5'");
         AdapterReply r = adapter->perform(call(Json{{"blob", std::string(256 << 10, 'b')}}));
         CHECK_FALSE(r.ok);
         CHECK(r.errorCode == "CapabilityFailed");
         CHECK(r.message.find("closed its stdin") != std::string::npos);
         CHECK(lineCount(tmp.file("starts")) == 2);
+        CHECK_FALSE(r.delivered);
     }
     SUBCASE("a one-shot adapter that exits after each reply is simply started again") {
         auto adapter = make(kFake + " --count-file " + tmp.file("starts") + " --one-shot");
@@ -396,6 +404,22 @@ TEST_CASE("process adapter: a process that dies is restarted once per attempt") 
             CHECK_MESSAGE(r.ok, r.message);
         }
         CHECK(lineCount(tmp.file("starts")) == 3);
+    }
+    SUBCASE("a program whose interpreter is missing cannot be started: not delivered") {
+        std::string script = tmp.file("bad-interpreter.py");
+        std::ofstream(script) << "#!/nonexistent/python3\n";
+        std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+        auto adapter = make(script);
+        AdapterReply r = adapter->perform(call());
+        CHECK_FALSE(r.ok);
+        CHECK_FALSE(r.delivered);
+        CHECK(r.message.find("cannot start adapter process") != std::string::npos);
+    }
+    SUBCASE("a process that reads part of the request and dies: delivered, since it may have acted") {
+        auto adapter = make("sh -c 'head -c 10 >/dev/null; exit 4'");
+        AdapterReply r = adapter->perform(call(Json{{"blob", std::string(1000, 'b')}}));
+        CHECK_FALSE(r.ok);
+        CHECK(r.delivered);
     }
     SUBCASE("a program that cannot be executed") {
         std::string script = tmp.file("not-executable.sh");

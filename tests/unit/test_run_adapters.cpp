@@ -128,7 +128,8 @@ TEST_CASE("run adapters: a damaged record is refused, never opened as something 
                              R"([{"kind": "fixtures", "path": 7}])", R"([3])", R"([{"path": "x"}])",
                              R"([{"kind": "mcp", "command": "x"}])", R"([{"kind": "mcp", "cwd": "/"}])",
                              R"([{"kind": "mcp", "command": "x", "cwd": "/", "namespace": 1}])",
-                             R"([{"kind": "mcp", "url": ""}])", R"([{"kind": "mcp", "url": "https://x", "token_env": 2}])"}) {
+                             R"([{"kind": "mcp", "url": ""}])", R"([{"kind": "mcp", "url": "https://x", "token_env": 2}])",
+                             R"([{"kind": "mcp", "url": "https://x", "command": "x", "cwd": "/"}])"}) {
         error.clear();
         CHECK_MESSAGE(!adapterSpecsFromJson(Json::parse(text), error), text);
         CHECK_MESSAGE(!error.empty(), text);
@@ -189,6 +190,16 @@ TEST_CASE("run adapters: a model spec records its whole configuration, never a k
     REQUIRE_MESSAGE(back, error);
     CHECK(adapterSpecsJson(*back) == record);
     CHECK(adapterMode({model}) == "model");
+    // A model, an MCP server and the catch-all, in the order the run routes them.
+    std::vector<AdapterSpec> mixed = {model, {AdapterSpec::Kind::Mcp, "", "node fs.js", "/srv", "files"}, specs[1]};
+    auto mixedBack = adapterSpecsFromJson(adapterSpecsJson(mixed), error);
+    REQUIRE_MESSAGE(mixedBack, error);
+    REQUIRE(mixedBack->size() == 3);
+    CHECK((*mixedBack)[0].kind == AdapterSpec::Kind::Model);
+    CHECK((*mixedBack)[1].kind == AdapterSpec::Kind::Mcp);
+    CHECK((*mixedBack)[1].scope == "files");
+    CHECK((*mixedBack)[2].kind == AdapterSpec::Kind::Fixtures);
+    CHECK(adapterSpecsJson(*mixedBack) == adapterSpecsJson(mixed));
     for (const char* damage : {"provider", "name", "max_tokens", "temperature", "base_url"}) {
         Json broken = record;
         broken[0].erase(damage);

@@ -83,6 +83,20 @@ TEST_CASE("approval store (file): every change is kept as the reference model sa
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("approval store (file): a quorum's approval whose dispatch reached nobody goes back with its approvers") {
+    auto dir = freshDir("restore");
+    ApprovalStore store((dir / "approvals.json").string());
+    std::string error;
+    REQUIRE(store.load(error));
+    reference::checkRestoreKeepsTheQuorum(store, [&] {
+        ApprovalStore reader((dir / "approvals.json").string());
+        std::string e;
+        REQUIRE(reader.load(e));
+        return reader.contents();
+    });
+    std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("budget ledger (file): reservations and settlements agree with the reference model") {
     auto dir = freshDir("ledger");
     for (unsigned seed = 1; seed <= 40; ++seed) {

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""An adapter process with real, countable effects, for the resume/replay tests (test_resume.py).
+"""An adapter process with real, countable effects, for the tests that must see an effect performed
+once: resume and replay (test_resume.py), approvals (test_approvals.py) and the web inbox in a
+browser (tests/inbox_browser).
 
 Every call is an effect appended to the JSON-lines log named by --log: {"resource", "args", "key"}.
 An effect whose idempotency key is already in the log is not performed again; a line
@@ -12,6 +14,8 @@ recognised. The result of `crm.lookup(id)` is "customer of <id>"; every other ca
                        file M does not exist: create M, then SIGKILL the parent (remitvm) before
                        replying — the crash window between an effect and its record
   --hold R:SECONDS     before replying to a call to R, sleep (to keep a run busy)
+  --gate R:FILE        before replying to a call to R, wait until FILE exists (to keep a run busy
+                       until the test has seen what it wants to see while it is)
 """
 import json
 import os
@@ -29,6 +33,7 @@ def value(name):
 log = value("--log")
 kill_once = value("--kill-once")
 hold = value("--hold")
+gate = value("--gate")
 
 
 def performed_keys():
@@ -55,6 +60,9 @@ for line in sys.stdin:
         append({"resource": resource, "args": req.get("args"), "key": key})
     if hold and hold.split(":")[0] == resource:
         time.sleep(float(hold.split(":")[1]))
+    if gate and gate.split(":", 1)[0] == resource:
+        while not os.path.exists(gate.split(":", 1)[1]):
+            time.sleep(0.02)
     if kill_once:
         target, marker = kill_once.split(":", 1)
         if target == resource and not os.path.exists(marker):
