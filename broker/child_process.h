@@ -50,7 +50,7 @@ std::string printableExcerpt(std::string_view bytes, std::size_t max = 80);
 // non-empty errPath instead appends its stderr to that file (created 0600 if needed).
 struct ChildFds {
     int in = -1, out = -1, err = -1;
-    std::string errPath;
+    std::string errPath = {};
 };
 // Starts argv[0] (execvp semantics: PATH lookup) with `argv`, the parent's environment, `fds`, every
 // other descriptor closed, in `workingDir` when it is not empty, in its own process group, with no
