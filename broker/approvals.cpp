@@ -326,11 +326,19 @@ std::optional<std::string> ApprovalStore::decide(const std::string& digest, cons
     StateFileLock lock(path_, "the approval store", error);
     if (!lock.held()) return std::nullopt;
     if (!load(error)) return std::nullopt;  // what others wrote since this run started counts
-    nlohmann::json before = data_["consumed"].contains(digest) ? data_["consumed"][digest] : nlohmann::json();
+    // The rules change only `digest`'s entries; a decision that changed none (this attempt's own
+    // consumed approval, met again) writes nothing. One that did is saved whatever it returns: an
+    // approval outgrown by the grant's quorum is dropped even when the attempt's own consumed
+    // approval answers, as in every store.
+    auto entriesOf = [&digest](const nlohmann::json& doc) {
+        nlohmann::json out = nlohmann::json::object();
+        for (const auto& [section, entries] : doc.items())
+            if (entries.contains(digest)) out[section] = entries[digest];
+        return out;
+    };
+    nlohmann::json before = entriesOf(data_);
     Decided decided = decideIn(data_, digest, pendingRequest, runId, idempotencyKey, unixNow());
-    // The one decision that changes nothing: this attempt's own consumed approval.
-    bool unchanged = decided.by && data_["consumed"].contains(digest) && data_["consumed"][digest] == before;
-    if (!unchanged && !save(error)) return std::nullopt;
+    if (entriesOf(data_) != before && !save(error)) return std::nullopt;
     if (decided.denial && denied) *denied = std::move(*decided.denial);
     return decided.by;
 }

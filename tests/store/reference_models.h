@@ -51,6 +51,17 @@ class Approvals {
 public:
     std::map<std::string, Entry> entries;
 
+    // A consumed approval as it was (docs/broker.md: the consumed entry keeps the approval, its
+    // request and its approvers), for restore to give back.
+    struct Kept {
+        bool hadRequest = false;  // a pending request was kept with it
+        double requestedAt = 0;
+        std::optional<double> expiresAt;
+        int quorum = 1;
+        std::vector<std::string> given, approvers;
+    };
+    std::map<std::string, Kept> kept;
+
     // A run's attempt `key` meets the request `digest` under a grant asking `quorum` approvers
     // within `expires` seconds. Returns the decision and, when granted, by whom.
     std::pair<Decision, std::string> decide(const std::string& digest, int quorum, std::optional<double> expires,
@@ -59,6 +70,7 @@ public:
         std::vector<std::string> carried;
         if (e.approved) {
             if (static_cast<int>(e.approvers.size()) >= quorum) {
+                kept[digest] = Kept{e.pending, e.requestedAt, e.expiresAt, e.quorum, e.given, e.approvers};
                 std::string by = joined(e.approvers);
                 e.approved = false;
                 e.approvers.clear();
@@ -83,6 +95,7 @@ public:
         std::vector<std::string> given = e.pending ? e.given : std::vector<std::string>{};
         for (const std::string& n : carried) addDistinct(given, n);
         if (!given.empty() && static_cast<int>(given.size()) >= quorum) {
+            kept[digest] = Kept{e.pending, e.requestedAt, e.expiresAt, e.quorum, given, given};
             e.pending = false;
             e.given.clear();
             e.consumedKey = key;
@@ -131,6 +144,27 @@ public:
         e.given.clear();
         e.approved = false;
         e.approvers.clear();
+        return true;
+    }
+
+    // The attempt `key`'s dispatch never reached the adapter: the approval it consumed goes back to
+    // approved, by the same approvers, and its request to pending, as they were when it was used —
+    // unless the call was denied since, when the denial wins and the approval is dropped. A request
+    // kept without its pending entry comes back as the run asks it now (`quorum`, no time).
+    bool restore(const std::string& digest, const std::string& key, int quorum) {
+        Entry& e = entries[digest];
+        if (e.consumedKey != key) return false;
+        e.consumedKey.reset();
+        e.consumedBy.reset();
+        if (e.deniedBy) return false;
+        const Kept& k = kept[digest];
+        e.approved = true;
+        e.approvers = k.approvers;
+        e.pending = true;
+        e.requestedAt = k.hadRequest ? k.requestedAt : 0;
+        e.expiresAt = k.hadRequest ? k.expiresAt : std::nullopt;
+        e.quorum = k.hadRequest ? k.quorum : quorum;
+        e.given = k.hadRequest ? k.given : std::vector<std::string>{};
         return true;
     }
 };
@@ -195,12 +229,17 @@ struct ApprovalSubject {
         decide;
     std::function<Approval(const std::string& digest, const std::string& by, double now)> approve;
     std::function<bool(const std::string& digest, const std::string& by)> deny;
+    // Gives back what attempt `key` consumed; the run's request is asked with `quorum` and `expires`.
+    std::function<bool(const std::string& digest, const std::string& key, int quorum, std::optional<double> expires,
+                       double now)>
+        restore;
     std::function<nlohmann::json()> document;  // the five sections, as stored now
 };
 
 // Drives `subject` and the model through `steps` random operations on two digests — requests with
 // random quorums (and expiries, when `expiring`), approvals by three approvers, denials, attempts
-// with three keys, time passing — and compares each outcome and, after each step, every entry.
+// with three keys, approvals given back by an attempt whose call reached nobody (restore), time
+// passing — and compares each outcome and, after each step, every entry.
 // Returns the first difference ("" when none). `now` gives the subject's time; `advance` moves it.
 inline std::string runApprovalSchedule(std::mt19937& rng, int steps, ApprovalSubject& subject, bool expiring,
                                        const std::function<double()>& now,
@@ -217,7 +256,7 @@ inline std::string runApprovalSchedule(std::mt19937& rng, int steps, ApprovalSub
     for (int step = 0; step < steps; ++step) {
         int d = pick(2);
         const std::string& digest = digests[d];
-        int op = pick(10);
+        int op = pick(11);
         std::string what;
         if (op < 4) {
             if (pick(6) == 0) {
@@ -241,6 +280,12 @@ inline std::string runApprovalSchedule(std::mt19937& rng, int steps, ApprovalSub
             std::string by = people[pick(3)];
             bool got = subject.deny(digest, by), want = model.deny(digest, by);
             what = "deny " + digest.substr(0, 1);
+            if (got != want) return log + what + ": store " + std::to_string(got) + ", model " + std::to_string(want);
+        } else if (op < 10) {
+            std::string key = keys[pick(3)];
+            bool got = subject.restore(digest, key, quorum[d], expires[d], now());
+            bool want = model.restore(digest, key, quorum[d]);
+            what = "restore " + digest.substr(0, 1) + " " + key;
             if (got != want) return log + what + ": store " + std::to_string(got) + ", model " + std::to_string(want);
         } else {
             double dt = pick(12);

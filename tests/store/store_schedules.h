@@ -51,6 +51,12 @@ inline ApprovalSubject storeSubject(remit::ApprovalStore& store, std::function<n
         REQUIRE_MESSAGE(error.empty(), error);
         return done;
     };
+    subject.restore = [&store](const std::string& d, const std::string& key, int q, std::optional<double>, double) {
+        std::string error;
+        bool done = store.restore(d, key, requestFor(q), error);
+        REQUIRE_MESSAGE(error.empty(), error);
+        return done;
+    };
     subject.document = std::move(document);
     return subject;
 }

@@ -33,7 +33,7 @@ reference::Decision decisionOf(const ApprovalStore::Decided& d) {
 
 }  // namespace
 
-TEST_CASE("approval rules: quorum, expiry, denials and single use agree with the reference model") {
+TEST_CASE("approval rules: quorum, expiry, denials, single use and restore agree with the reference model") {
     // The rules on a document, with a clock the schedule moves: 3,000 schedules of 30 steps.
     for (unsigned seed = 1; seed <= 3000; ++seed) {
         std::mt19937 rng(seed);
@@ -51,6 +51,9 @@ TEST_CASE("approval rules: quorum, expiry, denials and single use agree with the
         };
         rules.deny = [&](const std::string& d, const std::string& by) {
             return ApprovalStore::denyIn(doc, d, by, "no", clock);
+        };
+        rules.restore = [&](const std::string& d, const std::string& key, int q, std::optional<double> e, double now) {
+            return ApprovalStore::restoreIn(doc, d, key, reference::requestFor(q, e), now);
         };
         rules.document = [&] { return doc; };
         std::string difference = reference::runApprovalSchedule(
