@@ -335,6 +335,10 @@ const Command kMcp{
             Flag{"--approvals", "client|operator", "who approves the calls paused runs wait for; default: client"},
             Flag{"--state-dir", "D", "where the operator approves calls (with --approvals operator)"}.completes(
                 Complete::Dirs),
+            Flag{"--store", "URL",
+                 "refused: the server's paused runs live in its memory, so its approvals stay in --state-dir "
+                 "(docs/fleet.md)"}
+                .completes(Complete::Nothing),
             Flag{"--elicitation-timeout", "S",
                  "seconds the user has to answer a request to approve a call (with --approvals operator); default: "
                  "300"}
@@ -354,6 +358,7 @@ const Command kInbox{
             Flag{"--port", "N", "the port to listen on; default: 8001, 0 picks a free one"}.completes(Complete::Nothing),
             Flag{"--keys", "keys.json", "the API keys file, as for mcp --http, each operator's key with a role (required)"},
             kStateDir,
+            kStore,
         },
     .run = inboxCommand,
     .details = "A key's \"role\" says what it may do: \"approver\" sees and decides, \"viewer\" only sees; keys\n"

@@ -3,7 +3,10 @@
 // not at a shell. What it shows and does is session/approval_requests.h, the same functions
 // `remitvm approvals` prints; this file is only HTTP and HTML: who is asking (keys, sessions,
 // roles), CSRF, the security headers, and the pages, every string in them escaped. Continuing a
-// run after a decision is cli/resume_jobs.h: the resume command, run as a child process.
+// run after a decision is cli/resume_jobs.h: the resume command, run as a child process — or, on a
+// fleet's PostgreSQL store (docs/fleet.md, "The web inbox of a fleet"), the store's queue, from
+// which a worker continues it. The inbox's server answers on several threads and a PostgreSQL
+// connection is one thread's, so each request opens the store for itself (openRecords).
 //
 // Security, as for any admin page:
 // - A key is required: keys.json as for `mcp --http` (session/api_keys.h), only keys with a role.
@@ -44,6 +47,7 @@
 #include "runtime/source.h"
 #include "session/api_keys.h"
 #include "session/approval_requests.h"
+#include "session/pg_store.h"
 #include "session/run_lifecycle.h"
 #include "session/store.h"
 
@@ -113,7 +117,9 @@ struct InboxOptions {
     std::string host = "127.0.0.1";
     uint16_t port = 8001;
     std::string keysPath;
-    std::filesystem::path stateDir;  // absolute
+    std::filesystem::path stateDir;  // absolute; the store when storeUrl is empty
+    std::string storeUrl;            // a fleet's PostgreSQL store (--store, $REMIT_STORE); empty: stateDir
+    std::string shownUrl;            // storeUrl without its password, for pages and commands
     std::string executable;          // this program, which continues runs (`resume`)
 };
 
@@ -162,6 +168,27 @@ private:
     std::mutex mutex_;
     std::unordered_map<std::string, Session> sessions_;  // guarded; by the SHA-256 of the cookie
     std::deque<std::string> sessionOrder_;              // guarded; oldest first
+
+    // --- the store ----------------------------------------------------------------------------
+
+    // A fleet's PostgreSQL store rather than a state directory: decisions queue the run for the
+    // workers instead of resuming it here.
+    bool fleet() const { return !options_.storeUrl.empty(); }
+
+    // The store, opened for this request alone: the server answers on several threads, and a
+    // PostgreSQL connection must not be shared between them. Null with `error` when it cannot be
+    // opened (the schema was brought up to date when the inbox started).
+    std::unique_ptr<Store> openRecords(std::string& error) const {
+        if (!fleet()) return std::make_unique<FileStore>(options_.stateDir);
+        return PgStore::open(options_.storeUrl, error, /*migrate=*/false);
+    }
+
+    // The submitted run a run id of a fleet names (its own, or one of its traces'); empty when none.
+    static std::string submittedRunOf(Store& records, const std::string& runId) {
+        std::string error;
+        std::optional<SubmittedRun> run = static_cast<PgStore&>(records).findRunOf(runId, error);
+        return run ? run->runId : "";
+    }
 
     // --- who is asking -------------------------------------------------------------------------
 
@@ -331,7 +358,6 @@ private:
     }
 
     Response decide(const Request& r, const Caller& caller, const std::string& digest, bool approve) {
-        ApprovalStore store(approvalStorePath(options_.stateDir).string());
         std::string error, reason, runId;
         if (!approve) {
             reason = http::formField(r.body, "reason").value_or("");
@@ -343,9 +369,14 @@ private:
                                         "run's error names it. <a href=\"/requests/{}\">Back to the request</a></p>",
                                         kMaxReasonBytes, digest));
         }
+        std::unique_ptr<Store> records = openRecords(error);
+        if (!records) return storeError(caller, error);
+        ApprovalStore& store = records->approvals();
         bool loaded = store.load(error);
         if (loaded && !store.pendingMatching(digest, true).empty())  // for the notice's Continue button
             if (nlohmann::json run = pendingRequestJson(store, digest)["run_id"]; run.is_string()) runId = run;
+        // In a fleet the notice follows the submitted run, which the decision queues for the workers.
+        if (fleet() && isRunId(runId)) runId = submittedRunOf(*records, runId);
         ApprovalProgress progress;
         bool done = loaded && (approve ? approveRequest(store, digest, caller.keyId, error, &progress)
                                        : denyRequest(store, digest, caller.keyId, reason, error));
@@ -442,8 +473,10 @@ private:
         return "<input type=\"hidden\" name=\"csrf\" value=\"" + escapeHtml(caller.csrf) + "\">";
     }
 
-    // The command that continues a run, to paste into a shell anywhere (the state directory is absolute).
+    // The command that continues a run, to paste into a shell anywhere (the state directory is
+    // absolute; a store's URL is shown without its password, which comes from ~/.pgpass or $PGPASSWORD).
     std::string resumeCommand(const std::string& runId) const {
+        if (fleet()) return fmt::format("{} resume {} --store {}", tool_, runId, shellQuote(options_.shownUrl));
         return fmt::format("{} resume {} --state-dir {}", tool_, runId, shellQuote(options_.stateDir.string()));
     }
 
@@ -453,8 +486,10 @@ private:
     }
 
     Response listPage(const Request& r, const Caller& caller) {
-        ApprovalStore store(approvalStorePath(options_.stateDir).string());
         std::string error;
+        std::unique_ptr<Store> records = openRecords(error);
+        if (!records) return storeError(caller, error);
+        ApprovalStore& store = records->approvals();
         if (!store.load(error)) return storeError(caller, error);
         nlohmann::json requests = pendingRequestsJson(store);
         std::string body;
@@ -465,17 +500,26 @@ private:
         if ((done == "approved" || done == "denied") && isDigest(decided)) {
             body += fmt::format("<p class=\"notice{}\" id=\"notice\">{} request <code>{}</code>. ", done == "denied" ? " denied" : "",
                                 done == "approved" ? "Approved" : "Denied", decided.substr(0, 16));
-            body += done == "approved" ? "The run uses the approval when it is resumed"
-                                       : "The run fails at this call when it is resumed, naming you and your reason";
-            body += ".</p>\n";
             std::string run = http::formField(query, "run").value_or("");
-            if (isRunId(run) && caller.role == KeyRole::Approver)
+            if (fleet() && isRunId(run)) {
+                // The decision queued the run: a worker of the fleet continues it, nothing runs here.
+                body += done == "approved"
+                            ? "The run is queued again: a worker of the fleet continues it and uses the approval"
+                            : "The run is queued again: a worker of the fleet fails it at this call, naming you and "
+                              "your reason";
+                body += ". <a id=\"follow\" href=\"/runs/" + escapeHtml(run) + "\">Follow the run</a></p>\n";
+            } else {
+                body += done == "approved" ? "The run uses the approval when it is resumed"
+                                           : "The run fails at this call when it is resumed, naming you and your reason";
+                body += ".</p>\n";
+            }
+            if (!fleet() && isRunId(run) && caller.role == KeyRole::Approver)
                 body += continueForm(caller, run, done == "approved" ? "Continue the run now"
                                                                      : "Continue the run now (it fails at this call)");
         }
         body += "<h1>Pending approvals</h1>\n";
         body += fmt::format("<p class=\"store\">{} pending in <code>{}</code>, oldest first.</p>\n", requests.size(),
-                            escapeHtml(approvalStorePath(options_.stateDir).string()));
+                            escapeHtml(store.where()));
         if (requests.empty()) {
             body += "<p class=\"empty\">No request is waiting for a decision.</p>\n";
             return page(200, "Pending approvals", caller, body);
@@ -536,9 +580,11 @@ private:
     }
 
     Response requestPage(const Caller& caller, const std::string& digest) {
-        FileStore records(options_.stateDir);
-        ApprovalStore& store = records.approvals();
         std::string error;
+        std::unique_ptr<Store> opened = openRecords(error);
+        if (!opened) return storeError(caller, error);
+        Store& records = *opened;
+        ApprovalStore& store = records.approvals();
         if (!store.load(error)) return storeError(caller, error);
         if (store.pendingMatching(digest, true).empty())
             return page(404, "No such request", caller,
@@ -640,7 +686,14 @@ private:
                  "<button class=\"deny\" id=\"deny\" type=\"submit\">Deny</button></form>";
             b += "</div>\n";
         }
-        if (q["run_id"].is_string() && isRunId(q["run_id"].get<std::string>())) {
+        if (std::string submitted = q["run_id"].is_string() && isRunId(q["run_id"].get<std::string>()) && fleet()
+                                        ? submittedRunOf(records, q["run_id"].get<std::string>())
+                                        : "";
+            !submitted.empty()) {
+            b += "<p class=\"muted\" id=\"resume\">A decision queues the run for the fleet's workers: one of them "
+                 "continues it with the approval, or fails it at this call when it is denied. <a href=\"/runs/" +
+                 escapeHtml(submitted) + "\">Follow the run</a></p>\n";
+        } else if (!fleet() && q["run_id"].is_string() && isRunId(q["run_id"].get<std::string>())) {
             std::string runId = q["run_id"].get<std::string>();
             if (q["status"] == "approved" && caller.role == KeyRole::Approver)
                 b += continueForm(caller, runId, "Continue the run now");
@@ -658,6 +711,7 @@ private:
     }
 
     Response continueRun(const Caller& caller, const std::string& runId) {
+        if (fleet()) return queueRun(caller, runId);
         std::error_code ec;
         if (!std::filesystem::is_regular_file(runTracePath(options_.stateDir, runId), ec))
             return page(404, "No such run", caller,
@@ -670,25 +724,80 @@ private:
         return redirect("/runs/" + runId);
     }
 
-    // A run continued from here: still going (the page reloads itself each second), or how it ended.
-    Response runPage(const Caller& caller, const std::string& runId) {
-        std::optional<ResumeJobs::Job> job = jobs_.find(runId);
-        std::string b = "<p><a href=\"/\">← All pending approvals</a></p>\n<h1>Run <code>" + escapeHtml(runId) +
-                        "</code></h1>\n";
-        if (!job) {
-            b += "<p class=\"muted\">This inbox has not continued this run since it started.</p>";
-            if (caller.role == KeyRole::Approver) b += continueForm(caller, runId, "Continue the run now");
-            b += "<p class=\"muted\">In a shell: <code>" + escapeHtml(resumeCommand(runId)) + "</code></p>\n";
+    // Continue in a fleet: a failed run (a call that never reached its adapter, once the adapter is
+    // fixed) goes back to the queue and a worker continues it. A waiting run needs no button: the
+    // decision that settles its request queues it.
+    Response queueRun(const Caller& caller, const std::string& runId) {
+        std::string error;
+        std::unique_ptr<Store> records = openRecords(error);
+        if (!records) return storeError(caller, error);
+        PgStore& store = static_cast<PgStore&>(*records);
+        std::optional<SubmittedRun> run = store.findRunOf(runId, error);
+        if (!run)
+            return error.empty() ? page(404, "No such run", caller,
+                                        "<p class=\"error\">The store has no submitted run " + escapeHtml(runId) +
+                                            ".</p><p><a href=\"/\">Back to the list</a></p>")
+                                 : storeError(caller, error);
+        if (!store.requeue(run->runId, error)) {
+            std::string why = !error.empty() ? error
+                                             : "The run is " + run->status +
+                                                   ": only a failed run is queued again (a decision queues a "
+                                                   "waiting one).";
+            return page(error.empty() ? 409 : 503, "Not queued", caller,
+                        "<p class=\"error\">" + escapeHtml(why) + "</p><p><a href=\"/runs/" + escapeHtml(run->runId) +
+                            "\">The run</a></p>");
+        }
+        fmt::print(stderr, "{} inbox: queued run {} for the workers, for {}\n", tool_, run->runId, caller.keyId);
+        return redirect("/runs/" + run->runId);
+    }
+
+    // A run of a fleet, as the store has it: queued or running (the page reloads itself each
+    // second), waiting for a request, or how its last attempt ended.
+    Response fleetRunPage(const Caller& caller, const std::string& runId) {
+        std::string error;
+        std::unique_ptr<Store> records = openRecords(error);
+        if (!records) return storeError(caller, error);
+        std::optional<SubmittedRun> run = static_cast<PgStore&>(*records).findRunOf(runId, error);
+        std::string b = "<p><a href=\"/\">← All pending approvals</a></p>\n<h1>Run <code>" +
+                        escapeHtml(run ? run->runId : runId) + "</code></h1>\n";
+        if (!run) {
+            if (!error.empty()) return storeError(caller, error);
+            b += "<p class=\"error\">The store has no submitted run " + escapeHtml(runId) + ".</p>";
             return page(404, "Run " + runId, caller, b);
         }
-        b += "<p class=\"muted\">Continued by " + escapeHtml(job->startedBy) + ", " +
-             escapeHtml(ageText(nlohmann::json(job->startedAt))) + ", with <code>" +
-             escapeHtml(resumeCommand(runId)) + " --json</code>.</p>\n";
-        if (job->running) {
-            b += "<p class=\"notice\" id=\"running\">The run is going on; this page reloads until it ends.</p>\n";
-            return page(200, "Run " + runId, caller, b, "<meta http-equiv=\"refresh\" content=\"1\">");
+        b += "<p class=\"muted\">Program <code>" + escapeHtml(run->program) + "</code>, " +
+             std::to_string(run->attempts) + " attempt(s)" +
+             (run->worker.empty() ? std::string() : ", the last by worker <code>" + escapeHtml(run->worker) + "</code>") +
+             "; runs of this store are continued by its workers, not by this inbox.</p>\n";
+        if (run->status == "queued" || run->status == "running") {
+            b += "<p class=\"notice\" id=\"running\" data-status=\"" + escapeHtml(run->status) + "\">" +
+                 (run->status == "queued" ? "The run is queued: the next free worker of the fleet continues it."
+                                          : "A worker of the fleet is running it.") +
+                 " This page reloads until it ends.</p>\n";
+            return page(200, "Run " + run->runId, caller, b, "<meta http-equiv=\"refresh\" content=\"1\">");
         }
-        const nlohmann::json& e = job->envelope;
+        if (run->status == "waiting") {
+            b += "<p class=\"notice\" id=\"outcome\" data-status=\"approval_required\">The run waits for an approval.";
+            if (isDigest(run->waitingDigest))
+                b += " <a href=\"/requests/" + run->waitingDigest + "\">Open the request</a>";
+            b += "</p>\n";
+            return page(200, "Run " + run->runId, caller, b);
+        }
+        const nlohmann::json& e = run->outcome;
+        int exitCode = e.is_object() && e.contains("exit") && e["exit"].is_number_integer() ? e["exit"].get<int>() : -1;
+        std::string printed = e.is_object() ? stringField(e, "stderr") : "";
+        b += outcomeHtml(e, exitCode, printed, "attempt");
+        if (run->status == "failed" && caller.role == KeyRole::Approver)
+            b += continueForm(caller, run->runId, "Queue the run again for the workers");
+        b += "<p class=\"muted\">In a shell: <code>" + escapeHtml(resumeCommand(run->runId)) + "</code></p>\n";
+        return page(200, "Run " + run->runId, caller, b);
+    }
+
+    // How a run's attempt ended, from its --json envelope (null when it printed none): the result,
+    // another pause, an error, or what it printed. `what`: "resume" or "attempt".
+    static std::string outcomeHtml(const nlohmann::json& e, int exitCode, const std::string& printed,
+                                   const std::string& what) {
+        std::string b;
         std::string status = e.is_object() ? stringField(e, "status") : "";
         std::string resumedAs = e.is_object() ? stringField(e, "run_id") : "";
         if (status == "completed") {
@@ -708,19 +817,42 @@ private:
             if (isDigest(digest))
                 b += " <a href=\"/requests/" + digest + "\">Open the request</a>";
             b += "</p>\n";
-        } else if (e.contains("error") && e["error"].is_object()) {
+        } else if (e.is_object() && e.contains("error") && e["error"].is_object()) {
             const nlohmann::json& err = e["error"];
             b += "<p class=\"notice denied\" id=\"outcome\" data-status=\"" + escapeHtml(status) + "\">The run " +
                  escapeHtml(status.empty() ? "ended" : status) + ": <code>" + escapeHtml(stringField(err, "code")) +
                  "</code> " + escapeHtml(stringField(err, "message")) + "</p>\n";
         } else {
-            b += "<p class=\"notice denied\" id=\"outcome\" data-status=\"stopped\">The resume stopped" +
-                 (job->exitCode >= 0 ? " (exit " + std::to_string(job->exitCode) + ")" : std::string(" (killed)")) +
+            b += "<p class=\"notice denied\" id=\"outcome\" data-status=\"stopped\">The " + what + " stopped" +
+                 (exitCode >= 0 ? " (exit " + std::to_string(exitCode) + ")" : std::string(" (killed)")) +
                  " without running to an end; what it said is below.</p>\n";
         }
         if (!resumedAs.empty()) b += "<p>Its trace: run <code>" + escapeHtml(resumedAs) + "</code>.</p>\n";
-        if (!job->errors.empty())
-            b += "<h2>What the resume printed</h2>\n<pre id=\"errors\">" + escapeHtml(job->errors) + "</pre>\n";
+        if (!printed.empty())
+            b += "<h2>What the " + what + " printed</h2>\n<pre id=\"errors\">" + escapeHtml(printed) + "</pre>\n";
+        return b;
+    }
+
+    // A run continued from here: still going (the page reloads itself each second), or how it ended.
+    Response runPage(const Caller& caller, const std::string& runId) {
+        if (fleet()) return fleetRunPage(caller, runId);
+        std::optional<ResumeJobs::Job> job = jobs_.find(runId);
+        std::string b = "<p><a href=\"/\">← All pending approvals</a></p>\n<h1>Run <code>" + escapeHtml(runId) +
+                        "</code></h1>\n";
+        if (!job) {
+            b += "<p class=\"muted\">This inbox has not continued this run since it started.</p>";
+            if (caller.role == KeyRole::Approver) b += continueForm(caller, runId, "Continue the run now");
+            b += "<p class=\"muted\">In a shell: <code>" + escapeHtml(resumeCommand(runId)) + "</code></p>\n";
+            return page(404, "Run " + runId, caller, b);
+        }
+        b += "<p class=\"muted\">Continued by " + escapeHtml(job->startedBy) + ", " +
+             escapeHtml(ageText(nlohmann::json(job->startedAt))) + ", with <code>" +
+             escapeHtml(resumeCommand(runId)) + " --json</code>.</p>\n";
+        if (job->running) {
+            b += "<p class=\"notice\" id=\"running\">The run is going on; this page reloads until it ends.</p>\n";
+            return page(200, "Run " + runId, caller, b, "<meta http-equiv=\"refresh\" content=\"1\">");
+        }
+        b += outcomeHtml(job->envelope, job->exitCode, job->errors, "resume");
         return page(200, "Run " + runId, caller, b);
     }
 
@@ -820,16 +952,6 @@ int inboxCommand(std::string_view tool, Args& args) {
         return kUsage;
     }
     options.keysPath = *keysPath;
-    // The inbox serves a state directory only (docs/fleet.md): with a fleet's store in $REMIT_STORE,
-    // serving `.remit` instead would show none of the requests the runs wait on.
-    if (const char* env = std::getenv("REMIT_STORE"); env && *env && !args.value("--state-dir")) {
-        fmt::print(stderr,
-                   "{}: error: the inbox serves a state directory, not the PostgreSQL store $REMIT_STORE names\n"
-                   "  hint: decide a fleet's approvals with `{} approvals list|show|approve|deny --store URL`, or "
-                   "pass --state-dir D to serve a state directory (docs/fleet.md)\n",
-                   tool, tool);
-        return kUsage;
-    }
     std::error_code ec;
     options.stateDir = std::filesystem::absolute(stateDirOf(args), ec).lexically_normal();
     if (ec) options.stateDir = stateDirOf(args);
@@ -840,12 +962,21 @@ int inboxCommand(std::string_view tool, Args& args) {
                    tool);
         return kFailure;
     }
-    // The store is read now, so a damaged one is reported at start-up, not on the first page.
-    ApprovalStore store(approvalStorePath(options.stateDir).string());
-    if (!store.load(problem)) {
+    // The store as every command chooses it (--store, --state-dir, $REMIT_STORE, .remit), opened
+    // and read now, so a damaged or unreachable one is reported at start-up, not on the first page;
+    // a PostgreSQL store's schema is brought up to date here, once.
+    std::unique_ptr<Store> records = openStoreFor(tool, args);
+    if (!records) return kUsage;
+    if (records->kind() == Store::Kind::PostgreSQL) {
+        options.storeUrl = args.value("--store") ? *args.value("--store") : std::getenv("REMIT_STORE");
+        options.shownUrl = static_cast<PgStore&>(*records).shownUrl();
+    }
+    if (!records->approvals().load(problem)) {
         fmt::print(stderr, "{}: error: {}\n", tool, problem);
         return kUsage;
     }
+    std::string where = records->approvals().where();
+    records.reset();  // each request opens its own
 
     http::Limits limits;
     limits.maxBody = size_t(64) << 10;  // a login or a decision: a few fields
@@ -854,7 +985,7 @@ int inboxCommand(std::string_view tool, Args& args) {
     bool served =
         http::serveUntilSignalled(tool, server, options.host, options.port, inbox, [&](const std::string& base) {
             fmt::print(stderr, "{} inbox: listening on {}/ ({} approver key(s), {} viewer key(s); store {})\n", tool,
-                       base, approvers, viewers, approvalStorePath(options.stateDir).string());
+                       base, approvers, viewers, where);
             std::fflush(stderr);
         });
     return served ? kOk : kFailure;

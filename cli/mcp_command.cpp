@@ -12,6 +12,8 @@
 // an internal failure is the fixed host_error reply, without exception text, paths or addresses.
 // End of input ends the server, refusing any run still paused for an approval.
 #include <fmt/format.h>
+
+#include <cstdlib>
 #include <unistd.h>
 
 #include <atomic>
@@ -322,6 +324,29 @@ int mcpCommand(std::string_view tool, Args& args) {
     mcp::ToolsOptions toolsOptions;
     if (const std::string* approvals = args.value("--approvals"))  // client|operator, checked by the parser
         toolsOptions.operatorApprovals = *approvals == "operator";
+    // Operator approvals stay in a state directory (docs/fleet.md, "The MCP server"): the server's
+    // paused runs live in its memory, their traces in its scratch files, so a fleet's store could
+    // hold only half of them — no worker could continue them, and `approvals show --store` could
+    // not read their provenance. Refused rather than half-served.
+    if (args.value("--store")) {
+        fmt::print(stderr,
+                   "{}: error: the MCP server cannot keep its approvals in a PostgreSQL store: its paused runs live "
+                   "in this server's memory and continue only through its remit_resume, so no worker of a fleet "
+                   "could continue them\n  hint: use --approvals operator --state-dir D, and decide with `{} "
+                   "approvals list|show|approve|deny --state-dir D` on this machine (docs/fleet.md)\n",
+                   tool, tool);
+        return kUsage;
+    }
+    if (const char* env = std::getenv("REMIT_STORE");
+        env && *env && toolsOptions.operatorApprovals && !args.value("--state-dir")) {
+        // The operator's `approvals` commands would look in $REMIT_STORE while the server waits in .remit.
+        fmt::print(stderr,
+                   "{}: error: $REMIT_STORE names a PostgreSQL store, but the MCP server keeps its operator approvals "
+                   "in a state directory (its paused runs live in this server's memory)\n  hint: pass --state-dir D "
+                   "and decide with `{} approvals list|show|approve|deny --state-dir D` (docs/fleet.md)\n",
+                   tool, tool);
+        return kUsage;
+    }
     if (const std::string* dir = args.value("--state-dir")) {
         if (!toolsOptions.operatorApprovals) {
             fmt::print(stderr, "{}: error: --state-dir is where the operator approves calls; it needs --approvals "

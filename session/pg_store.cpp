@@ -729,6 +729,34 @@ std::optional<SubmittedRun> PgStore::findRun(const std::string& runId, std::stri
     return runFromRow(r, 0);
 }
 
+std::optional<SubmittedRun> PgStore::findRunOf(const std::string& id, std::string& error) {
+    pg::Result r = conn_->exec(fmt::format("SELECT {} FROM remit_runs WHERE run_id = coalesce((SELECT root FROM "
+                                           "remit_traces WHERE run_id = $1), $1)",
+                                           kRunColumns),
+                               {id});
+    if (!r.ok()) {
+        error = fmt::format("cannot read the runs of {}: {}", describe(), conn_->lastError());
+        return std::nullopt;
+    }
+    if (r.rows() == 0) return std::nullopt;
+    return runFromRow(r, 0);
+}
+
+bool PgStore::requeue(const std::string& runId, std::string& error) {
+    bool queued = false;
+    bool ok = conn_->transaction([&] {
+        pg::Result r = conn_->exec(fmt::format("UPDATE remit_runs SET status = 'queued', updated_at = {} WHERE run_id = "
+                                               "$1 AND status = 'failed' RETURNING run_id",
+                                               kNow),
+                                   {runId});
+        if (!r.ok()) return false;
+        queued = r.rows() == 1;
+        return !queued || conn_->exec("SELECT pg_notify('remit_runs', $1)", {runId}).ok();
+    });
+    if (!ok) error = fmt::format("cannot queue run {} in {}: {}", runId, describe(), conn_->lastError());
+    return ok && queued;
+}
+
 bool PgStore::listen(std::string& error) {
     if (conn_->exec("LISTEN remit_runs").ok()) return true;
     error = conn_->lastError();

@@ -100,6 +100,12 @@ public:
     int wakeExpired(std::string& error);
     std::optional<std::vector<SubmittedRun>> listRuns(std::string& error);
     std::optional<SubmittedRun> findRun(const std::string& runId, std::string& error);
+    // The submitted run `id` names: its own id, or the run id of one of its traces (a pending
+    // request names the trace that paused, which is a resume's after the first attempt).
+    std::optional<SubmittedRun> findRunOf(const std::string& id, std::string& error);
+    // Queues a failed run again for the workers and wakes them (the web inbox's
+    // Continue in a fleet). False with an empty `error` when the run has not failed.
+    bool requeue(const std::string& runId, std::string& error);
     // LISTEN for queued runs; then waitForWork wakes on `submit`, approvals and denials.
     bool listen(std::string& error);
     bool waitForWork(int timeoutMs) { return conn_->waitForNotification(timeoutMs); }

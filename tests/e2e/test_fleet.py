@@ -8,11 +8,13 @@ OpenAPI services (--base-url included) and --progress for the workers; `runs lis
 import json
 import os
 import time
+from types import SimpleNamespace
 
 from fake_server import FakeServer
 from fleet import (DEDUP_ADAPTER, TEN_HOST, TEN_POLICY, TEN_PROGRAM, Worker, database, dedup_lines, runs, sql,
                    wait_until)
 from harness import REMITC, REMITVM, Workspace, expect, main, read_trace, run
+from test_inbox import TOKENS, Inbox, keys_file, outcome_of
 from test_models import FIXTURES as MODEL_FIXTURES
 from test_models import HOST as MODEL_HOST
 from test_models import KEY
@@ -310,6 +312,69 @@ def test_a_submission_records_mcp_servers_and_openapi_services_and_a_worker_open
         first = json.loads(sql(url, f"SELECT record FROM remit_trace_records WHERE run_id = '{run_id}' AND line = 1")
                            [0][0])
         expect(first["adapters"] == [openapi], f"the worker's trace records the service: {first['adapters']}")
+
+
+def test_an_operator_decides_in_the_web_inbox_of_the_store_and_a_worker_continues_the_run():
+    """Issue #17, the inbox of a fleet: `remitvm inbox` on $REMIT_STORE lists and shows the fleet's
+    requests; Approve queues the run and a worker completes it (nothing runs in the inbox), Deny
+    makes a worker fail it naming the key and the reason; the run's page follows the store."""
+    url = database("inbox")
+    with Workspace({"app/host.rmti": REFUND_HOST, "app/refund.rmt": REFUND_PROGRAM,
+                    "app/policy.toml": '[grant."shop.order"]\n[grant."pay.refund"]\n',
+                    "app/fixtures/run.json": REFUND_FIXTURES, "a/.keep": "", "c/keys.json": keys_file()}) as ws:
+        first = submit(ws, url, "app/refund.rmt", "-i", "ticket=A-1")
+        second = submit(ws, url, "app/refund.rmt", "-i", "ticket=B-2")
+        worker = Worker(url, str(ws.path / "a"), "--name", "machine-a")
+        try:
+            wait_until(lambda: [r["status"] for r in runs(url)] == ["waiting", "waiting"], what="both runs to wait")
+            requests = json.loads(run(REMITVM, "approvals", "list", "--json", "--store", url, cwd=ws.path).out)
+            digest = {q["run_id"]: q["digest"] for q in requests}
+            # Another machine: the inbox there finds the store in $REMIT_STORE; no state directory is made.
+            with Inbox(SimpleNamespace(path=ws.path / "c"), where=(), env={"REMIT_STORE": url}) as inbox:
+                alice, victor = TOKENS["alice"], TOKENS["victor"]
+                status, _, body = inbox.request("GET", "/", token=alice)
+                expect(status == 200 and digest[first][:16] in body and digest[second][:16] in body
+                       and "2 pending in <code>the PostgreSQL store" in body, "the list shows the fleet's requests",
+                       body)
+                status, _, body = inbox.request("GET", f"/requests/{digest[first]}", token=alice)
+                expect(status == 200 and "queues the run for the fleet&#39;s workers" not in body
+                       and "queues the run for the fleet's workers" in body
+                       and f'href="/runs/{first}"' in body and "/continue" not in body,
+                       "a request's page says a worker continues the run, with no Continue here", body)
+                status, headers, _ = inbox.request("POST", f"/requests/{digest[first]}/approve", token=victor)
+                expect(status == 403, "a viewer cannot decide a fleet's request either")
+                status, headers, _ = inbox.request("POST", f"/requests/{digest[first]}/approve", token=alice)
+                expect(status == 303 and headers["location"].endswith(f"&run={first}"), f"approved: {headers}")
+                status, _, body = inbox.request("GET", headers["location"], token=alice)
+                expect('id="follow"' in body and "a worker of the fleet continues it" in body
+                       and "/continue" not in body, "the notice says a worker continues the run", body)
+                state, body = outcome_of(inbox, first, alice)
+                expect(state == "completed" and "&quot;rf-1&quot;" in body and "machine-a" in body,
+                       "a worker completed the approved run; its page shows the result", body)
+                shown = json.loads(run(REMITVM, "runs", "show", first, "--json", "--store", url).out)
+                expect(shown["status"] == "completed" and shown["attempts"] == 2
+                       and [c["replayed"] for c in shown["calls"]] == [True, False],
+                       f"resumed by the worker, the refund performed once: {shown}")
+                t = run(REMITVM, "trace", shown["trace"], "--store", url)
+                expect("approved by alice" in t.out, "the trace names the inbox's key", t)
+                status, _, body = inbox.request("POST", f"/runs/{first}/continue", token=alice)
+                expect(status == 409 and "only a failed run" in body, "a completed run is not queued", body)
+
+                status, headers, _ = inbox.request("POST", f"/requests/{digest[second]}/deny", token=alice,
+                                                   form={"reason": "not <ours>"})
+                expect(status == 303 and headers["location"].endswith(f"&run={second}"), f"denied: {headers}")
+                state, body = outcome_of(inbox, second, alice)
+                expect(state == "failed" and "R0302" in body and "denied by alice: not &lt;ours&gt;" in body,
+                       "a worker failed the denied run, naming the key and the reason", body)
+                expect(f'action="/runs/{second}/continue"' in body and "--store" in body,
+                       "a failed run can be queued again, or resumed from a shell", body)
+                status, _, body = inbox.request("GET", f"/runs/{second}", token=victor)
+                expect(status == 200 and "/continue" not in body, "a viewer sees the run without the button")
+                status, _, body = inbox.request("GET", "/runs/20260101-000000-abcdef", token=alice)
+                expect(status == 404 and "no submitted run" in body, "a run the store does not have: 404")
+            expect(not (ws.path / "c" / ".remit").exists(), "the inbox made no state directory")
+        finally:
+            expect(worker.stop() == 0, "the worker stops")
 
 
 main(globals())

@@ -577,6 +577,18 @@ def test_operator_approvals():
                          (["--approvals", "operator", "--elicitation-timeout", "5s"], "from 1 to 3600")):
         r = subprocess.run([REMITVM, "mcp", *flags], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
         expect(r.returncode == 2 and words in r.stderr, f"mcp {flags}", r)
+    # A fleet's store cannot hold the server's runs, which live in its memory (docs/fleet.md): refused,
+    # saying why, rather than approvals recorded where no run could use them.
+    for flags, env in ((["--approvals", "operator", "--store", "postgresql://ops@db/remit"], {}),
+                       (["--store", "postgresql://ops@db/remit"], {}),
+                       (["--approvals", "operator"], {"REMIT_STORE": "postgresql://ops@db/remit"})):
+        r = subprocess.run([REMITVM, "mcp", *flags], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                           timeout=60, env=dict(os.environ, **env))
+        expect(r.returncode == 2 and "live in this server's memory" in r.stderr and "--state-dir D" in r.stderr,
+               f"mcp {flags} {env}", r)
+    r = subprocess.run([REMITVM, "mcp"], capture_output=True, text=True, input="", timeout=60,
+                       env=dict(os.environ, REMIT_STORE="postgresql://ops@db/remit"))
+    expect(r.returncode == 0, "client approvals need no store: $REMIT_STORE does not matter to them", r)
 
 
 def test_operator_approvals_asked_of_the_user():
