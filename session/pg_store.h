@@ -6,10 +6,11 @@
 //
 // Invariants (what each guarantee relies on, docs/fleet.md):
 // - Trace records are inserted one per statement in autocommit. A durable one (emitDurable:
-//   run_start, dispatch, call — what the file store fsyncs) commits with synchronous_commit as the
+//   dispatch, call — what the file store fsyncs) commits with synchronous_commit as the
 //   database sets it (on by default), so the write-ahead `dispatch` record is on disk before the
 //   call goes out; the others commit without waiting for the disk, as the file store hands them
-//   to the OS, and the next durable commit flushes them (WAL is written in order). Queue and
+//   to the OS, and the next durable commit flushes them (WAL is written in order). So does the
+//   run_start, durable in the file store: no call goes out before a durable commit after it. Queue and
 //   ledger changes that a resume makes again commit without waiting too.
 // - A run family's lock is a session-level advisory lock on the store's connection: exclusive
 //   across every machine, and released by the server when the connection ends, however the

@@ -54,6 +54,17 @@ FIXTURES = json.dumps({"capabilities": {"kv.get": [{"output": "v", "repeat": Tru
                                         "kv.put": [{"output": "ok", "repeat": True}]}})
 
 
+# A live adapter for the durable path: runs with an adapter process act on the world, so their
+# run_start, dispatch and call records wait for the disk (fixture runs' do not). Perl starts in a
+# few ms, so the adapter's own cost stays small next to the store's.
+ADAPTER = r"""$| = 1;
+while (my $line = <STDIN>) {
+    next unless $line =~ /"id":\s*(\d+)/;
+    print "{\"id\":$1,\"ok\":true,\"result\":\"v\"}\n";
+}
+"""
+
+
 def calls_program(n):
     return f"""program many
 uses kv.get
@@ -100,16 +111,18 @@ def sh(*args, cwd, env=None, check=True):
     return r
 
 
-def throughput(remitvm, state_path, state, work, runs, layouts):
-    print("\n== throughput: runs of a two-call program (fixtures), submitted first, then drained")
+def throughput(remitvm, state_path, state, work, runs, layouts, adapter=None):
+    what = "a live adapter: durable records" if adapter else "fixtures"
+    print(f"\n== throughput: runs of a two-call program ({what}), submitted first, then drained")
     print(f"{'workers':<24} {'runs':>5} {'wall s':>7} {'runs/s':>7} {'worker CPU s':>13} {'db CPU s':>9} "
           f"{'CPU ms/run':>10}")
     rows = []
     for label, processes, concurrency in layouts:
-        url = cluster.url(state_path, f"bench_{processes}_{concurrency}")
+        url = cluster.url(state_path, f"bench_{processes}_{concurrency}{'_live' if adapter else ''}")
         sh(remitvm, "store", "migrate", "--store", url, cwd=work)
         for i in range(runs):
-            sh(remitvm, "submit", "two.rbc", "-i", f"key=k{i}", "--store", url, cwd=work)
+            sh(remitvm, "submit", "two.rbc", "-i", f"key=k{i}", *(["--adapter", adapter] if adapter else []),
+               "--store", url, cwd=work)
         cpu0, db0, t0 = children_cpu(), postgres_cpu(state), time.monotonic()
         workers = [subprocess.Popen([remitvm, "worker", "--store", url, "--drain", "--concurrency", str(concurrency)],
                                     cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -128,9 +141,10 @@ def throughput(remitvm, state_path, state, work, runs, layouts):
     return rows
 
 
-def call_latency(remitvm, state_path, work, repeat):
-    print("\n== added latency per host call: `remitvm run` of 1 and 41 fixture calls, in each store")
-    url = cluster.url(state_path, "bench_latency")
+def call_latency(remitvm, state_path, work, repeat, adapter=None):
+    what = "calls through a live adapter (durable)" if adapter else "fixture calls"
+    print(f"\n== added latency per host call: `remitvm run` of 1 and 41 {what}, in each store")
+    url = cluster.url(state_path, "bench_latency_live" if adapter else "bench_latency")
     sh(remitvm, "store", "migrate", "--store", url, cwd=work)
     # Interleaved — each repetition runs every store and size once — so both stores see the same
     # moments of a shared machine; medians over the repetitions.
@@ -140,7 +154,8 @@ def call_latency(remitvm, state_path, work, repeat):
         for store, flags in stores:
             for n in (1, 41):
                 c0, t0 = children_cpu(), time.monotonic()
-                sh(remitvm, "run", f"many{n}.rbc", "-i", f"key=k{i}", *flags, cwd=work)
+                sh(remitvm, "run", f"many{n}.rbc", "-i", f"key=k{i}", *flags,
+                   *(["--adapter", adapter] if adapter else []), cwd=work)
                 samples[(store, n)][0].append(time.monotonic() - t0)
                 samples[(store, n)][1].append(children_cpu() - c0)
     results = {k: (statistics.median(w), statistics.median(c)) for k, (w, c) in samples.items()}
@@ -200,6 +215,8 @@ def main():
     parser.add_argument("--runs", type=int, default=400)
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--no-fsync", action="store_true")
+    parser.add_argument("--only-durable", action="store_true",
+                        help="only the live-adapter (durable) throughput and latency")
     args = parser.parse_args()
     remitvm = os.path.abspath(args.remitvm)
     remitc = os.path.join(os.path.dirname(remitvm), "remitc")
@@ -209,7 +226,8 @@ def main():
         for name, text in (("host.rmti", HOST), ("two.rmt", TWO_CALLS), ("policy.toml", POLICY),
                            ("fixtures/run.json", FIXTURES), ("many1.rmt", calls_program(1)),
                            ("many41.rmt", calls_program(41)),
-                           ("approve.rmt", TWO_CALLS.replace("program two", "program gated"))):
+                           ("approve.rmt", TWO_CALLS.replace("program two", "program gated")),
+                           ("adapter.pl", ADAPTER)):
             p = pathlib.Path(work) / name
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text(text)
@@ -222,9 +240,16 @@ def main():
               f"PostgreSQL fsync {'on' if state['fsync'] else 'off'}, Unix socket, {args.runs} runs per layout")
         layouts = [("1 worker", 1, 1), ("2 workers", 2, 1), ("4 workers", 4, 1), ("8 workers", 8, 1),
                    ("1 worker x 4 threads", 1, 4)]
-        throughput(remitvm, state_path, state, work, args.runs, layouts)
-        call_latency(remitvm, state_path, work, args.repeat)
-        approval_latency(remitvm, state_path, work, args.repeat)
+        adapter = f"perl {os.path.join(work, 'adapter.pl')}"
+        if not args.only_durable:
+            throughput(remitvm, state_path, state, work, args.runs, layouts)
+        throughput(remitvm, state_path, state, work, args.runs, [l for l in layouts if l[0] in ("4 workers", "8 workers")],
+                   adapter)
+        if not args.only_durable:
+            call_latency(remitvm, state_path, work, args.repeat)
+        call_latency(remitvm, state_path, work, args.repeat, adapter)
+        if not args.only_durable:
+            approval_latency(remitvm, state_path, work, args.repeat)
         print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     finally:
         cluster.stop(state_path)
