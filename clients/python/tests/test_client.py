@@ -4,6 +4,7 @@ the real ``remitvm serve`` ($REMITVM). Every reply is also held to its type: a f
 prints that the reply's dataclass does not declare fails the test.
 """
 
+import dataclasses
 import os
 import shutil
 import stat
@@ -29,7 +30,7 @@ from remit_client import (
     RemitTimeoutError,
     declared_fields,
 )
-from remit_client.protocol import REPLY_TYPES, Diagnostic, HostCall
+from remit_client.protocol import REPLY_TYPES, Diagnostic, ErrorDetail, ErrorReply, HostCall, decode_reply
 
 REMITVM = os.environ.get("REMITVM")
 
@@ -303,6 +304,31 @@ class BrokenServerTest(unittest.TestCase):
         stubborn = self.fake_server("stubborn", "import time\nsys.stdin.read()\ntime.sleep(600)")
         client = RemitClient.start(stubborn)
         self.assertEqual(client.close(timeout_s=0.1), -9)
+
+
+class EnvelopeTest(unittest.TestCase):
+    """The envelope (session, id, raw, status) is declared once, for every reply class."""
+
+    def test_every_reply_shares_the_envelope(self):
+        from remit_client import protocol
+
+        envelope = {f.name for f in dataclasses.fields(protocol._Envelope)}
+        self.assertEqual(envelope, {"session", "id", "raw", "status"})
+        for status, cls in REPLY_TYPES.items():
+            self.assertTrue(issubclass(cls, protocol._Envelope), cls.__name__)
+            own = {f.name for f in dataclasses.fields(cls) if f.name in cls.__dict__.get("__annotations__", {})}
+            # A class narrows status (and ErrorReply makes session optional); it repeats nothing else.
+            self.assertLessEqual(own & envelope, {"status", "session"} if cls is ErrorReply else {"status"}, cls.__name__)
+            self.assertEqual(cls.__dataclass_fields__["status"].default, status)
+
+    def test_envelope_fields_are_keywords_after_the_reply_own(self):
+        reply = CompletedReply(1, "Int", [], [], 0, 1, 0.0, session="s", id=7)
+        self.assertEqual((reply.session, reply.id, reply.status, reply.raw), ("s", 7, "completed", {}))
+        with self.assertRaises(TypeError):
+            CompletedReply(1, "Int", [], [], 0, 1, 0.0)  # session is required
+        self.assertIsNone(ErrorReply(error=ErrorDetail("bad_request", "m")).session)
+        self.assertEqual(decode_reply('{"status": "error", "error": {"code": "bad_request", "message": "m"}}').status,
+                         "error")
 
 
 if __name__ == "__main__":
