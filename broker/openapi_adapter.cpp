@@ -281,9 +281,20 @@ std::optional<HttpRequest> openApiHttpRequest(const OpenApiDocument& doc, const 
             case OpenApiParameter::In::Path: {
                 std::vector<std::string> encoded;
                 for (const std::string& v : *values) encoded.push_back(percentEncode(v));
+                std::string segment = joined(encoded, ",");
+                // '.' and '..' are unreserved, so they pass percent-encoding, but as a path segment they
+                // are dot segments that clients and servers resolve away: `/users/{id}/keys` with id
+                // ".." would call `/keys`. An empty value drops its segment the same way. (Values side by
+                // side, "/{a}{b}", cannot make a dot segment either: each would have to be "." or empty.)
+                if (segment.empty() || segment == "." || segment == "..") {
+                    error = fmt::format("the path parameter '{}' of {} {} is '{}', which would name another path; "
+                                        "a path parameter cannot be empty, '.' or '..'",
+                                        p.name, op.method, op.path, segment);
+                    return std::nullopt;
+                }
                 std::string placeholder = "{" + p.name + "}";
                 for (size_t at = path.find(placeholder); at != std::string::npos; at = path.find(placeholder, at))
-                    path.replace(at, placeholder.size(), joined(encoded, ","));
+                    path.replace(at, placeholder.size(), segment);
                 break;
             }
             case OpenApiParameter::In::Query:

@@ -336,6 +336,30 @@ TEST_CASE("openapi adapter: arguments that cannot be sent fail the call, never v
     CHECK(requestError("addItem", Json::object()) == "POST /items needs a request body ('request_body')");
 }
 
+TEST_CASE("openapi adapter: a path parameter cannot climb out of its path") {
+    // '.' and '..' pass percent-encoding (they are unreserved) but are dot segments, which the client
+    // and the server resolve: /items/../admin/k would be a call to /admin/k.
+    for (const char* id : {"..", ".", ""}) {
+        std::string error = requestError("getItem", Json{{"id", id}, {"kind", "k"}});
+        CHECK(error == fmt::format("the path parameter 'id' of GET /items/{{id}}/{{kind}} is '{}', which would name "
+                                   "another path; a path parameter cannot be empty, '.' or '..'",
+                                   id));
+    }
+    CHECK(requestError("getItem", Json{{"id", "1"}, {"kind", Json::array()}}).find("cannot be empty") != std::string::npos);
+    // Slashes, dots inside a value and percent signs are data.
+    CHECK(request("getItem", Json{{"id", "../.."}, {"kind", "..."}}).url ==
+          "https://shop.example.com/v1/items/..%2F../...");
+    CHECK(request("getItem", Json{{"id", "%2e%2e"}, {"kind", "a.b"}}).url ==
+          "https://shop.example.com/v1/items/%252e%252e/a.b");
+    // A header value cannot end its header: a line break in it is refused before anything is sent.
+    HttpClient client;
+    HttpRequest split = request("getItem", Json{{"id", "1"}, {"kind", "k"}, {"X_Trace", "a\r\nX-Admin: 1"}});
+    HttpResult sent = client.perform(split);
+    REQUIRE_FALSE(sent.ok());
+    CHECK(sent.error.kind == HttpError::Kind::Invalid);
+    CHECK(sent.error.message.find("X-Admin") == std::string::npos);
+}
+
 TEST_CASE("openapi adapter: answers become results by the declared type") {
     OpenApiDocument doc = document(kShop);
     const OpenApiOperation& get = *doc.find("getItem");
