@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <filesystem>
 
+#include "broker/child_process.h"
 #include "broker/model_adapter.h"
 #include "runtime/imported_names.h"
 #include "runtime/json_schema.h"
@@ -355,6 +357,22 @@ std::optional<HttpRequest> openApiHttpRequest(const OpenApiDocument& doc, const 
 AdapterReply openApiReply(const OpenApiOperation& op, const HttpResponse& response, const Json& schema,
                           const std::string& typeName, const std::vector<std::string>& secrets) {
     const std::string where = fmt::format("{} {}", op.method, op.path);
+    if (response.status >= 300 && response.status <= 399) {
+        // Redirects are not followed: the request carries credentials meant for the base URL alone.
+        const std::string* location = response.header("location");
+        std::string to;
+        if (location) {
+            // Shown without user information, query or fragment, where a key could travel.
+            std::string bare = location->find("://") != std::string::npos ? redactedUrl(*location)
+                                                                         : location->substr(0, location->find_first_of("?#"));
+            to = withoutSecrets(printableExcerpt(bare, 200), secrets);
+        }
+        return AdapterReply::failure(
+            "CapabilityFailed",
+            fmt::format("HTTP {} from {}: a redirect{}, which is not followed (a request carries its credentials to the "
+                        "base URL only); if the service moved, give the URL it moved to as base_url",
+                        response.status, where, to.empty() ? "" : " to " + to));
+    }
     if (response.status < 200 || response.status > 299) {
         std::string message = providerMessage(response.body, secrets.empty() ? std::string_view() : secrets.front());
         message = withoutSecrets(std::move(message), secrets);

@@ -390,4 +390,18 @@ TEST_CASE("openapi adapter: answers become results by the declared type") {
     CHECK(notJson.message == "GET /items/{id}/{kind} answered application/xml, not JSON, for a result of type Item");
     AdapterReply broken = openApiReply(get, response(200, "{"), record, "Item", {});
     CHECK_FALSE(broken.ok);
+
+    // A redirect is not followed (the credentials are for the base URL); the message says where it
+    // pointed, without the query where a key could travel, and what to do.
+    HttpResponse moved = response(301, "");
+    moved.headers.push_back({"location", "https://u:p@elsewhere.example/v2/items?key=s3cret"});
+    AdapterReply redirected = openApiReply(get, moved, record, "Item", {"s3cret"});
+    CHECK_FALSE(redirected.ok);
+    CHECK(redirected.message == "HTTP 301 from GET /items/{id}/{kind}: a redirect to https://elsewhere.example/v2/items, "
+                                "which is not followed (a request carries its credentials to the base URL only); if "
+                                "the service moved, give the URL it moved to as base_url");
+    HttpResponse relative = response(307, "");
+    relative.headers.push_back({"location", "/v2/items/1?token=abc"});
+    CHECK(openApiReply(get, relative, record, "Item", {}).message.find("a redirect to /v2/items/1, which") !=
+          std::string::npos);
 }
