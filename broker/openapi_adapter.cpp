@@ -10,6 +10,7 @@
 #include "broker/model_adapter.h"
 #include "runtime/imported_names.h"
 #include "runtime/json_schema.h"
+#include "runtime/source.h"
 
 namespace remit {
 
@@ -391,7 +392,23 @@ AdapterReply openApiReply(const OpenApiOperation& op, const HttpResponse& respon
             return AdapterReply::success(value->is_string() ? *value : Json(response.body));
         return AdapterReply::success(schema.is_object() ? projectOntoSchema(*value, schema) : *value);
     }
-    if (declaresStr(schema, typeName)) return AdapterReply::success(Json(response.body));
+    if (declaresStr(schema, typeName)) {
+        // A Str is UTF-8 text (runtime/value.h: keeping it so is the producer's duty).
+        for (size_t i = 0; i < response.body.size();) {
+            size_t length = utf8SequenceLength(response.body, i);
+            if (length == 0)
+                return AdapterReply::failure(
+                    "CapabilityFailed",
+                    fmt::format("{} answered {} that is not UTF-8 text (a malformed byte at offset {}), for a result "
+                                "of type Str; have the service answer in UTF-8",
+                                where,
+                                contentType ? withoutSecrets(printableExcerpt(*contentType, 60), secrets)
+                                            : std::string("a body"),
+                                i));
+            i += length;
+        }
+        return AdapterReply::success(Json(response.body));
+    }
     return AdapterReply::failure(
         "CapabilityFailed",
         fmt::format("{} answered {}, not JSON, for a result of type {}", where,

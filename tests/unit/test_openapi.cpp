@@ -379,6 +379,12 @@ TEST_CASE("openapi adapter: answers become results by the declared type") {
     CHECK(openApiReply(get, response(200, R"({"a":1})"), str, "Str", {}).result == R"({"a":1})");
     CHECK(openApiReply(get, response(200, R"("hello")"), str, "Str", {}).result == "hello");
     CHECK(openApiReply(get, response(200, "plain words", "text/plain"), str, "Str", {}).result == "plain words");
+    // A Str stays UTF-8 text: a body that is not is refused, never carried into the program.
+    AdapterReply latin1 = openApiReply(get, response(200, "caf\xe9 au lait", "text/plain; charset=iso-8859-1"), str, "Str", {});
+    CHECK_FALSE(latin1.ok);
+    CHECK(latin1.message == "GET /items/{id}/{kind} answered text/plain; charset=iso-8859-1 that is not UTF-8 text (a "
+                            "malformed byte at offset 3), for a result of type Str; have the service answer in UTF-8");
+    CHECK(openApiReply(get, response(200, "caf\xc3\xa9", "text/plain"), str, "Str", {}).result == "caf\xc3\xa9");
     CHECK(openApiReply(get, response(204, ""), Json{{"type", "null"}}, "Unit", {}).result.is_null());
 
     AdapterReply notFound =
