@@ -447,7 +447,10 @@ std::unique_ptr<Adapter> makeOpenApiAdapter(const std::string& documentPath, Ope
         }
         credentials[scheme] = value;
     }
-    std::string label = fmt::format("OpenAPI service '{}'", doc->title.empty() ? documentPath : doc->title);
+    // The label is in every failure a program or a client sees: the document's file name, not its host path.
+    std::string label = fmt::format("OpenAPI service '{}'", doc->title.empty()
+                                                                ? std::filesystem::path(documentPath).filename().string()
+                                                                : doc->title);
     return std::make_unique<OpenApiAdapter>(std::move(*doc), std::move(options), std::move(credentials),
                                             std::move(label));
 }

@@ -3,11 +3,13 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <fstream>
 #include <string>
 
 #include "broker/openapi.h"
 #include "broker/openapi_adapter.h"
 #include "cli/yaml_json.h"
+#include "temp_dir.h"
 
 using namespace remit;
 
@@ -410,4 +412,27 @@ TEST_CASE("openapi adapter: answers become results by the declared type") {
     relative.headers.push_back({"location", "/v2/items/1?token=abc"});
     CHECK(openApiReply(get, relative, record, "Item", {}).message.find("a redirect to /v2/items/1, which") !=
           std::string::npos);
+}
+
+TEST_CASE("openapi adapter: failures name the document by its file name, never its host path") {
+    test::TempDir dir;
+    const std::string path = dir.path + "/untitled.json";
+    {
+        std::ofstream out(path);
+        out << R"({"openapi": "3.0.3", "paths": {"/a": {"get": {"operationId": "a"}}}})";
+    }
+    OpenApiAdapterOptions options;
+    options.baseUrl = "http://127.0.0.1:9";  // nobody listens on the discard port
+    options.defaultTimeoutMs = 2000;
+    std::string error;
+    std::unique_ptr<Adapter> adapter = makeOpenApiAdapter(path, options, nullptr, error);
+    REQUIRE_MESSAGE(adapter, error);
+    AdapterRequest call;
+    call.kind = AdapterRequest::Kind::Call;
+    call.resource = "svc.a";
+    call.args = Json::object();
+    AdapterReply reply = adapter->perform(call);
+    REQUIRE_FALSE(reply.ok);
+    CHECK(reply.message.starts_with("OpenAPI service 'untitled.json': "));
+    CHECK(reply.message.find(dir.path) == std::string::npos);
 }
