@@ -414,6 +414,29 @@ TEST_CASE("openapi adapter: answers become results by the declared type") {
           std::string::npos);
 }
 
+TEST_CASE("openapi: fields of the wrong type are problems, never exceptions") {
+    OpenApiDocument doc = document(R"(
+openapi: 3.0.3
+paths:
+  /a:
+    get: {operationId: a, deprecated: 'yes'}
+  /b:
+    get:
+      operationId: b
+      parameters: [{in: query}]
+  /c:
+    get:
+      operationId: c
+      parameters: [{name: 7, in: query}]
+)");
+    REQUIRE(doc.operations.size() == 1);
+    CHECK(doc.operations[0].name == "a");
+    CHECK_FALSE(doc.operations[0].deprecated);
+    REQUIRE(doc.problems.size() == 2);
+    CHECK(doc.problems[0] == "GET /b: a parameter without a name or a place (`in`)");
+    CHECK(doc.problems[1] == "GET /c: a parameter without a name or a place (`in`)");
+}
+
 TEST_CASE("openapi adapter: failures name the document by its file name, never its host path") {
     test::TempDir dir;
     const std::string path = dir.path + "/untitled.json";
