@@ -4,6 +4,7 @@ the real ``remitvm serve`` ($REMITVM). Every reply is also held to its type: a f
 prints that the reply's dataclass does not declare fails the test.
 """
 
+import json
 import dataclasses
 import os
 import shutil
@@ -34,44 +35,10 @@ from remit_client.protocol import REPLY_TYPES, Diagnostic, ErrorDetail, ErrorRep
 
 REMITVM = os.environ.get("REMITVM")
 
-HOST = """capability web.fetch(url: Str deny private) -> Str
-  tags untrusted
-  idempotent
-
-capability mail.send(to: Str, body: Str approve untrusted)
-
-input topic tags untrusted
-"""
-
-FETCH = """program fetch
-uses web.fetch
-
-fn main(topic: Str) -> Str {
-  let page = web.fetch("https://example.org/{topic}") retry 1 else "nothing"
-  return "got {page}"
-}
-"""
-
-NOTIFY = """program notify
-uses mail.send
-
-fn main(topic: Str) {
-  mail.send("ops@example.org", "news about {topic}")
-}
-"""
-
-SPIN = """program spin
-
-fn main() -> Int {
-  var n = 0
-  for i in range(1000000) {
-    for j in range(1000000) {
-      n = n + 1
-    }
-  }
-  return n
-}
-"""
+# The programs tests/e2e/test_serve.py runs too, from the repository's one copy (run_tests says where).
+with open(os.environ["REMIT_SERVE_PROGRAMS"], encoding="utf-8") as _f:
+    PROGRAMS = json.load(_f)
+HOST, FETCH, NOTIFY, SPIN = PROGRAMS["host"], PROGRAMS["fetch_or_nothing"], PROGRAMS["notify"], PROGRAMS["spin"]
 
 ONE = "program p\n\nfn main() -> Int {\n  return 1\n}\n"
 
