@@ -280,6 +280,17 @@ std::string redactedUrl(std::string_view url) {
     return parts.scheme + "://" + parts.hostAndPath;
 }
 
+std::string urlHost(std::string_view url) {
+    UrlParts parts = splitUrl(url);
+    if (!parts.ok) return {};
+    std::string_view authority = std::string_view(parts.hostAndPath).substr(0, parts.hostAndPath.find('/'));
+    // A port follows the last colon, except inside an IPv6 literal's brackets.
+    size_t colon = authority.rfind(':');
+    if (colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos)
+        authority = authority.substr(0, colon);
+    return lower(authority);
+}
+
 std::optional<uint64_t> parseRetryAfter(std::string_view value) {
     std::string text = trim(value);
     if (text.empty()) return std::nullopt;

@@ -97,6 +97,11 @@ private:
 // messages; a URL that does not parse comes back as "<url>".
 std::string redactedUrl(std::string_view url);
 
+// The host `url` names, lower-cased, without user information or port ("api.example.com" for
+// "https://u:p@API.example.com:8443/v1"; "[::1]" for "http://[::1]:8000/"); empty when the URL
+// does not parse. For decisions that follow the host (a model API's own quirks).
+std::string urlHost(std::string_view url);
+
 // An HTTP Retry-After value in milliseconds: delay-seconds ("2", "0.5" as some servers send it) or
 // an HTTP-date (relative to now, at least 0). Nothing for anything else.
 std::optional<uint64_t> parseRetryAfter(std::string_view value);

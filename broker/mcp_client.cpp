@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "broker/http_client.h"
+#include "broker/model_adapter.h"
 #include "runtime/files.h"
 #include "runtime/source.h"
 
@@ -186,8 +187,9 @@ public:
             return;
         }
         if (response.status < 200 || response.status > 299) {
+            // The error's message without the bearer token: a gateway or proxy may echo the request.
             inbox_.push_back(event(Event::Kind::Failed, fmt::format("answered HTTP {}: {}", response.status,
-                                                                     printableExcerpt(response.body, 200))));
+                                                                     providerMessage(response.body, token_))));
             return;
         }
         const std::string* type = response.header("content-type");

@@ -125,10 +125,7 @@ ModelWireAnswer unwrapAnswer(Json answer, bool wrapped) {
 // gateways) read `max_tokens`. So the field follows the host the request goes to.
 std::string_view maxTokensField(const ModelConfig& config) {
     if (isAnthropic(config)) return "max_tokens";
-    std::string_view url = config.baseUrl;
-    if (auto scheme = url.find("://"); scheme != std::string_view::npos) url.remove_prefix(scheme + 3);
-    std::string host(url.substr(0, url.find_first_of("/:?#")));
-    for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string host = urlHost(config.baseUrl);
     auto endsWith = [&](std::string_view suffix) {
         return host.size() >= suffix.size() && host.compare(host.size() - suffix.size(), suffix.size(), suffix) == 0;
     };

@@ -85,12 +85,15 @@ struct Reader {
     bool parameter(const Json& raw, OpenApiParameter& out) {
         const Json* p = deref(raw);
         if (!p) return false;
-        if (!p->is_object() || !(*p)["name"].is_string() || !(*p)["in"].is_string()) {
+        // find, not the const operator[], which has undefined behaviour on a missing key.
+        auto name = p->is_object() ? p->find("name") : p->end();
+        auto place = p->is_object() ? p->find("in") : p->end();
+        if (name == p->end() || place == p->end() || !name->is_string() || !place->is_string()) {
             problem = "a parameter without a name or a place (`in`)";
             return false;
         }
-        out.name = (*p)["name"].get<std::string>();
-        std::string in = (*p)["in"].get<std::string>();
+        out.name = name->get<std::string>();
+        std::string in = place->get<std::string>();
         if (in == "path") out.in = OpenApiParameter::In::Path;
         else if (in == "query") out.in = OpenApiParameter::In::Query;
         else if (in == "header") out.in = OpenApiParameter::In::Header;
@@ -328,7 +331,9 @@ std::optional<OpenApiDocument> parseOpenApi(std::string_view what, std::string_v
             if (op.name.empty()) op.name = derivedName(method, path);
             op.summary = Reader::text(o, "summary");
             op.description = Reader::text(o, "description");
-            op.deprecated = o.value("deprecated", false) == true;
+            // (not o.value("deprecated", false), which throws when the field is not a boolean)
+            auto deprecated = o.find("deprecated");
+            op.deprecated = deprecated != o.end() && deprecated->is_boolean() && deprecated->get<bool>();
             op.parameters = shared;
             bool ok = true;
             if (auto ps = o.find("parameters"); ps != o.end() && ps->is_array())

@@ -4,10 +4,13 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <filesystem>
 
+#include "broker/child_process.h"
 #include "broker/model_adapter.h"
 #include "runtime/imported_names.h"
 #include "runtime/json_schema.h"
+#include "runtime/source.h"
 
 namespace remit {
 
@@ -281,9 +284,20 @@ std::optional<HttpRequest> openApiHttpRequest(const OpenApiDocument& doc, const 
             case OpenApiParameter::In::Path: {
                 std::vector<std::string> encoded;
                 for (const std::string& v : *values) encoded.push_back(percentEncode(v));
+                std::string segment = joined(encoded, ",");
+                // '.' and '..' are unreserved, so they pass percent-encoding, but as a path segment they
+                // are dot segments that clients and servers resolve away: `/users/{id}/keys` with id
+                // ".." would call `/keys`. An empty value drops its segment the same way. (Values side by
+                // side, "/{a}{b}", cannot make a dot segment either: each would have to be "." or empty.)
+                if (segment.empty() || segment == "." || segment == "..") {
+                    error = fmt::format("the path parameter '{}' of {} {} is '{}', which would name another path; "
+                                        "a path parameter cannot be empty, '.' or '..'",
+                                        p.name, op.method, op.path, segment);
+                    return std::nullopt;
+                }
                 std::string placeholder = "{" + p.name + "}";
                 for (size_t at = path.find(placeholder); at != std::string::npos; at = path.find(placeholder, at))
-                    path.replace(at, placeholder.size(), joined(encoded, ","));
+                    path.replace(at, placeholder.size(), segment);
                 break;
             }
             case OpenApiParameter::In::Query:
@@ -344,6 +358,22 @@ std::optional<HttpRequest> openApiHttpRequest(const OpenApiDocument& doc, const 
 AdapterReply openApiReply(const OpenApiOperation& op, const HttpResponse& response, const Json& schema,
                           const std::string& typeName, const std::vector<std::string>& secrets) {
     const std::string where = fmt::format("{} {}", op.method, op.path);
+    if (response.status >= 300 && response.status <= 399) {
+        // Redirects are not followed: the request carries credentials meant for the base URL alone.
+        const std::string* location = response.header("location");
+        std::string to;
+        if (location) {
+            // Shown without user information, query or fragment, where a key could travel.
+            std::string bare = location->find("://") != std::string::npos ? redactedUrl(*location)
+                                                                         : location->substr(0, location->find_first_of("?#"));
+            to = withoutSecrets(printableExcerpt(bare, 200), secrets);
+        }
+        return AdapterReply::failure(
+            "CapabilityFailed",
+            fmt::format("HTTP {} from {}: a redirect{}, which is not followed (a request carries its credentials to the "
+                        "base URL only); if the service moved, give the URL it moved to as base_url",
+                        response.status, where, to.empty() ? "" : " to " + to));
+    }
     if (response.status < 200 || response.status > 299) {
         std::string message = providerMessage(response.body, secrets.empty() ? std::string_view() : secrets.front());
         message = withoutSecrets(std::move(message), secrets);
@@ -362,7 +392,23 @@ AdapterReply openApiReply(const OpenApiOperation& op, const HttpResponse& respon
             return AdapterReply::success(value->is_string() ? *value : Json(response.body));
         return AdapterReply::success(schema.is_object() ? projectOntoSchema(*value, schema) : *value);
     }
-    if (declaresStr(schema, typeName)) return AdapterReply::success(Json(response.body));
+    if (declaresStr(schema, typeName)) {
+        // A Str is UTF-8 text (runtime/value.h: keeping it so is the producer's duty).
+        for (size_t i = 0; i < response.body.size();) {
+            size_t length = utf8SequenceLength(response.body, i);
+            if (length == 0)
+                return AdapterReply::failure(
+                    "CapabilityFailed",
+                    fmt::format("{} answered {} that is not UTF-8 text (a malformed byte at offset {}), for a result "
+                                "of type Str; have the service answer in UTF-8",
+                                where,
+                                contentType ? withoutSecrets(printableExcerpt(*contentType, 60), secrets)
+                                            : std::string("a body"),
+                                i));
+            i += length;
+        }
+        return AdapterReply::success(Json(response.body));
+    }
     return AdapterReply::failure(
         "CapabilityFailed",
         fmt::format("{} answered {}, not JSON, for a result of type {}", where,
@@ -401,7 +447,10 @@ std::unique_ptr<Adapter> makeOpenApiAdapter(const std::string& documentPath, Ope
         }
         credentials[scheme] = value;
     }
-    std::string label = fmt::format("OpenAPI service '{}'", doc->title.empty() ? documentPath : doc->title);
+    // The label is in every failure a program or a client sees: the document's file name, not its host path.
+    std::string label = fmt::format("OpenAPI service '{}'", doc->title.empty()
+                                                                ? std::filesystem::path(documentPath).filename().string()
+                                                                : doc->title);
     return std::make_unique<OpenApiAdapter>(std::move(*doc), std::move(options), std::move(credentials),
                                             std::move(label));
 }

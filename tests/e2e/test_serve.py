@@ -17,36 +17,9 @@ from harness import REMITVM, REPO, LineServer, expect, main
 
 DOC = REPO / "docs" / "serve.md"
 
-HOST = """capability web.fetch(url: Str deny private) -> Str
-  tags untrusted
-  idempotent
-
-capability mail.send(to: Str, body: Str approve untrusted)
-
-input topic tags untrusted
-"""
-
-FETCH = """program fetch
-uses web.fetch
-
-fn main(topic: Str) -> Str {
-  let page = web.fetch("https://example.org/{topic}")
-  return "got {page}"
-}
-"""
-
-SPIN = """program spin
-
-fn main() -> Int {
-  var n = 0
-  for i in range(1000000) {
-    for j in range(1000000) {
-      n = n + 1
-    }
-  }
-  return n
-}
-"""
+# The programs the client packages' tests run too (one copy: tests/data/serve_programs.json).
+PROGRAMS = json.loads((REPO / "tests" / "data" / "serve_programs.json").read_text())
+HOST, FETCH, SPIN = PROGRAMS["host"], PROGRAMS["fetch"], PROGRAMS["spin"]
 
 
 class Server(LineServer):
@@ -506,6 +479,19 @@ def regenerate():
     result, differences = replay(lines, blocks)
     DOC.write_text("\n".join(result), encoding="utf-8")
     print(f"rewrote {len(differences)} repl(ies) of the transcript in {DOC}")
+
+
+def test_client_tests_share_the_programs():
+    # The client packages' tests read tests/data/serve_programs.json (their run_tests pass its path)
+    # rather than keeping copies that drift apart from these.
+    for test in ("clients/python/tests/test_client.py", "clients/node/test/client.test.ts"):
+        text = (REPO / test).read_text()
+        expect("serve_programs" in text or "REMIT_SERVE_PROGRAMS" in text, f"{test} reads the shared programs")
+        for name, program in PROGRAMS.items():
+            if not name.startswith("_"):
+                expect(program.splitlines()[0] not in text, f"{test} keeps no copy of '{name}'")
+    for runner in ("clients/python/run_tests", "clients/node/run_tests"):
+        expect("tests/data/serve_programs.json" in (REPO / runner).read_text(), f"{runner} passes the programs' path")
 
 
 if __name__ == "__main__":

@@ -225,6 +225,16 @@ TEST_CASE("http client: no error message holds a header value, credentials, the 
     CHECK(redactedUrl("not a url") == "<url>");
 }
 
+TEST_CASE("http client: urlHost is the host alone") {
+    CHECK(urlHost("https://u:p@API.Example.com:8443/v1?key=abc#f") == "api.example.com");
+    CHECK(urlHost("http://127.0.0.1:8000") == "127.0.0.1");
+    CHECK(urlHost("http://[::1]:8000/v1") == "[::1]");
+    CHECK(urlHost("http://[::1]/v1") == "[::1]");
+    CHECK(urlHost("https://a@b@host.example/") == "host.example");
+    CHECK(urlHost("not a url").empty());
+    CHECK(urlHost("https:///path").empty());
+}
+
 TEST_CASE("http client: concurrent requests each get a connection") {
     FakeHttp server;
     HttpClient client;

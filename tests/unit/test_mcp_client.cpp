@@ -404,6 +404,19 @@ TEST_CASE("mcp over HTTP: failures are operational, and a forgotten session is s
     CHECK(sawNewSession);
 }
 
+TEST_CASE("mcp over HTTP: an error page that echoes the request keeps the bearer token out of the message") {
+    FakeHttp fake;
+    Json script = startScript();
+    script.push_back({{"status", 502},
+                      {"body", "bad gateway; the request was POST /mcp with Authorization: Bearer tok-s3cret-9876"}});
+    fake.script(script);
+    AdapterReply reply = httpServer(fake, "tok-s3cret-9876")->perform(call("x.echo"));
+    REQUIRE_FALSE(reply.ok);
+    CHECK(reply.message.find("answered HTTP 502: bad gateway") != std::string::npos);
+    CHECK(reply.message.find("tok-s3cret") == std::string::npos);
+    CHECK(reply.message.find("[redacted]") != std::string::npos);
+}
+
 TEST_CASE("mcp over HTTP: a server that wants a token, or is not there, says so") {
     FakeHttp fake;
     fake.script(Json::array({{{"status", 401}, {"body", "{}"}}}));

@@ -110,6 +110,10 @@ TEST_CASE("model adapter: OpenAI's own API gets max_completion_tokens, compatibl
     CHECK(std::string(field("openai", "https://api.openai.com/v1")) == "max_completion_tokens");
     CHECK(std::string(field("openai", "https://API.OpenAI.com:443/v1")) == "max_completion_tokens");
     CHECK(std::string(field("openai", "https://myres.openai.azure.com/openai/v1")) == "max_completion_tokens");
+    // User information and a port are not part of the host.
+    CHECK(std::string(field("openai", "https://user:pw@api.openai.com:443/v1")) == "max_completion_tokens");
+    CHECK(std::string(field("openai", "https://api.openai.com@gateway.example:8443/v1")) == "max_tokens");
+    CHECK(std::string(field("openai", "https://api.openai.com:pw@gateway.example/v1")) == "max_tokens");
     CHECK(std::string(field("openai", "http://127.0.0.1:8000/v1")) == "max_tokens");
     CHECK(std::string(field("openai", "https://api.openai.com.example.net/v1")) == "max_tokens");
     CHECK(std::string(field("openai", "http://localhost:11434/v1")) == "max_tokens");

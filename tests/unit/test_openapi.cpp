@@ -3,11 +3,13 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <fstream>
 #include <string>
 
 #include "broker/openapi.h"
 #include "broker/openapi_adapter.h"
 #include "cli/yaml_json.h"
+#include "temp_dir.h"
 
 using namespace remit;
 
@@ -336,6 +338,30 @@ TEST_CASE("openapi adapter: arguments that cannot be sent fail the call, never v
     CHECK(requestError("addItem", Json::object()) == "POST /items needs a request body ('request_body')");
 }
 
+TEST_CASE("openapi adapter: a path parameter cannot climb out of its path") {
+    // '.' and '..' pass percent-encoding (they are unreserved) but are dot segments, which the client
+    // and the server resolve: /items/../admin/k would be a call to /admin/k.
+    for (const char* id : {"..", ".", ""}) {
+        std::string error = requestError("getItem", Json{{"id", id}, {"kind", "k"}});
+        CHECK(error == fmt::format("the path parameter 'id' of GET /items/{{id}}/{{kind}} is '{}', which would name "
+                                   "another path; a path parameter cannot be empty, '.' or '..'",
+                                   id));
+    }
+    CHECK(requestError("getItem", Json{{"id", "1"}, {"kind", Json::array()}}).find("cannot be empty") != std::string::npos);
+    // Slashes, dots inside a value and percent signs are data.
+    CHECK(request("getItem", Json{{"id", "../.."}, {"kind", "..."}}).url ==
+          "https://shop.example.com/v1/items/..%2F../...");
+    CHECK(request("getItem", Json{{"id", "%2e%2e"}, {"kind", "a.b"}}).url ==
+          "https://shop.example.com/v1/items/%252e%252e/a.b");
+    // A header value cannot end its header: a line break in it is refused before anything is sent.
+    HttpClient client;
+    HttpRequest split = request("getItem", Json{{"id", "1"}, {"kind", "k"}, {"X_Trace", "a\r\nX-Admin: 1"}});
+    HttpResult sent = client.perform(split);
+    REQUIRE_FALSE(sent.ok());
+    CHECK(sent.error.kind == HttpError::Kind::Invalid);
+    CHECK(sent.error.message.find("X-Admin") == std::string::npos);
+}
+
 TEST_CASE("openapi adapter: answers become results by the declared type") {
     OpenApiDocument doc = document(kShop);
     const OpenApiOperation& get = *doc.find("getItem");
@@ -355,6 +381,12 @@ TEST_CASE("openapi adapter: answers become results by the declared type") {
     CHECK(openApiReply(get, response(200, R"({"a":1})"), str, "Str", {}).result == R"({"a":1})");
     CHECK(openApiReply(get, response(200, R"("hello")"), str, "Str", {}).result == "hello");
     CHECK(openApiReply(get, response(200, "plain words", "text/plain"), str, "Str", {}).result == "plain words");
+    // A Str stays UTF-8 text: a body that is not is refused, never carried into the program.
+    AdapterReply latin1 = openApiReply(get, response(200, "caf\xe9 au lait", "text/plain; charset=iso-8859-1"), str, "Str", {});
+    CHECK_FALSE(latin1.ok);
+    CHECK(latin1.message == "GET /items/{id}/{kind} answered text/plain; charset=iso-8859-1 that is not UTF-8 text (a "
+                            "malformed byte at offset 3), for a result of type Str; have the service answer in UTF-8");
+    CHECK(openApiReply(get, response(200, "caf\xc3\xa9", "text/plain"), str, "Str", {}).result == "caf\xc3\xa9");
     CHECK(openApiReply(get, response(204, ""), Json{{"type", "null"}}, "Unit", {}).result.is_null());
 
     AdapterReply notFound =
@@ -366,4 +398,64 @@ TEST_CASE("openapi adapter: answers become results by the declared type") {
     CHECK(notJson.message == "GET /items/{id}/{kind} answered application/xml, not JSON, for a result of type Item");
     AdapterReply broken = openApiReply(get, response(200, "{"), record, "Item", {});
     CHECK_FALSE(broken.ok);
+
+    // A redirect is not followed (the credentials are for the base URL); the message says where it
+    // pointed, without the query where a key could travel, and what to do.
+    HttpResponse moved = response(301, "");
+    moved.headers.push_back({"location", "https://u:p@elsewhere.example/v2/items?key=s3cret"});
+    AdapterReply redirected = openApiReply(get, moved, record, "Item", {"s3cret"});
+    CHECK_FALSE(redirected.ok);
+    CHECK(redirected.message == "HTTP 301 from GET /items/{id}/{kind}: a redirect to https://elsewhere.example/v2/items, "
+                                "which is not followed (a request carries its credentials to the base URL only); if "
+                                "the service moved, give the URL it moved to as base_url");
+    HttpResponse relative = response(307, "");
+    relative.headers.push_back({"location", "/v2/items/1?token=abc"});
+    CHECK(openApiReply(get, relative, record, "Item", {}).message.find("a redirect to /v2/items/1, which") !=
+          std::string::npos);
+}
+
+TEST_CASE("openapi: fields of the wrong type are problems, never exceptions") {
+    OpenApiDocument doc = document(R"(
+openapi: 3.0.3
+paths:
+  /a:
+    get: {operationId: a, deprecated: 'yes'}
+  /b:
+    get:
+      operationId: b
+      parameters: [{in: query}]
+  /c:
+    get:
+      operationId: c
+      parameters: [{name: 7, in: query}]
+)");
+    REQUIRE(doc.operations.size() == 1);
+    CHECK(doc.operations[0].name == "a");
+    CHECK_FALSE(doc.operations[0].deprecated);
+    REQUIRE(doc.problems.size() == 2);
+    CHECK(doc.problems[0] == "GET /b: a parameter without a name or a place (`in`)");
+    CHECK(doc.problems[1] == "GET /c: a parameter without a name or a place (`in`)");
+}
+
+TEST_CASE("openapi adapter: failures name the document by its file name, never its host path") {
+    test::TempDir dir;
+    const std::string path = dir.path + "/untitled.json";
+    {
+        std::ofstream out(path);
+        out << R"({"openapi": "3.0.3", "paths": {"/a": {"get": {"operationId": "a"}}}})";
+    }
+    OpenApiAdapterOptions options;
+    options.baseUrl = "http://127.0.0.1:9";  // nobody listens on the discard port
+    options.defaultTimeoutMs = 2000;
+    std::string error;
+    std::unique_ptr<Adapter> adapter = makeOpenApiAdapter(path, options, nullptr, error);
+    REQUIRE_MESSAGE(adapter, error);
+    AdapterRequest call;
+    call.kind = AdapterRequest::Kind::Call;
+    call.resource = "svc.a";
+    call.args = Json::object();
+    AdapterReply reply = adapter->perform(call);
+    REQUIRE_FALSE(reply.ok);
+    CHECK(reply.message.starts_with("OpenAPI service 'untitled.json': "));
+    CHECK(reply.message.find(dir.path) == std::string::npos);
 }

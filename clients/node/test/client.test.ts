@@ -4,7 +4,7 @@
 // types are tested too: a reply field used here that the types do not declare fails the build.
 
 import { strict as assert } from "node:assert";
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -29,44 +29,14 @@ import {
 const remitvm = process.env.REMITVM;
 if (!remitvm) throw new Error("set REMITVM to the remitvm to test against");
 
-const HOST = `capability web.fetch(url: Str deny private) -> Str
-  tags untrusted
-  idempotent
-
-capability mail.send(to: Str, body: Str approve untrusted)
-
-input topic tags untrusted
-`;
-
-const FETCH = `program fetch
-uses web.fetch
-
-fn main(topic: Str) -> Str {
-  let page = web.fetch("https://example.org/{topic}") retry 1 else "nothing"
-  return "got {page}"
-}
-`;
-
-const NOTIFY = `program notify
-uses mail.send
-
-fn main(topic: Str) {
-  mail.send("ops@example.org", "news about {topic}")
-}
-`;
-
-const SPIN = `program spin
-
-fn main() -> Int {
-  var n = 0
-  for i in range(1000000) {
-    for j in range(1000000) {
-      n = n + 1
-    }
-  }
-  return n
-}
-`;
+// The programs tests/e2e/test_serve.py runs too, from the repository's one copy (run_tests says where).
+const programsPath = process.env.REMIT_SERVE_PROGRAMS;
+if (!programsPath) throw new Error("set REMIT_SERVE_PROGRAMS to tests/data/serve_programs.json");
+const PROGRAMS = JSON.parse(readFileSync(programsPath, "utf8")) as Record<string, string>;
+const HOST = PROGRAMS.host;
+const FETCH = PROGRAMS.fetch_or_nothing;
+const NOTIFY = PROGRAMS.notify;
+const SPIN = PROGRAMS.spin;
 
 const scratch = mkdtempSync(join(tmpdir(), "remit-client-test-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));

@@ -4,6 +4,8 @@ the real ``remitvm serve`` ($REMITVM). Every reply is also held to its type: a f
 prints that the reply's dataclass does not declare fails the test.
 """
 
+import json
+import dataclasses
 import os
 import shutil
 import stat
@@ -29,48 +31,14 @@ from remit_client import (
     RemitTimeoutError,
     declared_fields,
 )
-from remit_client.protocol import REPLY_TYPES, Diagnostic, HostCall
+from remit_client.protocol import REPLY_TYPES, Diagnostic, ErrorDetail, ErrorReply, HostCall, decode_reply
 
 REMITVM = os.environ.get("REMITVM")
 
-HOST = """capability web.fetch(url: Str deny private) -> Str
-  tags untrusted
-  idempotent
-
-capability mail.send(to: Str, body: Str approve untrusted)
-
-input topic tags untrusted
-"""
-
-FETCH = """program fetch
-uses web.fetch
-
-fn main(topic: Str) -> Str {
-  let page = web.fetch("https://example.org/{topic}") retry 1 else "nothing"
-  return "got {page}"
-}
-"""
-
-NOTIFY = """program notify
-uses mail.send
-
-fn main(topic: Str) {
-  mail.send("ops@example.org", "news about {topic}")
-}
-"""
-
-SPIN = """program spin
-
-fn main() -> Int {
-  var n = 0
-  for i in range(1000000) {
-    for j in range(1000000) {
-      n = n + 1
-    }
-  }
-  return n
-}
-"""
+# The programs tests/e2e/test_serve.py runs too, from the repository's one copy (run_tests says where).
+with open(os.environ["REMIT_SERVE_PROGRAMS"], encoding="utf-8") as _f:
+    PROGRAMS = json.load(_f)
+HOST, FETCH, NOTIFY, SPIN = PROGRAMS["host"], PROGRAMS["fetch_or_nothing"], PROGRAMS["notify"], PROGRAMS["spin"]
 
 ONE = "program p\n\nfn main() -> Int {\n  return 1\n}\n"
 
@@ -303,6 +271,31 @@ class BrokenServerTest(unittest.TestCase):
         stubborn = self.fake_server("stubborn", "import time\nsys.stdin.read()\ntime.sleep(600)")
         client = RemitClient.start(stubborn)
         self.assertEqual(client.close(timeout_s=0.1), -9)
+
+
+class EnvelopeTest(unittest.TestCase):
+    """The envelope (session, id, raw, status) is declared once, for every reply class."""
+
+    def test_every_reply_shares_the_envelope(self):
+        from remit_client import protocol
+
+        envelope = {f.name for f in dataclasses.fields(protocol._Envelope)}
+        self.assertEqual(envelope, {"session", "id", "raw", "status"})
+        for status, cls in REPLY_TYPES.items():
+            self.assertTrue(issubclass(cls, protocol._Envelope), cls.__name__)
+            own = {f.name for f in dataclasses.fields(cls) if f.name in cls.__dict__.get("__annotations__", {})}
+            # A class narrows status (and ErrorReply makes session optional); it repeats nothing else.
+            self.assertLessEqual(own & envelope, {"status", "session"} if cls is ErrorReply else {"status"}, cls.__name__)
+            self.assertEqual(cls.__dataclass_fields__["status"].default, status)
+
+    def test_envelope_fields_are_keywords_after_the_reply_own(self):
+        reply = CompletedReply(1, "Int", [], [], 0, 1, 0.0, session="s", id=7)
+        self.assertEqual((reply.session, reply.id, reply.status, reply.raw), ("s", 7, "completed", {}))
+        with self.assertRaises(TypeError):
+            CompletedReply(1, "Int", [], [], 0, 1, 0.0)  # session is required
+        self.assertIsNone(ErrorReply(error=ErrorDetail("bad_request", "m")).session)
+        self.assertEqual(decode_reply('{"status": "error", "error": {"code": "bad_request", "message": "m"}}').status,
+                         "error")
 
 
 if __name__ == "__main__":

@@ -210,35 +210,41 @@ class HostCall:
 
 
 @dataclass
-class RejectedReply:
+class _Envelope:
+    """The fields every reply carries: the session it is about, the request's id echoed, the
+    status that names the reply's class (each class narrows it to its own value) and, in ``raw``,
+    the whole object it was read from. Keyword-only (Python 3.10+), so each reply's own required
+    fields come first in its constructor without clashing with these defaults."""
+
+    session: str = field(kw_only=True)
+    id: Optional[RequestId] = field(default=None, kw_only=True)
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False, kw_only=True)
+    status: str = field(default="", kw_only=True)
+
+
+@dataclass
+class RejectedReply(_Envelope):
     """The program does not run: nothing ran and no host call was made."""
 
-    session: str
     stage: RejectStage
     diagnostics: List[Diagnostic]
     rendered: str  # the diagnostics as remitc check prints them
     requires: List[str]  # every capability and model the program needs
-    id: Optional[RequestId] = None
-    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-    status: Literal["rejected"] = "rejected"
+    status: Literal["rejected"] = field(default="rejected", kw_only=True)
 
 
 @dataclass
-class HostCallReply:
+class HostCallReply(_Envelope):
     """The run is paused at a host call: perform, deny or fail it."""
 
-    session: str
     call: HostCall
-    id: Optional[RequestId] = None
-    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-    status: Literal["host-call"] = "host-call"
+    status: Literal["host-call"] = field(default="host-call", kw_only=True)
 
 
 @dataclass
-class CompletedReply:
+class CompletedReply(_Envelope):
     """The run finished with main's value."""
 
-    session: str
     result: JsonValue
     type: str  # main's static type
     result_tags: List[str]  # the result's deep tags
@@ -246,23 +252,18 @@ class CompletedReply:
     host_calls: int
     steps: int
     spent_usd: float
-    id: Optional[RequestId] = None
-    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-    status: Literal["completed"] = "completed"
+    status: Literal["completed"] = field(default="completed", kw_only=True)
 
 
 @dataclass
-class FailedReply:
+class FailedReply(_Envelope):
     """The run failed: one runtime diagnostic."""
 
-    session: str
     stage: FailStage
     diagnostics: List[Diagnostic]
     rendered: str
     host_calls: int
-    id: Optional[RequestId] = None
-    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-    status: Literal["failed"] = "failed"
+    status: Literal["failed"] = field(default="failed", kw_only=True)
 
 
 @dataclass
@@ -272,14 +273,12 @@ class ErrorDetail:
 
 
 @dataclass
-class ErrorReply:
+class ErrorReply(_Envelope):
     """The request could not be served. The client raises it as RemitServerError."""
 
     error: ErrorDetail
-    id: Optional[RequestId] = None
-    session: Optional[str] = None
-    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-    status: Literal["error"] = "error"
+    session: Optional[str] = field(default=None, kw_only=True)  # none when the request named none
+    status: Literal["error"] = field(default="error", kw_only=True)
 
 
 #: What a run or resume answers: a pause, or the end of the session.
