@@ -3,6 +3,8 @@
 // its connections, TLS sessions and DNS cache across curl_easy_reset.
 #include "broker/http_client.h"
 
+#include "runtime/shared_library.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,8 +13,6 @@
 #include <cstdlib>
 #include <ctime>
 #include <mutex>
-
-#include <dlfcn.h>
 
 // Only the types and constants: every function is called through the pointers loaded below.
 #define CURL_DISABLE_TYPECHECK 1
@@ -44,29 +44,18 @@ struct CurlApi {
     bool loaded() const { return error.empty(); }
 };
 
-template <typename F>
-bool bind(void* lib, const char* name, F& out) {
-    out = reinterpret_cast<F>(::dlsym(lib, name));
-    return out != nullptr;
-}
-
 CurlApi loadCurl() {
     CurlApi api;
-    void* lib = nullptr;
-    for (const char* name : {"libcurl.so.4", "libcurl.so"}) {
-        lib = ::dlopen(name, RTLD_NOW | RTLD_LOCAL);
-        if (lib) break;
-    }
-    if (!lib) {
-        const char* why = ::dlerror();
-        api.error = fmt::format("libcurl is not installed ({}); install the libcurl4 package", why ? why : "not found");
+    SharedLibrary lib("libcurl", {"libcurl.so.4", "libcurl.so"}, "libcurl4");
+    if (!lib.loaded()) {
+        api.error = lib.error();
         return api;
     }
-    bool ok = bind(lib, "curl_global_init", api.globalInit) && bind(lib, "curl_easy_init", api.easyInit) &&
-              bind(lib, "curl_easy_cleanup", api.easyCleanup) && bind(lib, "curl_easy_reset", api.easyReset) &&
-              bind(lib, "curl_easy_setopt", api.easySetopt) && bind(lib, "curl_easy_perform", api.easyPerform) &&
-              bind(lib, "curl_easy_getinfo", api.easyGetinfo) && bind(lib, "curl_easy_strerror", api.easyStrerror) &&
-              bind(lib, "curl_slist_append", api.slistAppend) && bind(lib, "curl_slist_free_all", api.slistFreeAll);
+    bool ok = lib.bind("curl_global_init", api.globalInit) && lib.bind("curl_easy_init", api.easyInit) &&
+              lib.bind("curl_easy_cleanup", api.easyCleanup) && lib.bind("curl_easy_reset", api.easyReset) &&
+              lib.bind("curl_easy_setopt", api.easySetopt) && lib.bind("curl_easy_perform", api.easyPerform) &&
+              lib.bind("curl_easy_getinfo", api.easyGetinfo) && lib.bind("curl_easy_strerror", api.easyStrerror) &&
+              lib.bind("curl_slist_append", api.slistAppend) && lib.bind("curl_slist_free_all", api.slistFreeAll);
     if (!ok) {
         api.error = "the installed libcurl lacks a function this client needs";
         return api;

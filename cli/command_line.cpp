@@ -316,6 +316,11 @@ const Tool* findTool(std::string_view name) {
     return nullptr;
 }
 
+std::vector<std::shared_ptr<void>>& keptUntilExit() {
+    static auto* kept = new std::vector<std::shared_ptr<void>>();  // never destroyed, on purpose
+    return *kept;
+}
+
 int runTool(std::string_view toolName, int argc, char** argv) {
     const Tool* tool = findTool(toolName);
     if (!tool) return kFailure;

@@ -42,6 +42,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "broker/trace.h"
@@ -134,6 +135,16 @@ const std::vector<Flag>& commonFlags();
 // its handler runs. An exception escaping a handler becomes a fixed message (no exception text,
 // which could carry host paths) and exit 1.
 int runTool(std::string_view tool, int argc, char** argv);
+
+// Keeps `value` allocated until the process exits, never destroyed: for a command's last large
+// result (a checked program's syntax tree), which the exit would otherwise free node by node for
+// nothing. Only commands call it, never the libraries. The objects stay reachable from a global, so
+// LeakSanitizer does not report them.
+std::vector<std::shared_ptr<void>>& keptUntilExit();
+template <class T>
+void keepUntilExit(T&& value) {
+    keptUntilExit().push_back(std::make_shared<std::decay_t<T>>(std::forward<T>(value)));
+}
 
 // What parseCommandLine did with one command's arguments.
 enum class Parsed { Ok, Help, Error };

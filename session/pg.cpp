@@ -1,6 +1,8 @@
 // See pg.h.
 #include "session/pg.h"
 
+#include "runtime/shared_library.h"
+
 #include <fmt/format.h>
 #include <poll.h>
 
@@ -9,21 +11,90 @@
 
 namespace remit::pg {
 
+namespace {
+
+// libpq's functions this layer calls, loaded once for the process and never unloaded.
+struct PqApi {
+    PGconn* (*connectdbParams)(const char* const*, const char* const*, int) = nullptr;
+    ConnStatusType (*status)(const PGconn*) = nullptr;
+    char* (*errorMessage)(const PGconn*) = nullptr;
+    void (*finish)(PGconn*) = nullptr;
+    PQnoticeProcessor (*setNoticeProcessor)(PGconn*, PQnoticeProcessor, void*) = nullptr;
+    PGresult* (*execParams)(PGconn*, const char*, int, const Oid*, const char* const*, const int*, const int*,
+                            int) = nullptr;
+    PGresult* (*exec)(PGconn*, const char*) = nullptr;
+    void (*clear)(PGresult*) = nullptr;
+    ExecStatusType (*resultStatus)(const PGresult*) = nullptr;
+    int (*ntuples)(const PGresult*) = nullptr;
+    int (*getisnull)(const PGresult*, int, int) = nullptr;
+    char* (*getvalue)(const PGresult*, int, int) = nullptr;
+    int (*getlength)(const PGresult*, int, int) = nullptr;
+    char* (*resultErrorField)(const PGresult*, int) = nullptr;
+    char* (*resultErrorMessage)(const PGresult*) = nullptr;
+    int (*consumeInput)(PGconn*) = nullptr;
+    PGnotify* (*notifies)(PGconn*) = nullptr;
+    int (*socket)(const PGconn*) = nullptr;
+    void (*freemem)(void*) = nullptr;
+    PQconninfoOption* (*conninfoParse)(const char*, char**) = nullptr;
+    void (*conninfoFree)(PQconninfoOption*) = nullptr;
+    std::string error;  // why it could not be loaded; empty when it was
+
+    bool loaded() const { return error.empty(); }
+};
+
+PqApi loadPq() {
+    PqApi api;
+    SharedLibrary lib("libpq", {"libpq.so.5", "libpq.so"}, "libpq5");
+    if (!lib.loaded()) {
+        api.error = lib.error();
+        return api;
+    }
+    bool ok = lib.bind("PQconnectdbParams", api.connectdbParams) && lib.bind("PQstatus", api.status) &&
+              lib.bind("PQerrorMessage", api.errorMessage) && lib.bind("PQfinish", api.finish) &&
+              lib.bind("PQsetNoticeProcessor", api.setNoticeProcessor) && lib.bind("PQexecParams", api.execParams) &&
+              lib.bind("PQexec", api.exec) && lib.bind("PQclear", api.clear) &&
+              lib.bind("PQresultStatus", api.resultStatus) && lib.bind("PQntuples", api.ntuples) &&
+              lib.bind("PQgetisnull", api.getisnull) && lib.bind("PQgetvalue", api.getvalue) &&
+              lib.bind("PQgetlength", api.getlength) && lib.bind("PQresultErrorField", api.resultErrorField) &&
+              lib.bind("PQresultErrorMessage", api.resultErrorMessage) &&
+              lib.bind("PQconsumeInput", api.consumeInput) && lib.bind("PQnotifies", api.notifies) &&
+              lib.bind("PQsocket", api.socket) && lib.bind("PQfreemem", api.freemem) &&
+              lib.bind("PQconninfoParse", api.conninfoParse) && lib.bind("PQconninfoFree", api.conninfoFree);
+    if (!ok) api.error = "the installed libpq lacks a function this store needs";
+    return api;
+}
+
+// Only called once a Connection or Result exists, or after displayUrl checked loaded().
+const PqApi& pq() {
+    static const PqApi api = loadPq();  // thread-safe, once
+    return api;
+}
+
+}  // namespace
+
+Result::Result(PGresult* r) : r_(r, [](PGresult* p) {
+    if (p) pq().clear(p);
+}) {}
+
+int Result::rows() const { return r_ ? pq().ntuples(r_.get()) : 0; }
+
+bool Result::isNull(int row, int col) const { return !r_ || pq().getisnull(r_.get(), row, col); }
+
 bool Result::ok() const {
     if (!r_) return false;
-    ExecStatusType s = PQresultStatus(r_.get());
+    ExecStatusType s = pq().resultStatus(r_.get());
     return s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
 }
 
 std::string Result::text(int row, int col) const {
     if (isNull(row, col)) return "";
-    return std::string(PQgetvalue(r_.get(), row, col), static_cast<size_t>(PQgetlength(r_.get(), row, col)));
+    return std::string(pq().getvalue(r_.get(), row, col), static_cast<size_t>(pq().getlength(r_.get(), row, col)));
 }
 
 std::optional<double> Result::number(int row, int col) const {
     if (isNull(row, col)) return std::nullopt;
     char* end = nullptr;
-    const char* s = PQgetvalue(r_.get(), row, col);
+    const char* s = pq().getvalue(r_.get(), row, col);
     double v = std::strtod(s, &end);
     if (end == s) return std::nullopt;
     return v;
@@ -31,14 +102,14 @@ std::optional<double> Result::number(int row, int col) const {
 
 std::string Result::state() const {
     if (!r_) return "08000";
-    const char* s = PQresultErrorField(r_.get(), PG_DIAG_SQLSTATE);
+    const char* s = pq().resultErrorField(r_.get(), PG_DIAG_SQLSTATE);
     return s ? s : "";
 }
 
 std::string Result::message() const {
     if (!r_) return "no result from the server";
-    const char* m = PQresultErrorField(r_.get(), PG_DIAG_MESSAGE_PRIMARY);
-    return m ? m : PQresultErrorMessage(r_.get());
+    const char* m = pq().resultErrorField(r_.get(), PG_DIAG_MESSAGE_PRIMARY);
+    return m ? m : pq().resultErrorMessage(r_.get());
 }
 
 namespace {
@@ -54,61 +125,67 @@ std::string oneLine(std::string text) {
 }  // namespace
 
 std::unique_ptr<Connection> Connection::open(const std::string& url, std::string& error) {
+    if (!pq().loaded()) {
+        error = pq().error;
+        return nullptr;
+    }
     // Keywords before dbname are defaults the URL (expanded from dbname) may override.
     const char* keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
     const char* values[] = {"10", "remitvm", url.c_str(), nullptr};
-    PGconn* c = PQconnectdbParams(keys, values, 1);
+    PGconn* c = pq().connectdbParams(keys, values, 1);
     if (!c) {
         error = "out of memory";
         return nullptr;
     }
-    if (PQstatus(c) != CONNECTION_OK) {
-        error = oneLine(PQerrorMessage(c));
-        PQfinish(c);
+    if (pq().status(c) != CONNECTION_OK) {
+        error = oneLine(pq().errorMessage(c));
+        pq().finish(c);
         return nullptr;
     }
     // Notices (such as "relation already exists, skipping") are not for the user.
-    PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);
+    pq().setNoticeProcessor(c, [](void*, const char*) {}, nullptr);
     return std::unique_ptr<Connection>(new Connection(c));
 }
 
+bool Connection::alive() const { return pq().status(conn_) == CONNECTION_OK; }
+
 Connection::~Connection() {
-    if (conn_) PQfinish(conn_);
+    if (conn_) pq().finish(conn_);
 }
 
 Result Connection::exec(const std::string& sql, const std::vector<Param>& params) {
     std::vector<const char*> values;
     values.reserve(params.size());
     for (const Param& p : params) values.push_back(p ? p->c_str() : nullptr);
-    Result r(PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
+    Result r(pq().execParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
                           nullptr, 0));
-    if (!r.ok()) lastError_ = alive() ? oneLine(r.message()) : oneLine(PQerrorMessage(conn_));
+    if (!r.ok()) lastError_ = alive() ? oneLine(r.message()) : oneLine(pq().errorMessage(conn_));
     return r;
 }
 
 bool Connection::script(const std::string& sql) {
-    Result r(PQexec(conn_, sql.c_str()));
+    Result r(pq().exec(conn_, sql.c_str()));
     if (r.ok()) return true;
-    lastError_ = alive() ? oneLine(r.message()) : oneLine(PQerrorMessage(conn_));
+    lastError_ = alive() ? oneLine(r.message()) : oneLine(pq().errorMessage(conn_));
     return false;
 }
 
 bool Connection::waitForNotification(int timeoutMs) {
     auto drain = [&] {
         bool any = false;
-        while (PGnotify* n = PQnotifies(conn_)) {
+        while (PGnotify* n = pq().notifies(conn_)) {
             any = true;
-            PQfreemem(n);
+            pq().freemem(n);
         }
         return any;
     };
-    if (!PQconsumeInput(conn_)) return false;
+    if (!pq().consumeInput(conn_)) return false;
     if (drain()) return true;
-    pollfd fd{PQsocket(conn_), POLLIN, 0};
+    pollfd fd{pq().socket(conn_), POLLIN, 0};
     if (fd.fd < 0) return false;
     int rc = ::poll(&fd, 1, timeoutMs);
     if (rc <= 0) return false;
-    if (!PQconsumeInput(conn_)) return false;
+    if (!pq().consumeInput(conn_)) return false;
     return drain();
 }
 
@@ -117,11 +194,15 @@ std::string displayUrl(const std::string& url, std::string& error) {
         error = "a store URL starts with postgresql:// (for a state directory, use --state-dir DIR)";
         return "";
     }
+    if (!pq().loaded()) {
+        error = pq().error;
+        return "";
+    }
     char* message = nullptr;
-    PQconninfoOption* options = PQconninfoParse(url.c_str(), &message);
+    PQconninfoOption* options = pq().conninfoParse(url.c_str(), &message);
     if (!options) {
         error = message ? oneLine(message) : "libpq cannot read it";
-        if (message) PQfreemem(message);
+        if (message) pq().freemem(message);
         return "";
     }
     std::string user, host, port, dbname;
@@ -132,7 +213,7 @@ std::string displayUrl(const std::string& url, std::string& error) {
         if (key == "port") port = value;
         if (key == "dbname") dbname = value;
     }
-    PQconninfoFree(options);
+    pq().conninfoFree(options);
     bool socketDir = host.starts_with("/");
     std::string shown = "postgresql://" + (user.empty() ? "" : user + "@") + (socketDir ? "" : host) +
                         (port.empty() ? "" : ":" + port) + "/" + dbname;

@@ -1,9 +1,11 @@
 // A thin, exception-free layer over libpq for the PostgreSQL store (session/pg_store.h): one
 // connection, statements with text parameters, results read as text, transactions, and LISTEN/
-// NOTIFY. No SQL is built from values: every value goes as a parameter.
+// NOTIFY. No SQL is built from values: every value goes as a parameter. libpq is loaded with dlopen
+// on the first connection or URL read (runtime/shared_library.h), not linked: linked, its twenty
+// shared libraries cost every start of every tool about 10 M instructions (docs/performance.md).
 #pragma once
 
-#include <libpq-fe.h>
+#include <libpq-fe.h>  // types and constants only; the functions are called through pg.cpp's table
 
 #include <memory>
 #include <optional>
@@ -15,11 +17,11 @@ namespace remit::pg {
 class Result {
 public:
     Result() = default;
-    explicit Result(PGresult* r) : r_(r, PQclear) {}
+    explicit Result(PGresult* r);
     // The statement succeeded (a command, or a query with rows).
     bool ok() const;
-    int rows() const { return r_ ? PQntuples(r_.get()) : 0; }
-    bool isNull(int row, int col) const { return !r_ || PQgetisnull(r_.get(), row, col); }
+    int rows() const;
+    bool isNull(int row, int col) const;
     std::string text(int row, int col) const;
     std::optional<double> number(int row, int col) const;
     // SQLSTATE of a failure ("40001", "42P01"), empty on success.
@@ -37,7 +39,8 @@ using Param = std::optional<std::string>;
 class Connection {
 public:
     // Connects to `url` (a postgresql:// URL), with a 10 s connect timeout unless the URL sets
-    // one. Null with `error` (libpq's reason, which never holds the password).
+    // one. Null with `error` (libpq's reason, which never holds the password, or that libpq is not
+    // installed).
     static std::unique_ptr<Connection> open(const std::string& url, std::string& error);
     ~Connection();
     Connection(const Connection&) = delete;
@@ -48,7 +51,7 @@ public:
     // Several statements without parameters, in one round trip.
     bool script(const std::string& sql);
     // The connection is still there (a statement failing for another reason leaves it usable).
-    bool alive() const { return PQstatus(conn_) == CONNECTION_OK; }
+    bool alive() const;
     const std::string& lastError() const { return lastError_; }
 
     // BEGIN … COMMIT around `body`, which returns false to roll back. False with lastError() when

@@ -11,6 +11,7 @@
 #include "runtime/diagnostics.h"
 #include "runtime/json_text.h"
 #include "runtime/numfmt.h"
+#include "runtime/shared_library.h"
 
 using namespace remit;
 
@@ -171,4 +172,22 @@ TEST_CASE("json text: the id of a message that does not parse") {
     CHECK(remit::recoverMessageId(R"({"id": {"a": 1}})").is_null());
     CHECK(remit::recoverMessageId(R"([{"id": 1}])").is_null());               // a batch has no one id
     CHECK(remit::recoverMessageId("").is_null());
+}
+
+TEST_CASE("shared library: a missing one says what to install; a present one binds its functions") {
+    remit::SharedLibrary missing("libnothing", {"libremit-no-such-library.so.0", "libremit-no-such-library.so"},
+                                 "nothing-dev");
+    CHECK_FALSE(missing.loaded());
+    CHECK(missing.error().starts_with("libnothing is not installed ("));
+    CHECK(missing.error().ends_with("); install the nothing-dev package"));
+    int (*fn)(const char*) = reinterpret_cast<int (*)(const char*)>(1);
+    CHECK_FALSE(missing.bind("atoi", fn));
+    CHECK((fn == nullptr));
+
+    remit::SharedLibrary libc("libc", {"libremit-no-such-library.so.0", "libc.so.6"}, "libc6");
+    REQUIRE(libc.loaded());
+    CHECK(libc.error().empty());
+    REQUIRE(libc.bind("atoi", fn));
+    CHECK(fn("42") == 42);
+    CHECK_FALSE(libc.bind("remit_no_such_function", fn));
 }

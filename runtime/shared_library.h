@@ -1,0 +1,37 @@
+// Optional shared libraries loaded on first use (dlopen) instead of linked: libcurl for the HTTP
+// client (broker/http_client.cpp) and libpq for the PostgreSQL store (session/pg.cpp). Linking
+// either one makes the dynamic loader map and relocate it and its dependencies (thirty libraries
+// for libcurl, twenty for libpq) at every start of every tool, whether the run uses them or not;
+// docs/performance.md ("Start-up") has the figures.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+
+namespace remit {
+
+// A loaded library, never unloaded (its functions are kept in process-wide tables).
+class SharedLibrary {
+public:
+    // Opens the first of `names` that loads (RTLD_NOW | RTLD_LOCAL). When none does, the handle
+    // is empty and error() says why: "`what` is not installed (…); install the `package` package".
+    SharedLibrary(const char* what, std::initializer_list<const char*> names, const char* package);
+
+    bool loaded() const { return handle_ != nullptr; }
+    const std::string& error() const { return error_; }
+
+    // Sets `out` to the function `name`; false (and `out` null) when the library lacks it.
+    template <typename F>
+    bool bind(const char* name, F& out) const {
+        out = reinterpret_cast<F>(symbol(name));
+        return out != nullptr;
+    }
+
+private:
+    void* symbol(const char* name) const;
+
+    void* handle_ = nullptr;
+    std::string error_;
+};
+
+}  // namespace remit
