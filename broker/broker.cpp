@@ -148,8 +148,11 @@ AdapterRequest Broker::requestFor(const Attempt& a) const {
     if (request.kind == AdapterRequest::Kind::Call) {
         // The declared return type, for adapters that shape what a service answers into it (MCP).
         if (const Capability* cap = options_.host ? options_.host->capability(site.resource) : nullptr) {
-            request.schema = jsonSchemaFor(cap->ret);
-            request.typeName = showType(cap->ret);
+            auto shape = returnShapes_.find(cap);
+            if (shape == returnShapes_.end())  // made once per capability, not per call
+                shape = returnShapes_.emplace(cap, std::make_pair(jsonSchemaFor(cap->ret), showType(cap->ret))).first;
+            request.schema = shape->second.first;
+            request.typeName = shape->second.second;
         }
     } else {
         request.model = site.resource;
@@ -275,7 +278,8 @@ Decision Broker::decide(const HostCall& call) {
     }
     for (const auto& [param, allowed] : grant.argOneOf) {
         auto it = a.rawArgs.find(param);
-        nlohmann::json given = it != a.rawArgs.end() ? nlohmann::json(*it) : nlohmann::json(nullptr);
+        static const Json kAbsent;  // null: an argument the call does not have
+        const Json& given = it != a.rawArgs.end() ? *it : kAbsent;
         bool ok = false;
         for (const nlohmann::json& v : allowed) ok = ok || pyJsonEqual(given, v);
         if (!ok)

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <set>
 
@@ -281,6 +282,39 @@ TEST_CASE("fixtures: subset args, Python equality, used and repeat entries") {
     CHECK(pyJsonEqual(nlohmann::json(1), nlohmann::json(1.0)));
     CHECK_FALSE(pyJsonEqual(nlohmann::json(true), nlohmann::json(1)));
     CHECK_FALSE(pyJsonEqual(nlohmann::json(-1), nlohmann::json(static_cast<uint64_t>(-1))));
+}
+
+TEST_CASE("fixtures: Python's == across the two JSON types is the same as within one, on generated values") {
+    // The fixture adapter matches a request's arguments (a Json) against its file (an
+    // nlohmann::json) without converting either; the oracle is pyJsonEqual after converting.
+    std::mt19937 rng(2201);
+    const std::vector<nlohmann::json> leaves = {
+        nullptr, true, false, 0, 1, 1.0, -1, nlohmann::json(static_cast<uint64_t>(-1)), 2.5, "", "a", "\u00e9",
+        nlohmann::json::array(), nlohmann::json::object()};
+    std::function<nlohmann::json(int)> make = [&](int depth) -> nlohmann::json {
+        switch (depth > 0 ? rng() % 4 : 0) {
+            case 1: {
+                nlohmann::json list = nlohmann::json::array();
+                for (size_t n = rng() % 3; n > 0; --n) list.push_back(make(depth - 1));
+                return list;
+            }
+            case 2: {
+                nlohmann::json object = nlohmann::json::object();
+                for (size_t n = rng() % 3; n > 0; --n) object[std::string(1, static_cast<char>('a' + rng() % 3))] = make(depth - 1);
+                return object;
+            }
+            default:
+                return leaves[rng() % leaves.size()];
+        }
+    };
+    int equal = 0;
+    for (int round = 0; round < 3000; ++round) {
+        nlohmann::json a = make(2), b = rng() % 3 == 0 ? a : make(2);
+        bool expected = pyJsonEqual(a, b);
+        equal += expected;
+        CHECK(pyJsonEqual(Json(a), b) == expected);
+    }
+    CHECK(equal > 100);  // the generator makes equal pairs, not only different ones
 }
 
 TEST_CASE("fixtures: models match on agent and rendered prompt, each model with its own used flags") {
