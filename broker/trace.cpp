@@ -50,7 +50,7 @@ bool syncDirectory(const std::filesystem::path& dir) {
 }  // namespace
 
 std::string traceChain(const std::string& previousChain, const std::string& canonicalRecord) {
-    return sha256Hex(previousChain + canonicalRecord).substr(0, 32);
+    return sha256Hex(previousChain, canonicalRecord, 32);
 }
 
 bool TraceWriter::open(const std::string& path, std::string& error) {
