@@ -650,7 +650,9 @@ Decision Broker::reserveAndDispatch() {
             .add("resource", resource)
             .add("run_id", options_.runId)
             .add("site", site.id);
-        dispatchRecorded = record(dispatch, true);
+        // Durable before the call is sent; in a fixture run's trace (no fsync) written together
+        // with the call's record instead (TraceWriter::emitWriteAhead).
+        dispatchRecorded = options_.trace->emitWriteAhead(dispatch);
     }
     if (!dispatchRecorded) {
         reserved_ -= a.reserve;

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <random>
 #include <set>
 
@@ -643,6 +644,47 @@ TEST_CASE("trace records: a record written from a Json tree is its canonical JSO
     TraceFile read = readTrace(path.string());
     CHECK(read.error.empty());
     CHECK(read.events.size() == events.size());
+    std::filesystem::remove(path);
+}
+
+TEST_CASE("trace records: a write-ahead record waits for the next record only in a trace without fsync") {
+    // A fixture run's trace (setSynced(false)) hands the `dispatch` record to the OS with the
+    // `call` record after it, in one writev; a synced trace writes it at once. Either way the file
+    // reads back as the same canonical, chained records, and a held record is not lost when the
+    // writer is closed without another record (a run stopped after its dispatch).
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("remit-ahead-" + std::to_string(::getpid()) + ".jsonl");
+    auto fileSize = [&] { return std::filesystem::file_size(path); };
+    CanonicalObject dispatch;
+    dispatch.add("event", "dispatch").add("k", 0).add("site", "main#1");
+    CanonicalObject call;
+    call.add("event", "call").add("result", Json::array({"\u00e9", 2.5})).add("seq", 1);
+    std::vector<std::string> written;
+    for (bool synced : {true, false}) {
+        CAPTURE(synced);
+        {
+            TraceWriter writer;
+            writer.setSynced(synced);
+            std::string error;
+            REQUIRE(writer.open(path.string(), error));
+            REQUIRE(writer.emit(Json{{"event", "run_start"}}));
+            auto before = fileSize();
+            REQUIRE(writer.emitWriteAhead(dispatch));
+            CHECK((fileSize() > before) == synced);
+            REQUIRE(writer.emit(call));
+            REQUIRE(writer.emitWriteAhead(dispatch));  // held at the end: the destructor writes it
+        }
+        std::ifstream in(path);
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        written.push_back(text);
+        TraceFile read = readTrace(path.string());
+        CHECK(read.error.empty());
+        REQUIRE(read.events.size() == 4);
+        CHECK(read.events[1]["event"] == "dispatch");
+        CHECK(read.events[2]["result"] == nlohmann::json::array({"\u00e9", 2.5}));
+        CHECK(read.events[3]["event"] == "dispatch");
+    }
+    CHECK(written[0] == written[1]);  // the same bytes, whenever they were written
     std::filesystem::remove(path);
 }
 
