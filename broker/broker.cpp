@@ -148,8 +148,11 @@ AdapterRequest Broker::requestFor(const Attempt& a) const {
     if (request.kind == AdapterRequest::Kind::Call) {
         // The declared return type, for adapters that shape what a service answers into it (MCP).
         if (const Capability* cap = options_.host ? options_.host->capability(site.resource) : nullptr) {
-            request.schema = jsonSchemaFor(cap->ret);
-            request.typeName = showType(cap->ret);
+            auto shape = returnShapes_.find(cap);
+            if (shape == returnShapes_.end())  // made once per capability, not per call
+                shape = returnShapes_.emplace(cap, std::make_pair(jsonSchemaFor(cap->ret), showType(cap->ret))).first;
+            request.schema = shape->second.first;
+            request.typeName = shape->second.second;
         }
     } else {
         request.model = site.resource;
@@ -275,7 +278,8 @@ Decision Broker::decide(const HostCall& call) {
     }
     for (const auto& [param, allowed] : grant.argOneOf) {
         auto it = a.rawArgs.find(param);
-        nlohmann::json given = it != a.rawArgs.end() ? nlohmann::json(*it) : nlohmann::json(nullptr);
+        static const Json kAbsent;  // null: an argument the call does not have
+        const Json& given = it != a.rawArgs.end() ? *it : kAbsent;
         bool ok = false;
         for (const nlohmann::json& v : allowed) ok = ok || pyJsonEqual(given, v);
         if (!ok)
@@ -633,19 +637,22 @@ Decision Broker::reserveAndDispatch() {
     // know nothing of an effect that may have happened).
     bool dispatchRecorded = true;
     if (options_.trace) {
+        // Its keys in canonical (byte) order, so the text is joined without sorting.
         CanonicalObject dispatch;
-        dispatch.add("event", "dispatch")
-            .add("run_id", options_.runId)
-            .add("resource", resource)
-            .add("site", site.id)
+        dispatch.add("approval", a.approval.is_object()
+                                     ? Json{{"digest", a.approval["digest"]}, {"approved_by", a.approval["approved_by"]}}
+                                     : Json(nullptr))
+            .add("args_sha256", a.argsSha)
+            .add("attempt", a.call->attempt)
+            .add("event", "dispatch")
             .add("idempotency_key", a.key)
             .add("k", a.k)
-            .add("attempt", a.call->attempt)
-            .add("args_sha256", a.argsSha)
-            .add("approval", a.approval.is_object()
-                                 ? Json{{"digest", a.approval["digest"]}, {"approved_by", a.approval["approved_by"]}}
-                                 : Json(nullptr));
-        dispatchRecorded = record(dispatch, true);
+            .add("resource", resource)
+            .add("run_id", options_.runId)
+            .add("site", site.id);
+        // Durable before the call is sent; in a fixture run's trace (no fsync) written together
+        // with the call's record instead (TraceWriter::emitWriteAhead).
+        dispatchRecorded = options_.trace->emitWriteAhead(dispatch);
     }
     if (!dispatchRecorded) {
         reserved_ -= a.reserve;
@@ -720,34 +727,27 @@ Decision Broker::complete(const AdapterReply& reply) {
     bool callRecorded = true;
     if (options_.trace) {
         const auto& [argTagsJson, derived] = provenanceOf(a);
+        // Its keys in canonical (byte) order, so the text is joined without sorting.
         CanonicalObject event;
-        event.add("event", "call")
-            .add("seq", seq)
-            .add("run_id", options_.runId)
-            .add("resource", resource)
-            .add("site", site.id)
-            .addCanonical("args", a.argsText)
-            .add("arg_tags", argTagsJson)
-            .add("pc_tags", namesJson(heap, call.pcTags))
-            .add("derived_from", derived)
-            .add("idempotency_key", a.key)
-            .add("k", a.k)
+        event.add("adapter", reply.adapter.empty() ? options_.adapterKind : reply.adapter)
             .add("approval", a.approval)
-            .add("reserved_usd", a.reserve)
-            .add("cost_usd", actual)
-            .add("duration_ms", durationMs)
-            .add("status", status)
-            .add("meta", reply.meta.is_object() ? reply.meta : Json::object())
+            .add("arg_tags", argTagsJson)
+            .addCanonical("args", a.argsText)
             .add("attempt", call.attempt)
-            .add("adapter", reply.adapter.empty() ? options_.adapterKind : reply.adapter);
-        if (actual > a.reserve + 1e-12) event.add("overrun_usd", actual - a.reserve);
-        if (a.inFlight) event.add("in_flight_retry", Json{{"run_id", options_.replay->inFlight[*a.inFlight].runId}});
-        if (status == "ok") {
-            event.add("result", reply.result);
-            event.add("result_tags", namesJson(heap, decoded.tags));
-        } else if (callError) {
+            .add("cost_usd", actual)
+            .add("derived_from", derived)
+            .add("duration_ms", durationMs);
+        if (status != "ok" && callError)
             event.add("error", Json{{"code", std::string(diagInfo(callError->code).code)}, {"message", callError->message}});
-        }
+        event.add("event", "call").add("idempotency_key", a.key);
+        if (a.inFlight) event.add("in_flight_retry", Json{{"run_id", options_.replay->inFlight[*a.inFlight].runId}});
+        event.add("k", a.k);
+        if (reply.meta.is_object()) event.add("meta", reply.meta);
+        else event.addCanonical("meta", "{}");
+        if (actual > a.reserve + 1e-12) event.add("overrun_usd", actual - a.reserve);
+        event.add("pc_tags", namesJson(heap, call.pcTags)).add("reserved_usd", a.reserve).add("resource", resource);
+        if (status == "ok") event.add("result", reply.result).add("result_tags", namesJson(heap, decoded.tags));
+        event.add("run_id", options_.runId).add("seq", seq).add("site", site.id).add("status", status);
         callRecorded = record(event, true);
     }
     // The effect happened; a run that cannot record it stops here (the dispatch record makes it

@@ -219,6 +219,8 @@ private:
     // repair turn of its retry (AdapterRequest::previous). Replayed calls set it too, so a resumed
     // run's retry carries what the uninterrupted run's would have.
     std::map<std::string, AdapterRequest::Previous> lastInvalid_;
+    // Per capability: the JSON Schema and the name of its declared return type, for requestFor.
+    mutable std::map<const Capability*, std::pair<Json, std::string>> returnShapes_;
 
     Decision refuse(RuntimeError error, bool operational = false);
     Decision answered(Value value);

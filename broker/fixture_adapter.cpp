@@ -86,32 +86,52 @@ AdapterReply failure(const nlohmann::json& entry) {
 
 }  // namespace
 
-bool pyJsonEqual(const nlohmann::json& a, const nlohmann::json& b) {
+namespace {
+
+// Python's `==` on two JSON values, each of either JSON type (a call's arguments are a Json, a
+// fixture's `args` an nlohmann::json, and neither is converted to the other to compare them).
+template <class A, class B>
+bool pyEqual(const A& a, const B& b) {
     if (a.is_number() && b.is_number()) {
-        if (a.is_number_float() || b.is_number_float()) return a.get<double>() == b.get<double>();
+        if (a.is_number_float() || b.is_number_float()) return a.template get<double>() == b.template get<double>();
         // Integers: exact, across nlohmann's signed and unsigned storage (a negative never equals
         // an unsigned, whatever its bits).
-        auto negative = [](const nlohmann::json& x) { return x.is_number_integer() && !x.is_number_unsigned() && x.get<int64_t>() < 0; };
-        if (negative(a) || negative(b)) return negative(a) && negative(b) && a.get<int64_t>() == b.get<int64_t>();
-        return a.get<uint64_t>() == b.get<uint64_t>();
+        auto negative = [](const auto& x) {
+            return x.is_number_integer() && !x.is_number_unsigned() && x.template get<int64_t>() < 0;
+        };
+        if (negative(a) || negative(b))
+            return negative(a) && negative(b) && a.template get<int64_t>() == b.template get<int64_t>();
+        return a.template get<uint64_t>() == b.template get<uint64_t>();
     }
     if (a.type() != b.type()) return false;
-    if (a.is_array()) {
-        if (a.size() != b.size()) return false;
-        for (size_t i = 0; i < a.size(); ++i)
-            if (!pyJsonEqual(a[i], b[i])) return false;
-        return true;
+    switch (a.type()) {
+        case nlohmann::json::value_t::array:
+            if (a.size() != b.size()) return false;
+            for (size_t i = 0; i < a.size(); ++i)
+                if (!pyEqual(a[i], b[i])) return false;
+            return true;
+        case nlohmann::json::value_t::object:
+            if (a.size() != b.size()) return false;
+            for (auto it = a.begin(); it != a.end(); ++it) {
+                auto other = b.find(it.key());
+                if (other == b.end() || !pyEqual(it.value(), *other)) return false;
+            }
+            return true;
+        case nlohmann::json::value_t::string:
+            return a.template get_ref<const std::string&>() == b.template get_ref<const std::string&>();
+        case nlohmann::json::value_t::boolean:
+            return a.template get<bool>() == b.template get<bool>();
+        case nlohmann::json::value_t::binary:
+            return a.get_binary() == b.get_binary();
+        default:  // null (a discarded value equals nothing, as nlohmann's == says)
+            return a.is_null();
     }
-    if (a.is_object()) {
-        if (a.size() != b.size()) return false;
-        for (auto it = a.begin(); it != a.end(); ++it) {
-            auto other = b.find(it.key());
-            if (other == b.end() || !pyJsonEqual(it.value(), *other)) return false;
-        }
-        return true;
-    }
-    return a == b;
 }
+
+}  // namespace
+
+bool pyJsonEqual(const nlohmann::json& a, const nlohmann::json& b) { return pyEqual(a, b); }
+bool pyJsonEqual(const Json& a, const nlohmann::json& b) { return pyEqual(a, b); }
 
 Json shapeAnswer(const nlohmann::json& answer, const Json& schema) {
     const Json* s = &schema;
@@ -185,7 +205,25 @@ std::unique_ptr<FixtureAdapter> FixtureAdapter::fromJson(nlohmann::json doc, con
     auto adapter = std::unique_ptr<FixtureAdapter>(new FixtureAdapter());
     adapter->doc_ = std::move(doc);
     adapter->file_ = file;
+    adapter->index();
     return adapter;
+}
+
+void FixtureAdapter::index() {
+    auto capabilities = doc_.find("capabilities");
+    if (capabilities == doc_.end()) return;
+    for (auto it = capabilities->begin(); it != capabilities->end(); ++it) {
+        std::vector<CapabilityEntry>& entries = capabilities_[it.key()];
+        for (const nlohmann::json& e : it.value()) {
+            CapabilityEntry entry;
+            entry.entry = &e;
+            if (auto args = e.find("args"); args != e.end()) entry.args = &*args;
+            entry.repeat = e.value("repeat", false);
+            if (auto output = e.find("output"); output != e.end()) entry.output = Json(*output);
+            if (auto cost = e.find("cost_usd"); cost != e.end()) entry.costUsd = cost->get<double>();
+            entries.push_back(std::move(entry));
+        }
+    }
 }
 
 bool FixtureAdapter::checkAgainst(const HostModel& host, std::string& error, std::string& hint) const {
@@ -226,29 +264,24 @@ AdapterReply FixtureAdapter::perform(const AdapterRequest& request) {
 }
 
 AdapterReply FixtureAdapter::call(const AdapterRequest& request) {
-    static const nlohmann::json kNone = nlohmann::json::array();
-    const nlohmann::json* entries = &kNone;
-    if (doc_.contains("capabilities") && doc_["capabilities"].contains(request.resource))
-        entries = &doc_["capabilities"][request.resource];
-    std::vector<bool>& used = used_["c:" + request.resource];
-    used.resize(entries->size(), false);
-    nlohmann::json args = request.args;
-    for (size_t i = 0; i < entries->size(); ++i) {
-        const nlohmann::json& e = (*entries)[i];
-        if (used[i] && !e.value("repeat", false)) continue;
+    // The entries were indexed when the file was loaded (index()): the request's arguments are
+    // matched as they are, and the output is already a Json.
+    auto found = capabilities_.find(request.resource);
+    for (CapabilityEntry& e : found != capabilities_.end() ? found->second : noEntries_) {
+        if (e.used && !e.repeat) continue;
         bool matches = true;
-        if (e.contains("args"))
-            for (auto it = e["args"].begin(); matches && it != e["args"].end(); ++it) {
-                auto given = args.find(it.key());
-                matches = given != args.end() && pyJsonEqual(*given, it.value());
+        if (e.args)
+            for (auto it = e.args->begin(); matches && it != e.args->end(); ++it) {
+                auto given = request.args.find(it.key());
+                matches = given != request.args.end() && pyJsonEqual(*given, it.value());
             }
         if (!matches) continue;
-        used[i] = true;
-        if (e.contains("error")) return failure(e);
+        e.used = true;
+        if (e.entry->contains("error")) return failure(*e.entry);
         AdapterReply reply;
         reply.ok = true;
-        reply.result = e.contains("output") ? Json(e["output"]) : Json(nullptr);
-        if (e.contains("cost_usd")) reply.costUsd = e["cost_usd"].get<double>();
+        reply.result = e.output;
+        reply.costUsd = e.costUsd;
         reply.meta = {{"adapter", "fixture"}};
         return reply;
     }

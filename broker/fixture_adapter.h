@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,7 +57,21 @@ public:
 private:
     nlohmann::json doc_;
     std::string file_;  // as messages name it
-    std::map<std::string, std::vector<bool>> used_;  // "c:" or "m:" + resource -> per-entry flag
+    std::map<std::string, std::vector<bool>> used_;  // "m:" + model -> per-entry flag
+    // The capability entries as call() reads them, made once by index() when the file is loaded:
+    // per resource, each entry of doc_ (which stays unchanged) with what a call needs of it.
+    struct CapabilityEntry {
+        const nlohmann::json* entry = nullptr;
+        const nlohmann::json* args = nullptr;  // its `args`, or null
+        Json output;                           // its `output` as a Json (null when it has none)
+        std::optional<double> costUsd;
+        bool repeat = false;
+        bool used = false;
+    };
+    std::map<std::string, std::vector<CapabilityEntry>, std::less<>> capabilities_;
+    std::vector<CapabilityEntry> noEntries_;  // a resource the file has no entries for
+
+    void index();
 
     AdapterReply call(const AdapterRequest& request);
     AdapterReply ask(const AdapterRequest& request);
@@ -67,5 +82,6 @@ Json shapeAnswer(const nlohmann::json& answer, const Json& schema);
 // Python's `==` on JSON values: numbers compare by value across int and float; otherwise
 // structural. (Unlike Python, `true == 1` is false: a fixture should not match by accident.)
 bool pyJsonEqual(const nlohmann::json& a, const nlohmann::json& b);
+bool pyJsonEqual(const Json& a, const nlohmann::json& b);
 
 }  // namespace remit

@@ -39,9 +39,7 @@ std::string idempotencyKey(const std::string& root, const std::string& site, uin
     text += ',';
     text += std::to_string(k);
     text += ']';
-    std::string key = sha256Hex(text);
-    key.resize(32);
-    return key;
+    return sha256Hex(text, {}, 32);
 }
 
 std::string argsDigest(const Json& args) { return sha256Hex(canonicalJson(args)); }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,7 +34,10 @@ constexpr size_t kMaxTraceBytes = size_t(1) << 30;
 }  // namespace
 
 TraceWriter::~TraceWriter() {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0) {
+        flush();  // a held write-ahead record (a store's writer flushes its own before this runs)
+        ::close(fd_);
+    }
 }
 
 namespace {
@@ -50,7 +54,7 @@ bool syncDirectory(const std::filesystem::path& dir) {
 }  // namespace
 
 std::string traceChain(const std::string& previousChain, const std::string& canonicalRecord) {
-    return sha256Hex(previousChain + canonicalRecord).substr(0, 32);
+    return sha256Hex(previousChain, canonicalRecord, 32);
 }
 
 bool TraceWriter::open(const std::string& path, std::string& error) {
@@ -85,7 +89,7 @@ CanonicalObject TraceWriter::canonicalRecord(const Json& event) {
     return record;
 }
 
-bool TraceWriter::append(const CanonicalObject& event, bool durable) {
+bool TraceWriter::append(const CanonicalObject& event, bool durable, bool hold) {
     if (!attached()) return true;  // not opened: tests without a trace
     if (!ok_) return false;
     ++emitted_;
@@ -94,27 +98,58 @@ bool TraceWriter::append(const CanonicalObject& event, bool durable) {
     std::string line = event.textWith("chain", chain);
     line += '\n';
     if (failAt_ && emitted_ >= failAt_) return fail(std::strerror(failErrno_));
-    if (std::string why; !writeLine(line, durable, why)) return fail(std::move(why));
+    if (hold) {
+        held_ = std::move(line);
+        chain_ = std::move(chain);
+        return true;
+    }
+    std::string_view lines[2] = {held_, line};
+    std::span<const std::string_view> all = held_.empty() ? std::span<const std::string_view>(lines + 1, 1)
+                                                          : std::span<const std::string_view>(lines, 2);
+    if (std::string why; !writeLines(all, durable, why)) return fail(std::move(why));
+    held_.clear();
     chain_ = std::move(chain);
     return true;
 }
 
-bool TraceWriter::writeLine(const std::string& line, bool durable, std::string& why) {
-    for (size_t done = 0; done < line.size();) {
-        ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+bool TraceWriter::flush() {
+    if (held_.empty() || !attached()) return ok_;
+    if (!ok_) return false;
+    std::string_view line = held_;
+    if (std::string why; !writeLines(std::span<const std::string_view>(&line, 1), false, why))
+        return fail(std::move(why));
+    held_.clear();
+    return true;
+}
+
+bool TraceWriter::writeLines(std::span<const std::string_view> lines, bool durable, std::string& why) {
+    constexpr size_t kParts = 2;  // a held write-ahead record and the record after it
+    if (lines.size() > kParts)
+        return writeLines(lines.first(kParts), false, why) && writeLines(lines.subspan(kParts), durable, why);
+    iovec parts[kParts];
+    size_t count = 0;
+    for (std::string_view line : lines) parts[count++] = iovec{const_cast<char*>(line.data()), line.size()};
+    // A partial write continues where it stopped.
+    for (size_t first = 0; first < count;) {
+        ssize_t n = ::writev(fd_, parts + first, static_cast<int>(count - first));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             why = std::strerror(n < 0 ? errno : ENOSPC);
             return false;
         }
-        done += static_cast<size_t>(n);
+        auto done = static_cast<size_t>(n);
+        for (; first < count && done >= parts[first].iov_len; ++first) done -= parts[first].iov_len;
+        if (first < count) {
+            parts[first].iov_base = static_cast<char*>(parts[first].iov_base) + done;
+            parts[first].iov_len -= done;
+        }
     }
     return !durable || syncLines(why);
 }
 
 bool TraceWriter::sync() {
     if (!attached()) return true;
-    if (!ok_) return false;
+    if (!flush()) return false;
     if (std::string why; !syncLines(why)) return fail(std::move(why));
     return true;
 }

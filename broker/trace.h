@@ -11,11 +11,12 @@
 // - The file is created (truncated) when the run starts and only appended to afterwards.
 // - Every event goes to the OS with write(2) as soon as it is emitted; sync() fsyncs it, and
 //   emitDurable() writes and syncs as one step. The broker writes the `dispatch` record with
-//   emitDurable before every dispatch and does not dispatch when that fails (in the PostgreSQL
+//   emitWriteAhead before every dispatch and does not dispatch when that fails (in the PostgreSQL
 //   store too: session/pg_store.cpp commits it waiting for the disk). A
 //   trace of a fixture run is opened without syncs (setSynced(false)): its calls have no effect in
 //   the world to keep a record of, so only a crash of the whole machine can lose its tail
-//   (docs/broker.md, "Durability").
+//   (docs/broker.md, "Durability"). In such a trace the write-ahead record is the one record not
+//   written at once: it goes out with the next record (the call's outcome) in one write.
 // - After the first failed write or fsync the writer is dead: nothing more is written (a record
 //   after a partial one would turn a cut-short tail into damage in the middle of the file), and
 //   every later emit() and sync() returns false.
@@ -27,6 +28,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -58,6 +61,15 @@ public:
     // write-ahead `dispatch` record; one transaction in the PostgreSQL store, not two).
     bool emitDurable(const Json& event) { return append(canonicalRecord(event), true); }
     bool emitDurable(const CanonicalObject& event) { return append(event, true); }
+    // The write-ahead record of a dispatch (the broker's `dispatch`): in a synced trace, emitDurable.
+    // In a trace without syncs (a fixture run, whose calls have no effect) it is held and written
+    // together with the next record, the call's outcome, in one writev — what a fixture call costs
+    // is then one system call, not two. sync(), flush() and the destructor write a held record too.
+    // A process killed between the two loses only the dispatch of a call that changed nothing;
+    // its resume makes that call again, with the same key (docs/broker.md, "Durability").
+    bool emitWriteAhead(const CanonicalObject& event) { return append(event, true, !synced_); }
+    // Writes a held write-ahead record now (a store's writer calls it from its destructor).
+    bool flush();
     // Forces what was written to stable storage. False if that failed, or if anything failed before.
     bool sync();
     bool ok() const { return ok_; }
@@ -72,11 +84,12 @@ public:
     }
 
 protected:
-    // Where the lines go. This class writes them to its file (write(2), then fsync when `durable`
+    // Where the lines go. This class writes them to its file (writev(2), then fsync when `durable`
     // or on sync(), unless setSynced(false)); a store that keeps traces elsewhere (session/pg_store.cpp) overrides the
     // three. Each returns false with `why` (for failure()) when the line could not be kept.
     virtual bool attached() const { return fd_ >= 0; }  // false: emit and sync do nothing (tests)
-    virtual bool writeLine(const std::string& line, bool durable, std::string& why);
+    // Writes `lines` (each ending in a newline) in order: to the file, with one writev.
+    virtual bool writeLines(std::span<const std::string_view> lines, bool durable, std::string& why);
     virtual bool syncLines(std::string& why);
     bool synced() const { return synced_; }
     std::string path_;
@@ -90,8 +103,9 @@ private:
     size_t emitted_ = 0;
     size_t failAt_ = 0;
     int failErrno_ = 0;
+    std::string held_;  // a write-ahead record not written yet (emitWriteAhead), with its newline
     bool fail(std::string why);
-    bool append(const CanonicalObject& event, bool durable);
+    bool append(const CanonicalObject& event, bool durable, bool hold = false);
     static CanonicalObject canonicalRecord(const Json& event);
 };
 

@@ -2,6 +2,7 @@
 #include "runtime/canonical_json.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <charconv>
 #include <cmath>
@@ -14,6 +15,17 @@ namespace remit {
 namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
+
+// The bytes a JSON string holds as they are (no escape): one table lookup per byte in the scan
+// of appendJsonString instead of four comparisons. With ensure_ascii, DEL and every byte of a
+// non-ASCII character are escaped too.
+constexpr std::array<bool, 256> plainBytes(bool ensureAscii) {
+    std::array<bool, 256> plain{};
+    for (int b = 0; b < 256; ++b) plain[b] = b >= 0x20 && b != '"' && b != '\\' && !(ensureAscii && b >= 0x7f);
+    return plain;
+}
+constexpr std::array<bool, 256> kPlainUtf8 = plainBytes(false);
+constexpr std::array<bool, 256> kPlainAscii = plainBytes(true);
 
 void appendEscapedUnit(std::string& out, uint32_t unit) {
     out += "\\u";
@@ -162,12 +174,9 @@ void appendJsonString(std::string& out, std::string_view text, bool ensureAscii)
     size_t i = 0;
     while (i < text.size()) {
         // The bytes written as they are, appended as one run (most text is all of them).
+        const bool* plain = ensureAscii ? kPlainAscii.data() : kPlainUtf8.data();
         size_t run = i;
-        while (run < text.size()) {
-            auto b = static_cast<unsigned char>(text[run]);
-            if (b < 0x20 || b == '"' || b == '\\' || (ensureAscii && b >= 0x7f)) break;
-            ++run;
-        }
+        while (run < text.size() && plain[static_cast<unsigned char>(text[run])]) ++run;
         if (run > i) {
             out.append(text.data() + i, run - i);
             i = run;
@@ -231,33 +240,77 @@ std::string dumpJson(const Json& value, const JsonTextStyle& style) { return dum
 std::string canonicalJson(const nlohmann::json& value) { return dumpImpl(value, canonicalStyle()); }
 std::string canonicalJson(const Json& value) { return dumpImpl(value, canonicalStyle()); }
 
-CanonicalObject::Member& CanonicalObject::slot(std::string_view key) {
-    for (Member& m : members_)
-        if (m.key == key) return m;  // replaced: its old text stays unused in values_
-    return members_.emplace_back(Member{std::string(key), 0, 0});
+CanonicalObject::Member& CanonicalObject::open(std::string_view key) {
+    // std::string compares bytes as unsigned char: UTF-8 byte order is code-point order.
+    if (members_.empty()) {
+        // One allocation each for a trace record's members and text (the `call` record has ~24).
+        members_.reserve(24);
+        body_.reserve(512);
+    }
+    Member* m = nullptr;
+    // In key order so far, a key after the last one is new; otherwise it may replace any member.
+    if (members_.empty() || (sorted_ && std::string_view(members_.back().key) < key)) {
+        m = &members_.emplace_back(Member{std::string(key), 0, 0});
+    } else {
+        for (Member& old : members_)
+            if (old.key == key) {
+                m = &old;  // replaced in place (the order holds): its old text stays unused in body_
+                break;
+            }
+        if (!m) {
+            sorted_ = false;
+            m = &members_.emplace_back(Member{std::string(key), 0, 0});
+        }
+    }
+    m->begin = body_.size();
+    appendJsonString(body_, key, false);
+    body_ += ':';
+    return *m;
 }
 
 CanonicalObject& CanonicalObject::add(std::string_view key, const Json& value) {
-    Member& m = slot(key);
-    m.begin = values_.size();
-    dumpInto(values_, value, canonicalStyle());
-    m.end = values_.size();
+    Member& m = open(key);
+    dumpInto(body_, value, canonicalStyle());
+    m.end = body_.size();
     return *this;
 }
 
 CanonicalObject& CanonicalObject::add(std::string_view key, std::string_view text) {
-    Member& m = slot(key);
-    m.begin = values_.size();
-    appendJsonString(values_, text, false);
-    m.end = values_.size();
+    Member& m = open(key);
+    appendJsonString(body_, text, false);
+    m.end = body_.size();
     return *this;
 }
 
+namespace {
+
+// An integer's decimal text, as a Json integer prints (appendScalar), in `buf`.
+template <class Integer>
+std::string_view integerText(char (&buf)[24], Integer number) {
+    return {buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, number).ptr - buf)};
+}
+
+}  // namespace
+
+CanonicalObject& CanonicalObject::addInteger(std::string_view key, int64_t number) {
+    char buf[24];
+    return addCanonical(key, integerText(buf, number));
+}
+
+CanonicalObject& CanonicalObject::addInteger(std::string_view key, uint64_t number) {
+    char buf[24];
+    return addCanonical(key, integerText(buf, number));
+}
+
+CanonicalObject& CanonicalObject::add(std::string_view key, double number) {
+    // As a Json float prints (appendScalar): repr, or Python's names for the non-finite.
+    return add(key, Json(number));
+}
+
 CanonicalObject& CanonicalObject::addCanonical(std::string_view key, std::string_view canonicalText) {
-    Member& m = slot(key);
-    m.begin = values_.size();
-    values_ += canonicalText;
-    m.end = values_.size();
+    Member& m = open(key);
+    body_ += canonicalText;
+    m.end = body_.size();
     return *this;
 }
 
@@ -268,34 +321,40 @@ std::string CanonicalObject::textWith(std::string_view key, std::string_view val
 }
 
 std::string CanonicalObject::build(std::string_view skip, std::string_view extraKey, std::string_view extraValue) const {
-    // Keys in byte order (UTF-8 byte order is code-point order, as Python sorts them).
-    std::vector<const Member*> order;
-    order.reserve(members_.size());
-    for (const Member& m : members_)
-        if (skip.empty() || m.key != skip) order.push_back(&m);
-    std::sort(order.begin(), order.end(), [](const Member* x, const Member* y) { return x->key < y->key; });
     std::string out;
-    out.reserve(values_.size() + members_.size() * 16 + extraValue.size() + 32);
+    out.reserve(body_.size() + members_.size() + extraKey.size() + extraValue.size() + 16);
     out += '{';
     bool extraDone = extraKey.empty();
     auto separate = [&] {
         if (out.size() > 1) out += ',';
     };
-    auto writeExtra = [&] {
+    auto put = [&](const Member& m) {
+        if (!skip.empty() && m.key == skip) return;
+        if (!extraDone && extraKey < std::string_view(m.key)) {
+            separate();
+            appendJsonString(out, extraKey, false);
+            out += ':';
+            appendJsonString(out, extraValue, false);
+            extraDone = true;
+        }
+        separate();
+        out.append(body_, m.begin, m.end - m.begin);
+    };
+    if (sorted_) {
+        for (const Member& m : members_) put(m);
+    } else {
+        std::vector<const Member*> order;
+        order.reserve(members_.size());
+        for (const Member& m : members_) order.push_back(&m);
+        std::sort(order.begin(), order.end(), [](const Member* x, const Member* y) { return x->key < y->key; });
+        for (const Member* m : order) put(*m);
+    }
+    if (!extraDone) {
         separate();
         appendJsonString(out, extraKey, false);
         out += ':';
         appendJsonString(out, extraValue, false);
-        extraDone = true;
-    };
-    for (const Member* m : order) {
-        if (!extraDone && extraKey < std::string_view(m->key)) writeExtra();
-        separate();
-        appendJsonString(out, m->key, false);
-        out += ':';
-        out.append(values_, m->begin, m->end - m->begin);
     }
-    if (!extraDone) writeExtra();
     out += '}';
     return out;
 }

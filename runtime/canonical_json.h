@@ -13,9 +13,11 @@
 // surrogate pairs) and DEL. The writers are iterative: nesting depth costs heap, not stack.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/json_text.h"
@@ -42,17 +44,28 @@ std::string canonicalJson(const Json& value);
 // Appends `text` as a quoted JSON string literal, escaped as json.dumps does.
 void appendJsonString(std::string& out, std::string_view text, bool ensureAscii);
 
-// The canonical text of one JSON object, built member by member without a Json tree: each value
-// is written (canonically) once, when it is added, and the members are put in key order when the
-// text is taken. The broker writes its per-call trace records this way, and the trace writer adds
-// each record's `chain` member to the text it hashed without serialising the record again
-// (broker/trace.h). Adding a key again replaces its value, as `json[key] = value` does.
+// The canonical text of one JSON object, built member by member without a Json tree: each member
+// is written (canonically, key and value) once, when it is added, and the members are put in key
+// order when the text is taken. The broker writes its per-call trace records this way, and the
+// trace writer adds each record's `chain` member to the text it hashed without serialising the
+// record again (broker/trace.h). Adding a key again replaces its value, as `json[key] = value` does.
+// Members added in key order (byte order, as canonical JSON sorts them) are joined as they are,
+// without sorting: the broker adds the fixed keys of its `dispatch` and `call` records that way.
 class CanonicalObject {
 public:
     CanonicalObject& add(std::string_view key, const Json& value);
     CanonicalObject& add(std::string_view key, std::string_view text);  // a string
     CanonicalObject& add(std::string_view key, const char* text) { return add(key, std::string_view(text)); }
     CanonicalObject& add(std::string_view key, const std::string& text) { return add(key, std::string_view(text)); }
+    // Numbers, printed as a Json of the same C++ type prints (an integer, or a float's repr).
+    template <class Integer>
+        requires(std::is_integral_v<Integer> && !std::is_same_v<Integer, bool>)
+    CanonicalObject& add(std::string_view key, Integer number) {
+        if constexpr (std::is_signed_v<Integer>) return addInteger(key, static_cast<int64_t>(number));
+        else return addInteger(key, static_cast<uint64_t>(number));
+    }
+    CanonicalObject& add(std::string_view key, double number);
+    CanonicalObject& add(std::string_view key, bool value) { return addCanonical(key, value ? "true" : "false"); }
     // A value whose canonical text the caller already has (canonicalJson of it).
     CanonicalObject& addCanonical(std::string_view key, std::string_view canonicalText);
 
@@ -64,11 +77,16 @@ public:
 private:
     struct Member {
         std::string key;
-        size_t begin, end;  // the value's canonical text in values_
+        size_t begin, end;  // the member's text, "key":value, in body_
     };
     std::vector<Member> members_;
-    std::string values_;
-    Member& slot(std::string_view key);
+    std::string body_;
+    bool sorted_ = true;  // members_ is in key order (every key was added after the ones before it)
+    // Starts the member `key` (a new one, or the one it replaces) and writes its key into body_;
+    // the caller writes the value and closes it with `m.end = body_.size()`.
+    Member& open(std::string_view key);
+    CanonicalObject& addInteger(std::string_view key, int64_t number);
+    CanonicalObject& addInteger(std::string_view key, uint64_t number);
     std::string build(std::string_view skip, std::string_view extraKey, std::string_view extraValue) const;
 };
 

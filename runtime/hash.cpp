@@ -9,6 +9,7 @@
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include "runtime/hash.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <openssl/opensslv.h>
@@ -25,35 +26,42 @@ namespace {
 
 constexpr size_t kDigestBytes = 32;
 
-void sha256(std::string_view bytes, unsigned char (&digest)[kDigestBytes]) {
+void sha256(std::string_view first, std::string_view second, unsigned char (&digest)[kDigestBytes]) {
 #if OPENSSL_VERSION_MAJOR >= 4
-    unsigned int length = 0;
     // Fails only when OpenSSL itself is broken (no SHA-256 provider); there is no meaningful hash
     // to return then, and an empty string would silently match other empties.
-    if (EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr) != 1 || length != kDigestBytes)
-        throw std::runtime_error("SHA-256 is unavailable in this OpenSSL build");
+    unsigned int length = 0;
+    EVP_MD_CTX* context = EVP_MD_CTX_new();
+    bool ok = context && EVP_DigestInit_ex(context, EVP_sha256(), nullptr) == 1 &&
+              EVP_DigestUpdate(context, first.data(), first.size()) == 1 &&
+              EVP_DigestUpdate(context, second.data(), second.size()) == 1 &&
+              EVP_DigestFinal_ex(context, digest, &length) == 1 && length == kDigestBytes;
+    EVP_MD_CTX_free(context);
+    if (!ok) throw std::runtime_error("SHA-256 is unavailable in this OpenSSL build");
 #else
     SHA256_CTX context;
     SHA256_Init(&context);
-    SHA256_Update(&context, bytes.data(), bytes.size());
+    SHA256_Update(&context, first.data(), first.size());
+    if (!second.empty()) SHA256_Update(&context, second.data(), second.size());
     SHA256_Final(digest, &context);
 #endif
 }
 
 }  // namespace
 
-std::string sha256Hex(std::string_view bytes) {
+std::string sha256Hex(std::string_view first, std::string_view second, size_t digits) {
     unsigned char digest[kDigestBytes];
-    sha256(bytes, digest);
+    sha256(first, second, digest);
     static constexpr char kHexDigits[] = "0123456789abcdef";
-    std::string hex;
-    hex.reserve(kDigestBytes * 2);
-    for (unsigned char byte : digest) {
-        hex += kHexDigits[byte >> 4];
-        hex += kHexDigits[byte & 0x0F];
+    char hex[kDigestBytes * 2];
+    for (size_t i = 0; i < kDigestBytes; ++i) {
+        hex[2 * i] = kHexDigits[digest[i] >> 4];
+        hex[2 * i + 1] = kHexDigits[digest[i] & 0x0F];
     }
-    return hex;
+    return std::string(hex, std::min(digits, sizeof hex));
 }
+
+std::string sha256Hex(std::string_view bytes) { return sha256Hex(bytes, {}, kDigestBytes * 2); }
 
 std::string randomHex(size_t bytes) {
     std::string random(bytes, '\0');

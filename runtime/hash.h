@@ -12,6 +12,9 @@ namespace remit {
 
 // SHA-256 of `bytes` as 64 lowercase hex digits, no prefix.
 std::string sha256Hex(std::string_view bytes);
+// SHA-256 of `first` followed by `second` (hashed in turn, never copied into one string), as its
+// first `digits` hex digits (at most 64): the trace's hash chain and the idempotency keys (32).
+std::string sha256Hex(std::string_view first, std::string_view second, size_t digits = 64);
 
 // `bytes` bytes from OpenSSL's random generator as lowercase hex (tokens, session roots). Throws
 // std::runtime_error when the system has no entropy to give: a guessable token would be worse.

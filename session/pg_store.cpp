@@ -115,11 +115,19 @@ public:
     PgTraceWriter(pg::Connection& c, std::string runId, std::string name) : c_(c), runId_(std::move(runId)) {
         path_ = std::move(name);
     }
+    ~PgTraceWriter() override { flush(); }  // a held write-ahead record, while this writer still is one
 
 protected:
     bool attached() const override { return true; }
-    bool writeLine(const std::string& line, bool durable, std::string& why) override {
-        std::string record = line.substr(0, line.size() - 1);  // without its newline
+    // One row per line, in order (a fixture call's held `dispatch` record and its `call` record
+    // come together; each is its own row, as when they were written one by one).
+    bool writeLines(std::span<const std::string_view> lines, bool durable, std::string& why) override {
+        for (std::string_view line : lines)
+            if (!writeLine(line, durable, why)) return false;
+        return true;
+    }
+    bool writeLine(std::string_view line, bool durable, std::string& why) {
+        std::string record(line.substr(0, line.size() - 1));  // without its newline
         pg::Result r;
         if (lines_ == 0) {
             // The first record is the run_start: the trace's row names its family and parent. It

@@ -1,6 +1,6 @@
 /* Kill points for tests/killtest/killtest.py: a library preloaded into remitvm (LD_PRELOAD) that
- * counts the system calls by which remitvm makes its state durable — write(2) to a regular file,
- * fsync(2), rename(2) — and SIGKILLs the process at a chosen one. remitvm has no hook for this: the
+ * counts the system calls by which remitvm makes its state durable — write(2) or writev(2) to a
+ * regular file, fsync(2), rename(2) — and SIGKILLs the process at a chosen one. remitvm has no hook for this: the
  * shim sits between it and libc, so the kill points are chosen from outside, deterministically
  * (the same run makes the same calls in the same order).
  *
@@ -8,7 +8,8 @@
  *                              call, "after" right after it, "mid" (writes of 2 bytes or more)
  *                              after writing the first half of the bytes — a record cut short.
  *   REMIT_KILLPOINT_LOG=PATH   appends one letter per counted call to PATH as it happens
- *                              (w write, s fsync, r rename), so a driver learns a run's calls.
+ *                              (w write or writev, s fsync, r rename), so a driver learns a run's
+ *                              calls.
  *
  * Only a process whose executable is named remitvm is affected; the adapters it starts inherit the
  * environment and load this library too, and pass through untouched.
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 static int active = -1; /* -1: not decided yet */
@@ -30,6 +32,7 @@ static long counted = 0;
 static int logFd = -1;
 
 static ssize_t (*realWrite)(int, const void*, size_t);
+static ssize_t (*realWritev)(int, const struct iovec*, int);
 static int (*realFsync)(int);
 static int (*realRename)(const char*, const char*);
 
@@ -38,6 +41,7 @@ static void setup(void) {
     active = 0;
     /* The POSIX idiom for a function pointer from dlsym (ISO C has no such conversion). */
     *(void**)&realWrite = dlsym(RTLD_NEXT, "write");
+    *(void**)&realWritev = dlsym(RTLD_NEXT, "writev");
     *(void**)&realFsync = dlsym(RTLD_NEXT, "fsync");
     *(void**)&realRename = dlsym(RTLD_NEXT, "rename");
     char exe[4096];
@@ -80,6 +84,30 @@ ssize_t write(int fd, const void* data, size_t size) {
         die();
     }
     ssize_t n = realWrite(fd, data, size);
+    die();
+    return n;
+}
+
+/* The trace writes a fixture call's two records with one writev: one write, as kill points go;
+ * "mid" writes the first half of all its bytes. */
+ssize_t writev(int fd, const struct iovec* iov, int iovcnt) {
+    setup();
+    struct stat st;
+    if (active != 1 || fd == logFd || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return realWritev(fd, iov, iovcnt);
+    if (!count('w')) return realWritev(fd, iov, iovcnt);
+    if (strcmp(mode, "before") == 0) die();
+    size_t total = 0;
+    for (int i = 0; i < iovcnt; ++i) total += iov[i].iov_len;
+    if (strcmp(mode, "mid") == 0 && total >= 2) {
+        size_t left = total / 2;
+        for (int i = 0; i < iovcnt && left > 0; ++i) {
+            size_t part = iov[i].iov_len < left ? iov[i].iov_len : left;
+            realWrite(fd, iov[i].iov_base, part);
+            left -= part;
+        }
+        die();
+    }
+    ssize_t n = realWritev(fd, iov, iovcnt);
     die();
     return n;
 }

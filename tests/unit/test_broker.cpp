@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <random>
 #include <set>
 
@@ -281,6 +283,39 @@ TEST_CASE("fixtures: subset args, Python equality, used and repeat entries") {
     CHECK(pyJsonEqual(nlohmann::json(1), nlohmann::json(1.0)));
     CHECK_FALSE(pyJsonEqual(nlohmann::json(true), nlohmann::json(1)));
     CHECK_FALSE(pyJsonEqual(nlohmann::json(-1), nlohmann::json(static_cast<uint64_t>(-1))));
+}
+
+TEST_CASE("fixtures: Python's == across the two JSON types is the same as within one, on generated values") {
+    // The fixture adapter matches a request's arguments (a Json) against its file (an
+    // nlohmann::json) without converting either; the oracle is pyJsonEqual after converting.
+    std::mt19937 rng(2201);
+    const std::vector<nlohmann::json> leaves = {
+        nullptr, true, false, 0, 1, 1.0, -1, nlohmann::json(static_cast<uint64_t>(-1)), 2.5, "", "a", "\u00e9",
+        nlohmann::json::array(), nlohmann::json::object()};
+    std::function<nlohmann::json(int)> make = [&](int depth) -> nlohmann::json {
+        switch (depth > 0 ? rng() % 4 : 0) {
+            case 1: {
+                nlohmann::json list = nlohmann::json::array();
+                for (size_t n = rng() % 3; n > 0; --n) list.push_back(make(depth - 1));
+                return list;
+            }
+            case 2: {
+                nlohmann::json object = nlohmann::json::object();
+                for (size_t n = rng() % 3; n > 0; --n) object[std::string(1, static_cast<char>('a' + rng() % 3))] = make(depth - 1);
+                return object;
+            }
+            default:
+                return leaves[rng() % leaves.size()];
+        }
+    };
+    int equal = 0;
+    for (int round = 0; round < 3000; ++round) {
+        nlohmann::json a = make(2), b = rng() % 3 == 0 ? a : make(2);
+        bool expected = pyJsonEqual(a, b);
+        equal += expected;
+        CHECK(pyJsonEqual(Json(a), b) == expected);
+    }
+    CHECK(equal > 100);  // the generator makes equal pairs, not only different ones
 }
 
 TEST_CASE("fixtures: models match on agent and rendered prompt, each model with its own used flags") {
@@ -609,6 +644,47 @@ TEST_CASE("trace records: a record written from a Json tree is its canonical JSO
     TraceFile read = readTrace(path.string());
     CHECK(read.error.empty());
     CHECK(read.events.size() == events.size());
+    std::filesystem::remove(path);
+}
+
+TEST_CASE("trace records: a write-ahead record waits for the next record only in a trace without fsync") {
+    // A fixture run's trace (setSynced(false)) hands the `dispatch` record to the OS with the
+    // `call` record after it, in one writev; a synced trace writes it at once. Either way the file
+    // reads back as the same canonical, chained records, and a held record is not lost when the
+    // writer is closed without another record (a run stopped after its dispatch).
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("remit-ahead-" + std::to_string(::getpid()) + ".jsonl");
+    auto fileSize = [&] { return std::filesystem::file_size(path); };
+    CanonicalObject dispatch;
+    dispatch.add("event", "dispatch").add("k", 0).add("site", "main#1");
+    CanonicalObject call;
+    call.add("event", "call").add("result", Json::array({"\u00e9", 2.5})).add("seq", 1);
+    std::vector<std::string> written;
+    for (bool synced : {true, false}) {
+        CAPTURE(synced);
+        {
+            TraceWriter writer;
+            writer.setSynced(synced);
+            std::string error;
+            REQUIRE(writer.open(path.string(), error));
+            REQUIRE(writer.emit(Json{{"event", "run_start"}}));
+            auto before = fileSize();
+            REQUIRE(writer.emitWriteAhead(dispatch));
+            CHECK((fileSize() > before) == synced);
+            REQUIRE(writer.emit(call));
+            REQUIRE(writer.emitWriteAhead(dispatch));  // held at the end: the destructor writes it
+        }
+        std::ifstream in(path);
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        written.push_back(text);
+        TraceFile read = readTrace(path.string());
+        CHECK(read.error.empty());
+        REQUIRE(read.events.size() == 4);
+        CHECK(read.events[1]["event"] == "dispatch");
+        CHECK(read.events[2]["result"] == nlohmann::json::array({"\u00e9", 2.5}));
+        CHECK(read.events[3]["event"] == "dispatch");
+    }
+    CHECK(written[0] == written[1]);  // the same bytes, whenever they were written
     std::filesystem::remove(path);
 }
 

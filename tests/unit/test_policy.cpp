@@ -68,6 +68,22 @@ TEST_CASE("hash: sha256Hex is bare lowercase hex") {
           "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
+TEST_CASE("hash: sha256Hex of two parts is the hash of their concatenation, cut to its digits") {
+    // The trace chain and the idempotency keys hash two parts without joining them; the oracle is
+    // the one-part hash of the joined bytes, on every split of generated text across block sizes.
+    std::string text;
+    for (int i = 0; i < 200; ++i) text += static_cast<char>((i * 37 + 11) % 256);
+    CHECK(sha256Hex("ab", "c") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    for (size_t length : {0, 1, 55, 56, 63, 64, 65, 128, 200})
+        for (size_t split = 0; split <= length; split += 7) {
+            std::string_view whole(text.data(), length);
+            std::string joined = sha256Hex(whole);
+            CHECK(sha256Hex(whole.substr(0, split), whole.substr(split)) == joined);
+            CHECK(sha256Hex(whole.substr(0, split), whole.substr(split), 32) == joined.substr(0, 32));
+        }
+    CHECK(sha256Hex("abc", "", 100).size() == 64);
+}
+
 TEST_CASE("policy: the prototype's example policy") {
     Parsed parsed = parse(kPrototypePolicy);
     CHECK(parsed.diags.items().empty());

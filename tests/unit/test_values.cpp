@@ -984,6 +984,47 @@ TEST_CASE("canonical_json: an object built member by member is canonicalJson of 
     }
 }
 
+TEST_CASE("canonical_json: an object built in key order is joined unsorted and is canonicalJson of the same object") {
+    // The broker adds the fixed keys of its records in canonical order, and CanonicalObject then
+    // joins them without sorting; the oracle is again canonicalJson of the same tree. Generated:
+    // ordered subsets of the keys (byte order: non-ASCII after ASCII, a prefix before its
+    // extensions), a key set again in place (the order holds), a late key out of order (the
+    // object falls back to sorting), numbers of every C++ type the broker passes.
+    std::mt19937 rng(2222);
+    std::vector<std::string> keys = {"", "Z", "a", "ab", "approval", "args", "arg_tags", "chain", "event",
+                                     "k\"q", "result", "result_tags", "z", "\xc3\xa9"};
+    std::sort(keys.begin(), keys.end());
+    for (int round = 0; round < 500; ++round) {
+        CAPTURE(round);
+        CanonicalObject built;
+        Json tree = Json::object();
+        for (const std::string& key : keys) {
+            if (rng() % 2) continue;
+            switch (rng() % 6) {
+                case 0: built.add(key, int64_t(-7)), tree[key] = int64_t(-7); break;
+                case 1: built.add(key, uint64_t(18446744073709551615ull)), tree[key] = uint64_t(18446744073709551615ull); break;
+                case 2: built.add(key, 0.1), tree[key] = 0.1; break;
+                case 3: built.add(key, 1e16), tree[key] = 1e16; break;
+                case 4: built.add(key, "v\u00e9\t"), tree[key] = "v\u00e9\t"; break;
+                default: built.add(key, 3), tree[key] = 3;
+            }
+            if (rng() % 8 == 0) built.add(key, Json::array({key})), tree[key] = Json::array({key});
+        }
+        if (rng() % 4 == 0 && !tree.empty()) {
+            const std::string& late = keys[rng() % keys.size()];
+            built.add(late, false);
+            tree[late] = false;
+        }
+        CHECK(built.text() == canonicalJson(tree));
+        Json without = tree;
+        without.erase("chain");
+        CHECK(built.text("chain") == canonicalJson(without));
+        Json with = tree;
+        with["chain"] = "0123abc";
+        CHECK(built.textWith("chain", "0123abc") == canonicalJson(with));
+    }
+}
+
 TEST_CASE("canonical_json: strings escape as json.dumps does, on generated text") {
     // The oracle is json.dumps's rule applied to one code point at a time: `"` `\` and the control
     // characters escaped (\n \r \t \b \f, others \u00xx), with ensure_ascii also DEL and every
