@@ -122,7 +122,10 @@ struct Run::Impl final : WorkMeter {
     TagSetId pcTags = kNoTags;
 
     int64_t stepsLeft;
-    uint64_t stepsCharged = 0;
+    // Steps charged so far are stepsStart - stepsLeft, plus what spendSteps charged beyond the
+    // amount it subtracts (it clamps one batch): the hot back-edge updates one counter, not two.
+    int64_t stepsStart;
+    uint64_t stepsClamped = 0;
     int64_t checkAt;  // the limits are checked once stepsLeft is at or below this
     std::chrono::nanoseconds vmTime{0};
     std::chrono::steady_clock::time_point sliceStart;
@@ -130,7 +133,7 @@ struct Run::Impl final : WorkMeter {
 
     Impl(std::shared_ptr<const LoadedProgram> p, VmLimits l)
         : program(std::move(p)), module(program->module()), limits(l), heap(l.maxMemory),
-          stepsLeft(static_cast<int64_t>(std::min<uint64_t>(l.maxSteps, INT64_MAX))),
+          stepsLeft(static_cast<int64_t>(std::min<uint64_t>(l.maxSteps, INT64_MAX))), stepsStart(stepsLeft),
           checkAt(std::max<int64_t>(stepsLeft - kCheckSteps, -1)) {}
 
     ~Impl() {
@@ -154,7 +157,6 @@ struct Run::Impl final : WorkMeter {
     // -1, so the step limit itself is checked exactly).
     REMIT_ALWAYS_INLINE bool charge(uint64_t steps) {
         stepsLeft -= static_cast<int64_t>(steps);
-        stepsCharged += steps;
         if (REMIT_LIKELY(stepsLeft > checkAt)) return true;
         return checkLimits();
     }
@@ -162,8 +164,9 @@ struct Run::Impl final : WorkMeter {
     // WorkMeter: a batch of the heap's work, while execute() runs. It checks every limit at once,
     // so a long operation is stopped between batches.
     bool spendSteps(uint64_t steps) override {
-        stepsLeft -= static_cast<int64_t>(std::min<uint64_t>(steps, INT64_MAX / 2));
-        stepsCharged += steps;
+        uint64_t subtracted = std::min<uint64_t>(steps, INT64_MAX / 2);
+        stepsLeft -= static_cast<int64_t>(subtracted);
+        stepsClamped += steps - subtracted;
         return checkLimits();
     }
     RunStatus completed(Value v, uint32_t function);
@@ -649,10 +652,12 @@ dispatch:
         DISPATCH();
     }
     CASE(FORLOOP) {
+        // An increment that would overflow is as malformed as a counter that is not an Int.
         Value* w = R + INS.a;
-        if (w[1].kind() != ValueKind::Int || w[2].kind() != ValueKind::Int || w[1].asInt() == INT64_MAX)
+        int64_t next;
+        if (REMIT_UNLIKELY(w[1].kind() != ValueKind::Int || w[2].kind() != ValueKind::Int ||
+                           __builtin_add_overflow(w[1].asInt(), int64_t{1}, &next)))
             FAIL_WITH(malformed("a loop counter that is not an Int"));
-        int64_t next = w[1].asInt() + 1;
         w[1] = Value::integer(next);
         if (next < w[2].asInt()) JUMP_TO(INS.bx());
         DISPATCH();
@@ -935,7 +940,9 @@ const HostCall& Run::hostCall() const { return impl_->call; }
 const Value& Run::result() const { return impl_->result; }
 const RunFailure& Run::failure() const { return impl_->failure; }
 void Run::requestAbort() { impl_->abortRequested.store(true, std::memory_order_relaxed); }
-uint64_t Run::stepsUsed() const { return impl_->stepsCharged; }
+uint64_t Run::stepsUsed() const {
+    return static_cast<uint64_t>(impl_->stepsStart - impl_->stepsLeft) + impl_->stepsClamped;
+}
 std::chrono::nanoseconds Run::vmTime() const { return impl_->vmTime; }
 
 RunStatus Run::start(uint32_t function, std::vector<Value> args) {
