@@ -903,7 +903,49 @@ dispatch:
         }
         BRANCH_ON((eq == 1) == (INS.op == Op::IFEQ));
     }
+    // A register against a small Int literal, the immediate (docs/bytecode.md "Immediate operands"):
+    // an unlabelled Int takes the fast path; anything else the generic comparison with an unlabelled
+    // Int(B) where the literal stood in the source (first for > and >=, which compare B < R[A]).
+#define BRANCH_IMM(name, op, generic, literalFirst)                                                     \
+    CASE(name) {                                                                                         \
+        const Value& x = R[INS.a];                                                                       \
+        int64_t k_ = INS.b;                                                                              \
+        if (REMIT_LIKELY(x.labelWord() == Value::unlabelled(ValueKind::Int))) BRANCH_ON(x.asInt() op k_); \
+        bool holds_;                                                                                     \
+        {                                                                                                \
+            Value kv_ = Value::integer(k_);                                                              \
+            std::optional<Value> r_ = (literalFirst) ? generic(heap, kv_, x) : generic(heap, x, kv_);    \
+            if (!r_) FAIL_HEAP();                                                                        \
+            holds_ = r_->asBool();                                                                       \
+        }                                                                                                \
+        BRANCH_ON(holds_);                                                                               \
+    }
+    BRANCH_IMM(IFEQIMM, ==, equals, false)
+    BRANCH_IMM(IFNEIMM, !=, notEquals, false)
+    BRANCH_IMM(IFLTIMM, <, lessThan, false)
+    BRANCH_IMM(IFLEIMM, <=, lessEqual, false)
+    BRANCH_IMM(IFGTIMM, >, lessThan, true)
+    BRANCH_IMM(IFGEIMM, >=, lessEqual, true)
+#undef BRANCH_IMM
 #undef BRANCH_ON
+
+    // R[B] + Int(C), R[B] - Int(C): one label word to test; the generic operation otherwise (a
+    // labelled or non-Int operand, an overflow) with an unlabelled Int(C) as the right operand.
+#define ARITH_IMM(name, builtin, generic)                                                                \
+    CASE(name) {                                                                                         \
+        const Value& x = R[INS.b];                                                                       \
+        int64_t out_;                                                                                    \
+        if (REMIT_LIKELY(x.labelWord() == Value::unlabelled(ValueKind::Int)) &&                          \
+            REMIT_LIKELY(!builtin(x.asInt(), int64_t{INS.c}, &out_))) {                                  \
+            R[INS.a] = Value::integer(out_);                                                             \
+            DISPATCH();                                                                                  \
+        }                                                                                                \
+        SET_FROM(R[INS.a], generic(heap, x, Value::integer(INS.c)));                                     \
+        DISPATCH();                                                                                      \
+    }
+    ARITH_IMM(ADDIMM, __builtin_add_overflow, add)
+    ARITH_IMM(SUBIMM, __builtin_sub_overflow, subtract)
+#undef ARITH_IMM
 
 #if defined(__GNUC__)
     __builtin_unreachable();
