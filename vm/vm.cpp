@@ -664,6 +664,16 @@ dispatch:
     }
     CASE(FORITEM) {
         const Value* w = R + INS.b;
+        // An unlabelled list at an index in range (one label word, one unsigned comparison): the
+        // element as it is; the checks and the labelled case below otherwise.
+        if (REMIT_LIKELY(w[0].labelWord() == Value::unlabelled(ValueKind::List) && w[1].kind() == ValueKind::Int)) {
+            const std::vector<Value>& items = w[0].asList().items;
+            uint64_t at = static_cast<uint64_t>(w[1].asInt());
+            if (REMIT_LIKELY(at < items.size())) {
+                R[INS.a] = items[at];
+                DISPATCH();
+            }
+        }
         if (w[0].kind() != ValueKind::List || w[1].kind() != ValueKind::Int)
             FAIL_WITH(malformed("FORITEM outside a loop over a list"));
         const ListObject& list = w[0].asList();
