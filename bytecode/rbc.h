@@ -23,7 +23,7 @@
 
 namespace remit {
 
-constexpr uint32_t kRbcVersion = 3;
+constexpr uint32_t kRbcVersion = 4;
 
 // 0x89 first, so the file is not mistaken for text; CR LF and LF catch newline translation.
 inline constexpr std::string_view kRbcMagic{"\x89RBC\r\n\x1a\n", 8};

@@ -118,6 +118,15 @@ std::string literalKey(const Expr& e) {
     }
 }
 
+// An Int literal that fits an instruction's 16-bit immediate operand (ADDIMM, IFEQIMM, ...): the
+// checker has no negative literals (`-1` is a negation), so 0 .. 65535.
+std::optional<uint16_t> smallIntLiteral(const Expr& e) {
+    if (e.kind != ExprKind::Int) return std::nullopt;
+    int64_t v = e.as<IntLit>().value;
+    if (v < 0 || v > 0xffff) return std::nullopt;
+    return static_cast<uint16_t>(v);
+}
+
 // Does evaluating `e` run statements (which may assign variables)? Only blocks contain
 // statements, and only if/for/match contain blocks.
 bool containsBlocks(const Expr& e) {
@@ -244,6 +253,10 @@ private:
             const auto& b = e.as<BinaryExpr>();
             if (b.op == BinaryOp::And || b.op == BinaryOp::Or) return;
             for (const Expr* side : {b.left.get(), b.right.get()}) {
+                // `n + 1` on an Int compiles to ADDIMM (binary()): its literal needs no register.
+                if (side == b.right.get() && (b.op == BinaryOp::Add || b.op == BinaryOp::Sub) &&
+                    smallIntLiteral(*side) && isKind(typeOf(*b.left), ValueType::Int))
+                    continue;
                 std::string key = literalKey(*side);
                 if (!key.empty() && seen.size() < kMaxHoisted && seen.emplace(key, true).second) found.push_back(side);
             }
@@ -577,6 +590,9 @@ private:
     // takes when the comparison fails — or, with `negate`, when it holds. Returns that JMP, to be
     // patched, or nullopt (nothing emitted) when `cond` is not a comparison.
     std::optional<size_t> branchUnless(const Expr& cond, bool negate = false);
+    // branchUnless's form for an Int compared with a small Int literal (IFEQIMM, ..., IFGEIMM), or
+    // nullopt (nothing emitted) when `b` is not one.
+    std::optional<size_t> branchOnImmediate(const BinaryExpr& b, bool negate);
     void ifExpr(const IfExpr& e, uint16_t dest);
     void forExpr(const ForExpr& e, uint16_t dest);
     void matchExpr(const MatchExpr& e, uint16_t dest);
@@ -951,6 +967,12 @@ void Generator::binary(const BinaryExpr& e, uint16_t dest) {
     TypeRef lt = hinted(*e.left), rt = hinted(*e.right);
     bool ints = isKind(lt, ValueType::Int) && isKind(rt, ValueType::Int);
     bool floats = isNumberType(lt) && isNumberType(rt) && !ints;
+    // An Int plus or minus a small literal: the literal is the instruction's immediate.
+    if (ints && (e.op == BinaryOp::Add || e.op == BinaryOp::Sub))
+        if (std::optional<uint16_t> k = smallIntLiteral(*e.right)) {
+            emitABC(e.op == BinaryOp::Add ? Op::ADDIMM : Op::SUBIMM, dest, operand(*e.left), *k);
+            return;
+        }
     auto [l, r] = operands(*e.left, *e.right);
     auto pick = [&](Op generic, Op intOp, Op floatOp) { return ints ? intOp : floats ? floatOp : generic; };
     switch (e.op) {
@@ -991,10 +1013,49 @@ std::optional<size_t> Generator::branchUnless(const Expr& cond, bool negate) {
         default: return std::nullopt;
     }
     uint32_t mark = nextReg_;
+    if (std::optional<size_t> jump = branchOnImmediate(b, negate)) return jump;
     {
         SpanScope at(*this, cond.span);
         auto [l, r] = operands(*b.left, *b.right);
         emitABC(op, swap ? r : l, swap ? l : r);
+    }
+    freeTo(mark);
+    return emitJump(Op::JMP);
+}
+
+std::optional<size_t> Generator::branchOnImmediate(const BinaryExpr& b, bool negate) {
+    if (!isKind(hinted(*b.left), ValueType::Int) || !isKind(hinted(*b.right), ValueType::Int)) return std::nullopt;
+    std::optional<uint16_t> k = smallIntLiteral(*b.right);
+    const Expr* reg = b.left.get();
+    BinaryOp op = b.op;
+    if (!k) {
+        // `0 == n`, `2 <= n`: the same comparison with the literal on the right (n >= 2).
+        k = smallIntLiteral(*b.left);
+        if (!k) return std::nullopt;
+        reg = b.right.get();
+        switch (op) {
+            case BinaryOp::Lt: op = BinaryOp::Gt; break;
+            case BinaryOp::Le: op = BinaryOp::Ge; break;
+            case BinaryOp::Gt: op = BinaryOp::Lt; break;
+            case BinaryOp::Ge: op = BinaryOp::Le; break;
+            default: break;
+        }
+    }
+    // Ints are totally ordered: not (n < k) is n >= k.
+    Op fused;
+    switch (op) {
+        case BinaryOp::Lt: fused = negate ? Op::IFGEIMM : Op::IFLTIMM; break;
+        case BinaryOp::Le: fused = negate ? Op::IFGTIMM : Op::IFLEIMM; break;
+        case BinaryOp::Gt: fused = negate ? Op::IFLEIMM : Op::IFGTIMM; break;
+        case BinaryOp::Ge: fused = negate ? Op::IFLTIMM : Op::IFGEIMM; break;
+        case BinaryOp::Eq: fused = negate ? Op::IFNEIMM : Op::IFEQIMM; break;
+        case BinaryOp::Ne: fused = negate ? Op::IFEQIMM : Op::IFNEIMM; break;
+        default: return std::nullopt;
+    }
+    uint32_t mark = nextReg_;
+    {
+        SpanScope at(*this, b.span);
+        emitABC(fused, operand(*reg), *k);
     }
     freeTo(mark);
     return emitJump(Op::JMP);

@@ -122,7 +122,10 @@ struct Run::Impl final : WorkMeter {
     TagSetId pcTags = kNoTags;
 
     int64_t stepsLeft;
-    uint64_t stepsCharged = 0;
+    // Steps charged so far are stepsStart - stepsLeft, plus what spendSteps charged beyond the
+    // amount it subtracts (it clamps one batch): the hot back-edge updates one counter, not two.
+    int64_t stepsStart;
+    uint64_t stepsClamped = 0;
     int64_t checkAt;  // the limits are checked once stepsLeft is at or below this
     std::chrono::nanoseconds vmTime{0};
     std::chrono::steady_clock::time_point sliceStart;
@@ -130,7 +133,7 @@ struct Run::Impl final : WorkMeter {
 
     Impl(std::shared_ptr<const LoadedProgram> p, VmLimits l)
         : program(std::move(p)), module(program->module()), limits(l), heap(l.maxMemory),
-          stepsLeft(static_cast<int64_t>(std::min<uint64_t>(l.maxSteps, INT64_MAX))),
+          stepsLeft(static_cast<int64_t>(std::min<uint64_t>(l.maxSteps, INT64_MAX))), stepsStart(stepsLeft),
           checkAt(std::max<int64_t>(stepsLeft - kCheckSteps, -1)) {}
 
     ~Impl() {
@@ -154,7 +157,6 @@ struct Run::Impl final : WorkMeter {
     // -1, so the step limit itself is checked exactly).
     REMIT_ALWAYS_INLINE bool charge(uint64_t steps) {
         stepsLeft -= static_cast<int64_t>(steps);
-        stepsCharged += steps;
         if (REMIT_LIKELY(stepsLeft > checkAt)) return true;
         return checkLimits();
     }
@@ -162,8 +164,9 @@ struct Run::Impl final : WorkMeter {
     // WorkMeter: a batch of the heap's work, while execute() runs. It checks every limit at once,
     // so a long operation is stopped between batches.
     bool spendSteps(uint64_t steps) override {
-        stepsLeft -= static_cast<int64_t>(std::min<uint64_t>(steps, INT64_MAX / 2));
-        stepsCharged += steps;
+        uint64_t subtracted = std::min<uint64_t>(steps, INT64_MAX / 2);
+        stepsLeft -= static_cast<int64_t>(subtracted);
+        stepsClamped += steps - subtracted;
         return checkLimits();
     }
     RunStatus completed(Value v, uint32_t function);
@@ -649,16 +652,28 @@ dispatch:
         DISPATCH();
     }
     CASE(FORLOOP) {
+        // An increment that would overflow is as malformed as a counter that is not an Int.
         Value* w = R + INS.a;
-        if (w[1].kind() != ValueKind::Int || w[2].kind() != ValueKind::Int || w[1].asInt() == INT64_MAX)
+        int64_t next;
+        if (REMIT_UNLIKELY(w[1].kind() != ValueKind::Int || w[2].kind() != ValueKind::Int ||
+                           __builtin_add_overflow(w[1].asInt(), int64_t{1}, &next)))
             FAIL_WITH(malformed("a loop counter that is not an Int"));
-        int64_t next = w[1].asInt() + 1;
         w[1] = Value::integer(next);
         if (next < w[2].asInt()) JUMP_TO(INS.bx());
         DISPATCH();
     }
     CASE(FORITEM) {
         const Value* w = R + INS.b;
+        // An unlabelled list at an index in range (one label word, one unsigned comparison): the
+        // element as it is; the checks and the labelled case below otherwise.
+        if (REMIT_LIKELY(w[0].labelWord() == Value::unlabelled(ValueKind::List) && w[1].kind() == ValueKind::Int)) {
+            const std::vector<Value>& items = w[0].asList().items;
+            uint64_t at = static_cast<uint64_t>(w[1].asInt());
+            if (REMIT_LIKELY(at < items.size())) {
+                R[INS.a] = items[at];
+                DISPATCH();
+            }
+        }
         if (w[0].kind() != ValueKind::List || w[1].kind() != ValueKind::Int)
             FAIL_WITH(malformed("FORITEM outside a loop over a list"));
         const ListObject& list = w[0].asList();
@@ -898,7 +913,49 @@ dispatch:
         }
         BRANCH_ON((eq == 1) == (INS.op == Op::IFEQ));
     }
+    // A register against a small Int literal, the immediate (docs/bytecode.md "Immediate operands"):
+    // an unlabelled Int takes the fast path; anything else the generic comparison with an unlabelled
+    // Int(B) where the literal stood in the source (first for > and >=, which compare B < R[A]).
+#define BRANCH_IMM(name, op, generic, literalFirst)                                                     \
+    CASE(name) {                                                                                         \
+        const Value& x = R[INS.a];                                                                       \
+        int64_t k_ = INS.b;                                                                              \
+        if (REMIT_LIKELY(x.labelWord() == Value::unlabelled(ValueKind::Int))) BRANCH_ON(x.asInt() op k_); \
+        bool holds_;                                                                                     \
+        {                                                                                                \
+            Value kv_ = Value::integer(k_);                                                              \
+            std::optional<Value> r_ = (literalFirst) ? generic(heap, kv_, x) : generic(heap, x, kv_);    \
+            if (!r_) FAIL_HEAP();                                                                        \
+            holds_ = r_->asBool();                                                                       \
+        }                                                                                                \
+        BRANCH_ON(holds_);                                                                               \
+    }
+    BRANCH_IMM(IFEQIMM, ==, equals, false)
+    BRANCH_IMM(IFNEIMM, !=, notEquals, false)
+    BRANCH_IMM(IFLTIMM, <, lessThan, false)
+    BRANCH_IMM(IFLEIMM, <=, lessEqual, false)
+    BRANCH_IMM(IFGTIMM, >, lessThan, true)
+    BRANCH_IMM(IFGEIMM, >=, lessEqual, true)
+#undef BRANCH_IMM
 #undef BRANCH_ON
+
+    // R[B] + Int(C), R[B] - Int(C): one label word to test; the generic operation otherwise (a
+    // labelled or non-Int operand, an overflow) with an unlabelled Int(C) as the right operand.
+#define ARITH_IMM(name, builtin, generic)                                                                \
+    CASE(name) {                                                                                         \
+        const Value& x = R[INS.b];                                                                       \
+        int64_t out_;                                                                                    \
+        if (REMIT_LIKELY(x.labelWord() == Value::unlabelled(ValueKind::Int)) &&                          \
+            REMIT_LIKELY(!builtin(x.asInt(), int64_t{INS.c}, &out_))) {                                  \
+            R[INS.a] = Value::integer(out_);                                                             \
+            DISPATCH();                                                                                  \
+        }                                                                                                \
+        SET_FROM(R[INS.a], generic(heap, x, Value::integer(INS.c)));                                     \
+        DISPATCH();                                                                                      \
+    }
+    ARITH_IMM(ADDIMM, __builtin_add_overflow, add)
+    ARITH_IMM(SUBIMM, __builtin_sub_overflow, subtract)
+#undef ARITH_IMM
 
 #if defined(__GNUC__)
     __builtin_unreachable();
@@ -935,7 +992,9 @@ const HostCall& Run::hostCall() const { return impl_->call; }
 const Value& Run::result() const { return impl_->result; }
 const RunFailure& Run::failure() const { return impl_->failure; }
 void Run::requestAbort() { impl_->abortRequested.store(true, std::memory_order_relaxed); }
-uint64_t Run::stepsUsed() const { return impl_->stepsCharged; }
+uint64_t Run::stepsUsed() const {
+    return static_cast<uint64_t>(impl_->stepsStart - impl_->stepsLeft) + impl_->stepsClamped;
+}
 std::chrono::nanoseconds Run::vmTime() const { return impl_->vmTime; }
 
 RunStatus Run::start(uint32_t function, std::vector<Value> args) {

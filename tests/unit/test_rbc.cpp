@@ -458,7 +458,8 @@ TEST_CASE("rbc: opcode numbers and builtin ids are part of the format") {
           "LOADK LOADI LOADBOOL LOADUNIT MOVE CLEAR ADD SUB MUL DIV MOD ADDI SUBI MULI MODI ADDF SUBF MULF DIVF NEG "
           "NOT APPEND CONCATTO EQ NE LT LE LTI LEI LTF LEF EQI IN JMP JMPIF JMPIFNOT JMPNEK FORPREP FORLOOP FORITEM "
           "CLAMPK NEWLIST NEWRECORD INTERP INDEX GETFIELD CHECKMAX CALL BUILTIN CALLCAP ASKMODEL RET "
-          "RETUNIT PCENTER PCLEAVE ADDLABELS TAINTPC EXPECT IFLT IFLE IFEQ IFNE ");
+          "RETUNIT PCENTER PCLEAVE ADDLABELS TAINTPC EXPECT IFLT IFLE IFEQ IFNE ADDIMM SUBIMM IFEQIMM IFNEIMM "
+          "IFLTIMM IFLEIMM IFGTIMM IFGEIMM ");
     std::string builtins;
     for (const BuiltinInfo& b : kBuiltins) builtins += fmt::format("{}/{} ", b.name, b.argc);
     CHECK(builtins ==
@@ -501,10 +502,12 @@ TEST_CASE("rbc: the header is checked") {
 
     bad = good;
     putU32(bad, 8, 2);  // the version whose header hash was not checked against the content
-    CHECK(contains(loadError(bad), "unsupported .rbc version 2 (this build reads version 3") ==
-          "unsupported .rbc version 2 (this build reads version 3");
-    putU32(bad, 8, 4);
-    CHECK(contains(loadError(bad), "unsupported .rbc version 4") == "unsupported .rbc version 4");
+    CHECK(contains(loadError(bad), "unsupported .rbc version 2 (this build reads version 4") ==
+          "unsupported .rbc version 2 (this build reads version 4");
+    putU32(bad, 8, 3);  // the version before the immediate operands
+    CHECK(contains(loadError(bad), "unsupported .rbc version 3") == "unsupported .rbc version 3");
+    putU32(bad, 8, 5);
+    CHECK(contains(loadError(bad), "unsupported .rbc version 5") == "unsupported .rbc version 5");
 
     bad = good;
     bad[good.size() - 3] ^= 0x20;  // inside the manifest
@@ -861,6 +864,24 @@ std::vector<Rule> verifierRules() {
          "function 'main' instruction 6: JMP jumps backward to 1; only FORLOOP may"},
         {"compare-and-branch register", [=](Module& m) { mainCode(m)[5] = abc(Op::IFLT, 1, 8); },
          "function 'main' instruction 5: operand B: register 8 is outside the frame (8 registers)"},
+
+        // ---- immediate operands (format version 4): checked by the same operand kinds
+        {"immediate compare-and-branch without its JMP", [=](Module& m) { mainCode(m)[7] = abc(Op::IFEQIMM, 1, 0); },
+         "function 'main' instruction 7: IFEQIMM must be followed by a JMP"},
+        {"immediate compare-and-branch register", [=](Module& m) { mainCode(m)[5] = abc(Op::IFGEIMM, 8, 65535); },
+         "function 'main' instruction 5: operand A: register 8 is outside the frame (8 registers)"},
+        {"immediate compare-and-branch operand C", [=](Module& m) { mainCode(m)[5] = abc(Op::IFLEIMM, 1, 2, 1); },
+         "function 'main' instruction 5: operand C is unused but holds 1"},
+        {"immediate compare-and-branch backward",
+         [=](Module& m) {
+             mainCode(m)[5] = abc(Op::IFLTIMM, 1, 7);
+             mainCode(m)[6] = abx(Op::JMP, 0, 1);
+         },
+         "function 'main' instruction 6: JMP jumps backward to 1; only FORLOOP may"},
+        {"ADDIMM destination", [=](Module& m) { mainCode(m)[1] = abc(Op::ADDIMM, 8, 1, 1); },
+         "function 'main' instruction 1: operand A: register 8 is outside the frame (8 registers)"},
+        {"SUBIMM source", [=](Module& m) { mainCode(m)[1] = abc(Op::SUBIMM, 3, 9, 1); },
+         "function 'main' instruction 1: operand B: register 9 is outside the frame (8 registers)"},
 
         // ---- host calls
         {"CALLCAP on a model site",

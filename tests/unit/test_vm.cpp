@@ -251,11 +251,19 @@ TEST_CASE("vm: fused compare-and-branch agrees with the comparison it replaces")
     source += "  return [" + names + "]\n}\n";
     CAPTURE(source);
     auto program = compile(source);
-    // Negated for the breaks: IFLT j 2, IFLE 0.0 neg, IFLT neg 0.0, IFLE "b" "a", IFNE, IFEQ.
-    CHECK(countOps(*program, Op::IFLT) == 7 + 2);
-    CHECK(countOps(*program, Op::IFLE) == 4 + 2);
-    CHECK(countOps(*program, Op::IFEQ) == 2 + 1);
-    CHECK(countOps(*program, Op::IFNE) == 2 + 1);
+    // An Int against a small Int literal takes the immediate forms (2 < 3 and 3 < 3: IFLTIMM,
+    // 3 > 3: IFGTIMM, 3 <= 3: IFLEIMM, 3 >= 4: IFGEIMM). Negated for the breaks: IFLTIMM j 2,
+    // IFLE 0.0 neg, IFLT neg 0.0, IFLE "b" "a", IFNEIMM j 1, IFEQIMM j 0.
+    CHECK(countOps(*program, Op::IFLT) == 4 + 1);
+    CHECK(countOps(*program, Op::IFLE) == 2 + 2);
+    CHECK(countOps(*program, Op::IFEQ) == 2);
+    CHECK(countOps(*program, Op::IFNE) == 2);
+    CHECK(countOps(*program, Op::IFLTIMM) == 2 + 1);
+    CHECK(countOps(*program, Op::IFGTIMM) == 1);
+    CHECK(countOps(*program, Op::IFLEIMM) == 1);
+    CHECK(countOps(*program, Op::IFGEIMM) == 1);
+    CHECK(countOps(*program, Op::IFNEIMM) == 1);
+    CHECK(countOps(*program, Op::IFEQIMM) == 1);
     CHECK(countOps(*program, Op::JMPIFNOT) == 0);
     Run run(program, {});
     REQUIRE(run.start(program->entry(), {}) == RunStatus::Completed);
@@ -356,6 +364,122 @@ TEST_CASE("vm: a fused branch on operands of the wrong kinds is R0101, and its J
         REQUIRE(run.start(0, {}) == RunStatus::Completed);
         // 0.5 <= 0 fails (JMP to 5); Unit == Unit holds (falls through to RET r1).
         CHECK(resultJson(run) == "0.5");
+    }
+}
+
+TEST_CASE("vm: immediate operands agree with the register forms they replace") {
+    // An Int compared with a small literal on either side (loop filters, and the negated forms of
+    // breaks), and an Int plus or minus one. 65535 is the largest immediate; 65536 stays a register.
+    auto program = compile(
+        "program p\n"
+        "fn main() -> List[Int] max 20 {\n"
+        "  let big = 65536\n"
+        "  let a = len(for j in range(5) if j < 2 { j })\n"
+        "  let b = len(for j in range(5) if 2 < j { j })\n"
+        "  let c = len(for j in range(5) if j <= 0 { j })\n"
+        "  let d = len(for j in range(5) if 3 >= j { j })\n"
+        "  let e = len(for j in range(5) if j == 4 { j })\n"
+        "  let f = len(for j in range(5) if 0 != j { j })\n"
+        "  let g = len(for j in range(5) if big >= 65535 { j })\n"
+        "  let h = len(for j in range(5) if big < 65536 { j })\n"
+        "  let i = len(for j in range(5) {\n    if j >= 3 {\n      break\n    }\n    j\n  })\n"
+        "  let k = len(for j in range(5) {\n    if j == 1 {\n      break\n    }\n    j\n  })\n"
+        "  let m = big + 1\n"
+        "  let n = big - 65535\n"
+        "  let o = big + 65536\n"
+        "  return [a, b, c, d, e, f, g, h, i, k, m, n, o]\n"
+        "}\n");
+    // The breaks are negated: not (j >= 3) is j < 3, not (j == 1) is j != 1.
+    CHECK(countOps(*program, Op::IFLTIMM) == 1 + 1);
+    CHECK(countOps(*program, Op::IFGTIMM) == 1);
+    CHECK(countOps(*program, Op::IFLEIMM) == 2);
+    CHECK(countOps(*program, Op::IFGEIMM) == 1);
+    CHECK(countOps(*program, Op::IFEQIMM) == 1);
+    CHECK(countOps(*program, Op::IFNEIMM) == 1 + 1);
+    CHECK(countOps(*program, Op::IFLT) == 1);
+    CHECK(countOps(*program, Op::ADDIMM) == 1);
+    CHECK(countOps(*program, Op::SUBIMM) == 1);
+    CHECK(countOps(*program, Op::ADDI) == 1);
+    Run run(program, {});
+    REQUIRE(run.start(program->entry(), {}) == RunStatus::Completed);
+    CHECK(resultJson(run) == "[2,2,1,4,1,4,5,0,3,1,65537,1,131072]");
+}
+
+TEST_CASE("vm: immediate operands on a labelled Int take the generic path, labels and errors included") {
+    auto program = compile(
+        "program p\n"
+        "fn main(ticket: Str) -> Int {\n"
+        "  let size = len(ticket)\n"
+        "  let small = for i in range(20) if size >= 11 { i }\n"
+        "  let few = for i in range(20) if 12 == size { i }\n"
+        "  return len(small) * 100 + len(few) * 10000 + (size - 1)\n"
+        "}\n");
+    CHECK(countOps(*program, Op::IFGEIMM) == 1);
+    CHECK(countOps(*program, Op::IFEQIMM) == 1);
+    CHECK(countOps(*program, Op::SUBIMM) == 1);
+    Run run(program, {});
+    std::vector<Value> args;
+    args.push_back(*run.heap().makeStr("long ticket", *run.heap().internTags({"untrusted"})));
+    REQUIRE(run.start(program->entry(), std::move(args)) == RunStatus::Completed);
+    CHECK(run.result().asInt() == 20 * 100 + 10);
+    CHECK(tagNames(run, run.result().tags()) == std::vector<std::string>{"untrusted"});
+
+    // An overflow is the same error whether the literal is an immediate or a register.
+    for (const char* op : {"+", "-"}) {
+        CAPTURE(op);
+        std::string top = op[0] == '+' ? "9223372036854775807" : "0 - 9223372036854775807 - 1";
+        auto immediate = compile(std::string("program p\nfn main() -> Int {\n  let top = ") + top + "\n  return top " +
+                                 op + " 1\n}\n");
+        auto viaRegister = compile(std::string("program p\nfn main() -> Int {\n  let top = ") + top +
+                                   "\n  let one = 1\n  return top " + op + " one\n}\n");
+        // (top's own `- 1` is a SUBIMM too, which does not overflow)
+        CHECK(countOps(*immediate, op[0] == '+' ? Op::ADDIMM : Op::SUBIMM) == (op[0] == '+' ? 1u : 2u));
+        Run a(immediate, {}), b(viaRegister, {});
+        REQUIRE(a.start(immediate->entry(), {}) == RunStatus::Failed);
+        REQUIRE(b.start(viaRegister->entry(), {}) == RunStatus::Failed);
+        CHECK(a.failure().error.code == b.failure().error.code);
+        CHECK(a.failure().error.message == b.failure().error.message);
+    }
+}
+
+TEST_CASE("vm: immediate operands on values of the wrong kinds (a forged .rbc) are R0101 or false, never a crash") {
+    Constant str{Constant::Kind::Str, 0, 0, "x"};
+    Constant half{Constant::Kind::Float, 0, 0.5, {}};
+    SUBCASE("ADDIMM and SUBIMM on a Str") {
+        for (Op op : {Op::ADDIMM, Op::SUBIMM}) {
+            auto program = forged({Instr::abx(Op::LOADK, 0, 0), Instr::abc(op, 1, 0, 7), Instr::abc(Op::RET, 1)}, 2, {str});
+            Run run(program, {});
+            REQUIRE(run.start(0, {}) == RunStatus::Failed);
+            CHECK(run.failure().error.code == DiagCode::R0101);
+        }
+    }
+    SUBCASE("ordering a Str against an immediate") {
+        for (Op op : {Op::IFLTIMM, Op::IFLEIMM, Op::IFGTIMM, Op::IFGEIMM}) {
+            auto program = forged({Instr::abx(Op::LOADK, 0, 0), Instr::abc(op, 0, 1), Instr::abx(Op::JMP, 0, 3),
+                                   Instr::abc(Op::RETUNIT, 0)},
+                                  1, {str});
+            Run run(program, {});
+            REQUIRE(run.start(0, {}) == RunStatus::Failed);
+            CHECK(run.failure().error.code == DiagCode::R0101);
+        }
+    }
+    SUBCASE("equality of a Str and an immediate is false; a Float compares exactly") {
+        // r1 = 1 when the branch falls through (the comparison holds), 2 when it takes the JMP.
+        auto outcome = [&](Op op, const Constant& k, uint16_t imm) {
+            auto program = forged({Instr::abx(Op::LOADK, 0, 0), Instr::abc(op, 0, imm), Instr::abx(Op::JMP, 0, 5),
+                                   Instr::abc(Op::LOADI, 1, 1), Instr::abc(Op::RET, 1), Instr::abc(Op::LOADI, 1, 2),
+                                   Instr::abc(Op::RET, 1)},
+                                  2, {k});
+            Run run(program, {});
+            REQUIRE(run.start(0, {}) == RunStatus::Completed);
+            return run.result().asInt();
+        };
+        CHECK(outcome(Op::IFEQIMM, str, 0) == 2);
+        CHECK(outcome(Op::IFNEIMM, str, 0) == 1);
+        CHECK(outcome(Op::IFGTIMM, half, 0) == 1);  // 0.5 > 0
+        CHECK(outcome(Op::IFGEIMM, half, 1) == 2);  // 0.5 >= 1 fails
+        CHECK(outcome(Op::IFLTIMM, half, 1) == 1);  // 0.5 < 1
+        CHECK(outcome(Op::IFEQIMM, half, 0) == 2);  // 0.5 == 0 fails
     }
 }
 
