@@ -945,6 +945,18 @@ TEST_CASE("canonical_json: matches Python's json.dumps(sort_keys=True, separator
     CHECK(canonicalJson(special) == "[Infinity,-Infinity]");
 }
 
+// The oracle of both CanonicalObject tests: its three texts (whole, without `chain`, with a
+// `chain` put in) are canonicalJson of the same tree treated the same way.
+static void checkBuiltMatchesTree(const CanonicalObject& built, const Json& tree) {
+    CHECK(built.text() == canonicalJson(tree));
+    Json without = tree;
+    without.erase("chain");
+    CHECK(built.text("chain") == canonicalJson(without));
+    Json with = tree;
+    with["chain"] = "0123abc";
+    CHECK(built.textWith("chain", "0123abc") == canonicalJson(with));
+}
+
 TEST_CASE("canonical_json: an object built member by member is canonicalJson of the same object") {
     // The oracle is canonicalJson of the equivalent Json tree, on generated objects: keys in any
     // order (non-ASCII, empty, a prefix of another), values of every kind, a key set twice (the
@@ -974,13 +986,7 @@ TEST_CASE("canonical_json: an object built member by member is canonicalJson of 
             }
             tree[key] = value;
         }
-        CHECK(built.text() == canonicalJson(tree));
-        Json without = tree;
-        without.erase("chain");
-        CHECK(built.text("chain") == canonicalJson(without));
-        Json with = tree;
-        with["chain"] = "0123abc";
-        CHECK(built.textWith("chain", "0123abc") == canonicalJson(with));
+        checkBuiltMatchesTree(built, tree);
     }
 }
 
@@ -1015,13 +1021,7 @@ TEST_CASE("canonical_json: an object built in key order is joined unsorted and i
             built.add(late, false);
             tree[late] = false;
         }
-        CHECK(built.text() == canonicalJson(tree));
-        Json without = tree;
-        without.erase("chain");
-        CHECK(built.text("chain") == canonicalJson(without));
-        Json with = tree;
-        with["chain"] = "0123abc";
-        CHECK(built.textWith("chain", "0123abc") == canonicalJson(with));
+        checkBuiltMatchesTree(built, tree);
     }
 }
 
