@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <cassert>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -650,6 +651,7 @@ Decision Broker::reserveAndDispatch() {
             .add("resource", resource)
             .add("run_id", options_.runId)
             .add("site", site.id);
+        assert(dispatch.inKeyOrder() && "the dispatch record's keys are added in byte order");
         // Durable before the call is sent; in a fixture run's trace (no fsync) written together
         // with the call's record instead (TraceWriter::emitWriteAhead).
         dispatchRecorded = options_.trace->emitWriteAhead(dispatch);
@@ -748,6 +750,7 @@ Decision Broker::complete(const AdapterReply& reply) {
         event.add("pc_tags", namesJson(heap, call.pcTags)).add("reserved_usd", a.reserve).add("resource", resource);
         if (status == "ok") event.add("result", reply.result).add("result_tags", namesJson(heap, decoded.tags));
         event.add("run_id", options_.runId).add("seq", seq).add("site", site.id).add("status", status);
+        assert(event.inKeyOrder() && "the call record's keys are added in byte order");
         callRecorded = record(event, true);
     }
     // The effect happened; a run that cannot record it stops here (the dispatch record makes it

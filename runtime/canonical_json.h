@@ -73,6 +73,10 @@ public:
     std::string text(std::string_view skip = {}) const;
     // The same with the string member `key` set to `value` (replacing any member of that name).
     std::string textWith(std::string_view key, std::string_view value) const;
+    // Whether every key was added after the ones before it, so text() joins without sorting. The
+    // broker asserts it of its records, whose keys it adds in order for speed: a key added out of
+    // place later would still give the right text, only slower, and the assertion says so.
+    bool inKeyOrder() const { return sorted_; }
 
 private:
     struct Member {

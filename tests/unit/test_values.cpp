@@ -1016,10 +1016,15 @@ TEST_CASE("canonical_json: an object built in key order is joined unsorted and i
             }
             if (rng() % 8 == 0) built.add(key, Json::array({key})), tree[key] = Json::array({key});
         }
+        CHECK(built.inKeyOrder());  // what the broker asserts of its records
         if (rng() % 4 == 0 && !tree.empty()) {
             const std::string& late = keys[rng() % keys.size()];
+            // In place when it sorts after every key so far (the tree's last, as keys went in in
+            // order), or replaces one (its place holds).
+            bool inPlace = tree.contains(late) || late > tree.rbegin().key();
             built.add(late, false);
             tree[late] = false;
+            CHECK(built.inKeyOrder() == inPlace);
         }
         checkBuiltMatchesTree(built, tree);
     }
