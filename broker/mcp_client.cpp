@@ -310,6 +310,14 @@ bool checkMcpUrl(const std::string& url, std::string& error) {
         error = "an MCP server's URL needs a host";
         return false;
     }
+    // The URL is recorded in the run's trace so a resume reaches the same server, and a query string
+    // is where many servers take an API key: refuse it rather than record a secret.
+    if (rest.find_first_of("?#") != std::string_view::npos) {
+        error = "an MCP server's URL must not hold a query string or fragment (it is recorded in the run's trace, "
+                "and a key there would be too); put a bearer token in an environment variable and name it with "
+                "token_env=NAME";
+        return false;
+    }
     return true;
 }
 

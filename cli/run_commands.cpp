@@ -495,6 +495,13 @@ std::string liveShimPath() {
 #endif
 }
 
+// Whether `name` can name an environment variable: letters, digits and `_`, not starting with a digit.
+bool environmentVariableName(const std::string& name) {
+    return !name.empty() && !(name[0] >= '0' && name[0] <= '9') &&
+           name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+               std::string::npos;
+}
+
 // `--adapter mcp[.NS]:CMD` (a server over stdio) or `--adapter "mcp[.NS]+https://URL [token_env=NAME]"`
 // (streamable HTTP; docs/adapters.md "MCP servers as capabilities"): an MCP server's spec, a stdio
 // server started in `cwd`. Returns false for any other --adapter value (a process); sets `error`
@@ -537,10 +544,7 @@ bool mcpAdapterSpec(const std::string& value, const std::string& cwd, AdapterSpe
     for (std::size_t i = 1; i < words.size(); ++i) {
         const std::string& word = words[i];
         std::string name = word.starts_with("token_env=") ? word.substr(10) : std::string();
-        bool valid = !name.empty() && !(name[0] >= '0' && name[0] <= '9') &&
-                     name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
-                         std::string::npos;
-        if (!valid) {
+        if (!environmentVariableName(name)) {
             error = fmt::format("after an MCP server's URL only token_env=NAME may follow (NAME: the environment "
                                 "variable that holds its bearer token), not '{}'",
                                 firstCodePoints(word, 40));
@@ -549,13 +553,6 @@ bool mcpAdapterSpec(const std::string& value, const std::string& cwd, AdapterSpe
         spec.tokenEnv = name;
     }
     return true;
-}
-
-// Whether `name` can name an environment variable: letters, digits and `_`, not starting with a digit.
-bool environmentVariableName(const std::string& name) {
-    return !name.empty() && !(name[0] >= '0' && name[0] <= '9') &&
-           name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
-               std::string::npos;
 }
 
 // `--adapter "openapi[.NS]:SPEC [base_url=URL] [auth.SCHEME=NAME]..."` (docs/adapters.md "OpenAPI

@@ -422,6 +422,7 @@ def test_servers_over_streamable_http():
         expect(result.code == 0 and done["result"] == "no server", "a refused token is an operational failure", result)
         for value, message in [(f"mcp+ftp://{url[7:]}", "an MCP server's URL starts with http:// or https://"),
                                ("mcp+https://me:pw@example.com/mcp", "must not hold a user or password"),
+                               ("mcp+https://example.com/mcp?api_key=k1", "must not hold a query string"),
                                (f"mcp+{url} token=X", "only token_env=NAME may follow")]:
             bad = run(REMITVM, "run", "tidy.rmt", "--allow-all", "-i", "src=x", "--adapter", value, cwd=ws.path)
             expect(bad.code == 2 and message in bad.err, f"--adapter {value!r} is refused", bad)

@@ -432,8 +432,14 @@ TEST_CASE("mcp over HTTP: a server that wants a token, or is not there, says so"
     CHECK(error == "an MCP server's URL starts with http:// or https://");
     CHECK_FALSE(makeMcpHttpAdapter("https://user:pw@example.com/mcp", "", {}, error));
     CHECK(error.find("must not hold a user or password") != std::string::npos);
+    // A query string or fragment would be recorded with the URL (and is where keys often go).
+    for (const char* url : {"https://example.com/mcp?api_key=secret", "https://example.com?k=1", "http://h/mcp#key"}) {
+        CHECK_FALSE(makeMcpHttpAdapter(url, "", {}, error));
+        CHECK(error.find("must not hold a query string or fragment") != std::string::npos);
+        CHECK(error.find("secret") == std::string::npos);
+    }
     ::unsetenv("REMIT_TEST_NO_SUCH_TOKEN");
-    CHECK_FALSE(makeMcpHttpAdapter("https://example.com/mcp?x=1", "REMIT_TEST_NO_SUCH_TOKEN", {}, error));
+    CHECK_FALSE(makeMcpHttpAdapter("https://example.com/mcp", "REMIT_TEST_NO_SUCH_TOKEN", {}, error));
     CHECK(error == "the environment variable REMIT_TEST_NO_SUCH_TOKEN (the bearer token for https://example.com/mcp) is "
                    "not set");
 }
