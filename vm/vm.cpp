@@ -39,6 +39,15 @@
 #define REMIT_UNLIKELY(x) (x)
 #endif
 
+// The loop dispatches through computed goto (labels as values, a GNU extension that GCC and clang
+// support); other compilers use a `switch`. Defining REMIT_VM_SWITCH takes the `switch` path with
+// GCC or clang too, so that it can be built and tested where those are the only compilers.
+#if defined(__GNUC__) && !defined(REMIT_VM_SWITCH)
+#define REMIT_THREADED 1
+#else
+#define REMIT_THREADED 0
+#endif
+
 namespace remit {
 
 // ---------------------------------------------------------------- LoadedProgram
@@ -90,11 +99,28 @@ private:
     size_t depth_ = 0;
 };
 
-// A GETFIELD's cached position: records of `shape` have the field at `slot`.
+// A GETFIELD's cached position: records of `shape` have the field at `slot` (no shape yet: null).
 struct FieldCache {
-    const RecordShape* shape = nullptr;
-    uint32_t slot = 0;
+    const RecordShape* shape;
+    uint32_t slot;
 };
+
+// One instruction as the loop runs it (direct threading): the address of its handler beside the
+// instruction, so that dispatch is one load and one indirect jump instead of reading the opcode
+// and indexing the label table with it, and what the run keeps for that instruction: a jump's
+// destination as an address (no `code + Bx` in the handler, and no need to keep `code` in a
+// register), or a GETFIELD's cache. A run translates its module's verified code into these once,
+// index for index, so a pc or a return pc is the same number as in the module's code. In the
+// `switch` build (no computed goto) `handler` is unused.
+struct ThreadedInstr {
+    const void* handler;
+    Instr ins;
+    union {
+        ThreadedInstr* target;  // the instructions whose B is a JumpBx operand: code + Bx
+        FieldCache cache;       // GETFIELD
+    };
+};
+static_assert(sizeof(ThreadedInstr) == 32);
 
 }  // namespace
 
@@ -106,8 +132,9 @@ struct Run::Impl final : WorkMeter {
     std::vector<Value> constants;
     std::vector<Value> stack;
     FrameStack frames;
-    std::vector<size_t> cacheOffset;  // per function: its first entry in fieldCache
-    std::vector<FieldCache> fieldCache;
+    std::vector<size_t> codeOffset;  // per function: its first entry in threaded
+    std::vector<ThreadedInstr> threaded;  // every function's code, translated by execute() on its first call
+    bool threadedReady = false;
     std::vector<const RecordShape*> shapes;  // module.shapes, interned in the heap
 
     RunStatus status = RunStatus::NotStarted;
@@ -146,6 +173,7 @@ struct Run::Impl final : WorkMeter {
     }
 
     bool prepare();
+    void thread(const void* const* labels);
     RunStatus execute();
     RunStatus fail(RuntimeError error, uint32_t function, uint32_t at);
     RunStatus failHere(RuntimeError error) {
@@ -174,17 +202,18 @@ struct Run::Impl final : WorkMeter {
 };
 
 bool Run::Impl::prepare() {
-    // The register stack and the field caches are memory the run holds: charge them.
+    // The register stack and the threaded code with its field caches are memory the run holds:
+    // charge them.
     size_t totalCode = 0;
-    for (const Function& f : module.functions) totalCode += f.code.size();
-    size_t stackBytes = size_t(module.stackRegisters) * sizeof(Value);
-    if (!heap.charge(stackBytes + totalCode * sizeof(FieldCache))) return false;
-    stack.resize(module.stackRegisters);
-    cacheOffset.reserve(module.functions.size());
+    codeOffset.reserve(module.functions.size());
     for (const Function& f : module.functions) {
-        cacheOffset.push_back(fieldCache.size());
-        fieldCache.resize(fieldCache.size() + f.code.size());
+        codeOffset.push_back(totalCode);
+        totalCode += f.code.size();
     }
+    size_t stackBytes = size_t(module.stackRegisters) * sizeof(Value);
+    if (!heap.charge(stackBytes + totalCode * sizeof(ThreadedInstr))) return false;
+    stack.resize(module.stackRegisters);
+    threaded.resize(totalCode);
     frames.reserve(module.functions.size() + 1);
     shapes.reserve(module.shapes.size());
     for (const std::vector<std::string>& names : module.shapes)
@@ -218,6 +247,26 @@ bool Run::Impl::prepare() {
         }
     }
     return true;
+}
+
+// The labels exist only inside execute(), which passes its table on its first call (nullptr in the
+// `switch` build). The code is the module's, which passed verifyModule (LoadedProgram's
+// precondition): every opcode indexes the table in bounds, and the operands are the ones verified.
+void Run::Impl::thread(const void* const* labels) {
+    for (size_t f = 0; f < module.functions.size(); ++f) {
+        const std::vector<Instr>& code = module.functions[f].code;
+        ThreadedInstr* out = threaded.data() + codeOffset[f];
+        for (size_t k = 0; k < code.size(); ++k) {
+            const Instr& in = code[k];
+            out[k].handler = labels ? labels[static_cast<uint8_t>(in.op)] : nullptr;
+            out[k].ins = in;
+            if (opInfo(in.op).b == Operand::JumpBx)
+                out[k].target = out + in.bx();  // inside the function (verified)
+            else
+                out[k].cache = FieldCache{nullptr, 0};
+        }
+    }
+    threadedReady = true;
 }
 
 RunStatus Run::Impl::fail(RuntimeError error, uint32_t function, uint32_t at) {
@@ -333,7 +382,7 @@ static RuntimeError malformed(std::string_view what) {
     return RuntimeError{DiagCode::R0101, fmt::format("malformed bytecode: {}", what), {}};
 }
 
-#if defined(__GNUC__)
+#if REMIT_THREADED
 // Labels as values (computed goto) are a GNU extension, which GCC and clang both support.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpedantic"
@@ -351,16 +400,27 @@ RunStatus Run::Impl::execute() {
         }
     } timer{*this};
 
+#if REMIT_THREADED
+    static const void* const kLabels[] = {
+#define OPCODE(name, a, b, c, window, effect) &&op_##name,
+#include "bytecode/opcodes.def"
+#undef OPCODE
+    };
+    static_assert(sizeof(kLabels) / sizeof(kLabels[0]) == kOpCount);
+    if (REMIT_UNLIKELY(!threadedReady)) thread(kLabels);
+#else
+    if (!threadedReady) thread(nullptr);
+#endif
+
     const Function* fn = &module.functions[frames.back().function];
-    const Instr* code = fn->code.data();
-    const Instr* ip = code + pc;
+    ThreadedInstr* code = threaded.data() + codeOffset[frames.back().function];
+    ThreadedInstr* ip = code + pc;
     Value* R = stack.data() + frames.back().base;
-    FieldCache* cache = fieldCache.data() + cacheOffset[frames.back().function];
     TagSetId pcT = pcTags;
     // The instruction being run is the one before ip: its fields are read from the code where a
     // handler needs them rather than copied into locals at dispatch, which left GCC keeping the
     // opcode in a register and spilling ip and operand A to the stack in every handler.
-#define INS (ip[-1])
+#define INS (ip[-1].ins)
 
     // Leaves the loop with a runtime error at the current instruction.
 #define FAIL_WITH(err)                          \
@@ -399,15 +459,10 @@ RunStatus Run::Impl::execute() {
 // Neither has tags or provenance (whatever the kinds): nothing above the kind in either label word.
 #define UNTAGGED2(x, y) ((((x).labelWord() | (y).labelWord()) >> 8) == 0)
 
-#if defined(__GNUC__)
-    static const void* const kLabels[] = {
-#define OPCODE(name, a, b, c, window, effect) &&op_##name,
-#include "bytecode/opcodes.def"
-#undef OPCODE
-    };
-#define DISPATCH()                                        \
-    do {                                                  \
-        goto* kLabels[static_cast<uint8_t>((ip++)->op)];  \
+#if REMIT_THREADED
+#define DISPATCH()                   \
+    do {                             \
+        goto*(ip++)->handler;        \
     } while (0)
 #define CASE(name) op_##name:
     DISPATCH();
@@ -415,7 +470,7 @@ RunStatus Run::Impl::execute() {
 #define DISPATCH() goto dispatch
 #define CASE(name) case Op::name:
 dispatch:
-    switch ((ip++)->op) {
+    switch ((ip++)->ins.op) {
 #endif
 
     CASE(LOADK) {
@@ -601,28 +656,28 @@ dispatch:
 
 
     // A backward jump is a back-edge: it charges the code it jumps back over.
-#define JUMP_TO(target)                                                    \
+#define JUMP_TO(dest)                                                      \
     do {                                                                   \
-        const Instr* to_ = code + (target);                                \
+        ThreadedInstr* to_ = (dest);                                       \
         if (to_ < ip) {                                                    \
             if (!charge(static_cast<uint64_t>(ip - to_))) FAIL_HEAP();     \
         }                                                                  \
         ip = to_;                                                          \
     } while (0)
     CASE(JMP) {
-        JUMP_TO(INS.bx());
+        JUMP_TO(ip[-1].target);
         DISPATCH();
     }
     CASE(JMPIF) {
         const Value& c = R[INS.a];
         if (c.kind() != ValueKind::Bool) FAIL_WITH(malformed("a condition that is not a Bool"));
-        if (c.asBool()) JUMP_TO(INS.bx());
+        if (c.asBool()) JUMP_TO(ip[-1].target);
         DISPATCH();
     }
     CASE(JMPIFNOT) {
         const Value& c = R[INS.a];
         if (c.kind() != ValueKind::Bool) FAIL_WITH(malformed("a condition that is not a Bool"));
-        if (!c.asBool()) JUMP_TO(INS.bx());
+        if (!c.asBool()) JUMP_TO(ip[-1].target);
         DISPATCH();
     }
     CASE(JMPNEK) {
@@ -648,7 +703,7 @@ dispatch:
         else if (w[0].kind() != ValueKind::Unit)
             FAIL_WITH(malformed("a loop over a value that is not a list"));
         w[2] = Value::integer(end);
-        if (w[1].asInt() >= end) JUMP_TO(INS.bx());
+        if (w[1].asInt() >= end) JUMP_TO(ip[-1].target);
         DISPATCH();
     }
     CASE(FORLOOP) {
@@ -659,7 +714,7 @@ dispatch:
                            __builtin_add_overflow(w[1].asInt(), int64_t{1}, &next)))
             FAIL_WITH(malformed("a loop counter that is not an Int"));
         w[1] = Value::integer(next);
-        if (next < w[2].asInt()) JUMP_TO(INS.bx());
+        if (next < w[2].asInt()) JUMP_TO(ip[-1].target);
         DISPATCH();
     }
     CASE(FORITEM) {
@@ -741,7 +796,7 @@ dispatch:
     CASE(GETFIELD) {
         const Value& rec = R[INS.b];
         if (rec.kind() == ValueKind::Record) {
-            FieldCache& fc = cache[ip - 1 - code];
+            FieldCache& fc = ip[-1].cache;
             const RecordObject& obj = rec.asRecord();
             if (fc.shape != obj.shape) {
                 std::optional<size_t> slot = obj.shape->indexOf(constants[INS.c].asStr());
@@ -780,10 +835,9 @@ dispatch:
         if (size_t(base) + callee.numRegs > stack.size()) FAIL_WITH(malformed("call frames exceed the stack"));
         frames.push_back(Frame{index, base, static_cast<uint32_t>(ip - code), INS.a, pcT});
         fn = &callee;
-        code = fn->code.data();
+        code = threaded.data() + codeOffset[index];
         ip = code;  // INS is not the CALL any more
         R = stack.data() + base;
-        cache = fieldCache.data() + cacheOffset[index];
         DISPATCH();
     }
     CASE(BUILTIN) {
@@ -820,10 +874,9 @@ dispatch:
         if (frames.empty()) return completed(std::move(out), done.function);
         const Frame& caller = frames.back();
         fn = &module.functions[caller.function];
-        code = fn->code.data();
+        code = threaded.data() + codeOffset[caller.function];
         ip = code + done.returnPc;
         R = stack.data() + caller.base;
-        cache = fieldCache.data() + cacheOffset[caller.function];
         pcT = done.callerPc;
         R[done.dest] = std::move(out);
         DISPATCH();
@@ -880,7 +933,7 @@ dispatch:
         if (holds) {                 \
             ++ip;                    \
         } else {                     \
-            JUMP_TO(ip->bx());       \
+            JUMP_TO(ip->target);     \
         }                            \
         DISPATCH();                  \
     } while (0)
@@ -957,7 +1010,7 @@ dispatch:
     ARITH_IMM(SUBIMM, __builtin_sub_overflow, subtract)
 #undef ARITH_IMM
 
-#if defined(__GNUC__)
+#if REMIT_THREADED
     __builtin_unreachable();
 #else
     }
@@ -975,7 +1028,7 @@ dispatch:
 #undef JUMP_TO
 #undef INS
 }
-#if defined(__GNUC__)
+#if REMIT_THREADED
 #pragma GCC diagnostic pop
 #endif
 
