@@ -8,12 +8,12 @@
 #   - every function and object goes in a section of its own (-ffunction-sections -fdata-sections),
 #   - the linker drops the sections nothing reaches (--gc-sections),
 #   - and lays out first the functions that cmake/tools.order lists: those that runs of the
-#     benchmark programs and of the compiler execute, most shared first (scripts/symbol-order
+#     benchmark programs and of the compiler execute, the smallest run's first (scripts/symbol-order
 #     writes the file from callgrind runs; a name the build no longer has is skipped, so a stale
 #     file only costs speed).
 # Relative relocations stay packed (DT_RELR, with the GLIBC_ABI_DT_RELR version glibc requires,
 # which lld 14 does not add). Without such a linker the tools link with the default linker and
-# DT_RELR where it has it, as before. docs/performance.md ("Start-up") has the measurements.
+# DT_RELR where it has it, as before. docs/performance.md ("The tools' executed functions first") has the measurements.
 #
 # remit_tool_link_options(TARGET) applies the choice to one tool.
 
