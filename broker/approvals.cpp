@@ -158,6 +158,9 @@ ApprovalStore::Decided ApprovalStore::decideIn(nlohmann::json& doc, const std::s
     nlohmann::json& approved = doc["approved"];
     if (auto it = approved.find(digest); it != approved.end()) {
         std::vector<std::string> approvers = approversOf(*it);
+        // An entry in "approved" is one approval even when it names nobody (written by hand, or by
+        // a tool that records no approver): "unknown" gave it, as before approvals had quorums.
+        if (approvers.empty()) approvers.push_back("unknown");
         if (static_cast<int>(approvers.size()) >= quorum) {
             std::string by = stringMember(*it, "by").value_or("unknown");
             // The approval as it was is kept, so restoreIn can put it back if the dispatch it

@@ -986,8 +986,10 @@ TEST_CASE("approval store: hand-edited fields of the wrong type are read as miss
                 std::string attempt = key != it->end() && key->is_string() ? key->get<std::string>() : "another";
                 std::optional<std::string> by = s.decide(it.key(), {{"resource", "pay"}}, kRoot, attempt, error);
                 CHECK(error.empty());
-                // A `by` that is not a string reads as "unknown", as it does for a granted approval.
+                // A `by` that is not a string (or none) reads as "unknown", as it does for a granted
+                // approval; an approved entry is granted whatever it names.
                 auto named = it->find("by");
+                if (std::string_view(section) == "approved") CHECK(by.has_value());
                 if (by)
                     CHECK(*by == (named != it->end() && named->is_string() ? named->get<std::string>() : "unknown"));
             }
@@ -1002,6 +1004,13 @@ TEST_CASE("approval store: hand-edited fields of the wrong type are read as miss
     std::string error;
     REQUIRE(s.load(error));
     CHECK(s.decide("d", {{"resource", "pay"}}, kRoot, "k", error) == std::optional<std::string>("unknown"));
+    // An approved entry that names nobody is one approval, by "unknown" (found by the fuzzer after
+    // quorums came: it was read as no approval at all, dropped, and the call asked for again).
+    writeFile(store, R"({"approved": {"d": {"hy": ["x"]}}})");
+    ApprovalStore u(store);
+    REQUIRE(u.load(error));
+    CHECK(u.decide("d", {{"resource", "pay"}}, kRoot, "k", error) == std::optional<std::string>("unknown"));
+    CHECK(u.decide("d", {{"resource", "pay"}}, kRoot, "other", error) == std::nullopt);  // used up
     // An idempotency key that is not a string matches no attempt.
     writeFile(store, R"({"consumed": {"d": {"by": "ann", "idempotency_key": 5}}})");
     ApprovalStore t(store);
