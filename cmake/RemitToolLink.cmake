@@ -9,8 +9,9 @@
 #   - the linker drops the sections nothing reaches (--gc-sections),
 #   - and lays out first the functions that cmake/tools.order lists: those that runs of the
 #     benchmark programs and of the compiler execute, the smallest run's first (scripts/symbol-order
-#     writes the file from callgrind runs; a name the build no longer has is skipped, so a stale
-#     file only costs speed).
+#     writes the file from callgrind runs; a name the build no longer has is skipped, and the
+#     ctest `layout: …` fails once more than a tenth of the names are gone, or the layout or the
+#     packed relocations are not what this promises: tests/layout/check_tool_layout.py).
 # Relative relocations stay packed (DT_RELR, with the GLIBC_ABI_DT_RELR version glibc requires,
 # which lld 14 does not add). Without such a linker the tools link with the default linker and
 # DT_RELR where it has it, as before. docs/performance.md ("The tools' executed functions first") has the measurements.
