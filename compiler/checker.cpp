@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "compiler/formatter.h"
 #include "compiler/habits.h"
@@ -73,10 +74,94 @@ std::string quotedOptions(const std::vector<std::string>& options) {
 // ---------------------------------------------------------------- tags and effects
 
 // tag -> the human-readable origins it came from ("input 'ticket'", "crm.order (line 12)").
-using Taint = std::map<std::string, std::set<std::string>>;
+using TaintMap = std::map<std::string, std::set<std::string>>;
+
+// A TaintMap with value semantics, shared until written (copy on write). The walk copies tags
+// into every expression's Info, every variable, every summary and every memo key, and nearly all
+// of those copies are never changed: sharing them made copying a map of sets of strings (and
+// freeing it) the largest cost of checking. The contents, and so every decision, are the same as
+// with a plain map. The checker's walk is single-threaded, so the count need not be atomic.
+class Taint {
+public:
+    Taint() = default;
+    Taint(const Taint& other) : node_(other.node_) {
+        if (node_) ++node_->refs;
+    }
+    Taint(Taint&& other) noexcept : node_(std::exchange(other.node_, nullptr)) {}
+    Taint& operator=(const Taint& other) {
+        if (other.node_) ++other.node_->refs;
+        release();
+        node_ = other.node_;
+        return *this;
+    }
+    Taint& operator=(Taint&& other) noexcept {
+        if (this != &other) {
+            release();
+            node_ = std::exchange(other.node_, nullptr);
+        }
+        return *this;
+    }
+    ~Taint() { release(); }
+
+    const TaintMap& map() const { return node_ ? node_->map : empty_(); }
+    bool empty() const { return !node_ || node_->map.empty(); }
+    size_t count(const std::string& tag) const { return node_ ? node_->map.count(tag) : 0; }
+    const std::set<std::string>& at(const std::string& tag) const { return map().at(tag); }
+    TaintMap::const_iterator begin() const { return map().begin(); }
+    TaintMap::const_iterator end() const { return map().end(); }
+    bool sharesWith(const Taint& other) const { return node_ == other.node_; }
+
+    // Writes: this Taint gets a map of its own first.
+    TaintMap& mut() {
+        if (!node_) node_ = new Node{1, {}};
+        else if (node_->refs > 1) {
+            --node_->refs;
+            node_ = new Node{1, node_->map};
+        }
+        return node_->map;
+    }
+    std::set<std::string>& operator[](const std::string& tag) { return mut()[tag]; }
+    void erase(const std::string& tag) {
+        if (count(tag)) mut().erase(tag);
+    }
+    void clear() { release(); }
+
+private:
+    struct Node {
+        size_t refs;
+        TaintMap map;
+    };
+    Node* node_ = nullptr;
+    void release() {
+        if (node_ && --node_->refs == 0) delete node_;
+        node_ = nullptr;
+    }
+    static const TaintMap& empty_() {
+        static const TaintMap none;
+        return none;
+    }
+};
+
+// Does `into` already hold every tag and origin of `from`?
+bool covers(const Taint& into, const Taint& from) {
+    const TaintMap& have = into.map();
+    for (const auto& [tag, origins] : from) {
+        auto it = have.find(tag);
+        if (it == have.end() || !std::includes(it->second.begin(), it->second.end(), origins.begin(), origins.end()))
+            return false;
+    }
+    return true;
+}
 
 void unionInto(Taint& into, const Taint& from) {
-    for (const auto& [tag, origins] : from) into[tag].insert(origins.begin(), origins.end());
+    if (from.empty() || into.sharesWith(from)) return;
+    if (into.empty()) {
+        into = from;
+        return;
+    }
+    if (covers(into, from)) return;  // the common case: nothing new, and nothing copied
+    TaintMap& map = into.mut();
+    for (const auto& [tag, origins] : from) map[tag].insert(origins.begin(), origins.end());
 }
 
 Taint unite(const Taint& a, const Taint& b) {
