@@ -232,14 +232,15 @@ struct VarInfo {
 class Scope {
 public:
     explicit Scope(Scope* parent) : parent_(parent) {}
-    void define(const std::string& name, VarInfo info) { vars_.emplace_back(name, std::move(info)); }
-    VarInfo* lookup(const std::string& name) {
+    // Names are views of the syntax tree's, which outlives the walk.
+    void define(std::string_view name, VarInfo info) { vars_.emplace_back(name, std::move(info)); }
+    VarInfo* lookup(std::string_view name) {
         for (Scope* s = this; s; s = s->parent_)
             for (auto it = s->vars_.rbegin(); it != s->vars_.rend(); ++it)
                 if (it->first == name) return &it->second;
         return nullptr;
     }
-    bool definedHere(const std::string& name) const {
+    bool definedHere(std::string_view name) const {
         for (const auto& [n, v] : vars_)
             if (n == name) return true;
         return false;
@@ -247,7 +248,7 @@ public:
     std::vector<std::string> names() const {
         std::vector<std::string> out;
         for (const Scope* s = this; s; s = s->parent_)
-            for (const auto& [n, v] : s->vars_) out.push_back(n);
+            for (const auto& [n, v] : s->vars_) out.emplace_back(n);
         return out;
     }
     // Calls f(VarInfo&) for every visible `var` (shadowed ones too: they are still assignable
@@ -260,7 +261,7 @@ public:
 
 private:
     Scope* parent_;
-    std::vector<std::pair<std::string, VarInfo>> vars_;
+    std::vector<std::pair<std::string_view, VarInfo>> vars_;
 };
 
 // The summary of one function in one calling context.
@@ -441,6 +442,7 @@ private:
     std::map<std::string, TypeRef> types_;  // host and program types
     std::map<std::string, const TypeExpr*> pendingTypes_;
     std::map<std::string, const FnDecl*, std::less<>> fns_;
+    std::unordered_map<const FnDecl*, std::vector<std::string>> paramNames_;  // for bindArgs, once per function
     std::map<std::string, const AgentDecl*, std::less<>> agents_;
     std::set<std::string> uses_;
     std::set<std::string> usedResources_;
@@ -649,9 +651,12 @@ private:
     void modifiersOnPlainCall(const CallExpr& e);
 
     // Binds call arguments to parameter names; nullopt (after an E0104) when they do not fit.
+    // `callee` names the function or capability in messages; they are formatted only when one is
+    // reported (formatting them for every call was 5 % of checking).
     std::optional<std::vector<const CallArg*>> bindArgs(const CallExpr& e, const std::vector<std::string>& params,
-                                                        const std::string& what);
-    void checkArg(const CallArg& arg, const Info& info, TypeRef expected, const std::string& what);
+                                                        std::string_view callee);
+    void checkArg(const CallArg& arg, const Info& info, TypeRef expected, std::string_view callee,
+                  std::string_view param);
 
     SiteRecord& siteFor(const CallExpr& e, const std::string& resource, const std::optional<std::string>& agent);
 
@@ -1490,14 +1495,15 @@ Info Checker::matchExpr(const MatchExpr& e, const Ctx& ctx) {
 // ---------------------------------------------------------------- calls
 
 std::optional<std::vector<const CallArg*>> Checker::bindArgs(const CallExpr& e, const std::vector<std::string>& params,
-                                                             const std::string& what) {
+                                                             std::string_view callee) {
+    auto what = [&] { return fmt::format("'{}'", callee); };
     std::vector<const CallArg*> bound(params.size(), nullptr);
     size_t positional = 0;
     for (const CallArg& a : e.args)
         if (!a.name) ++positional;
     if (positional > params.size()) {
         report(DiagCode::E0104,
-               fmt::format("{} takes {} argument(s) but {} were given", what, params.size(), e.args.size()), e.span);
+               fmt::format("{} takes {} argument(s) but {} were given", what(), params.size(), e.args.size()), e.span);
         return std::nullopt;
     }
     size_t next = 0;
@@ -1509,7 +1515,7 @@ std::optional<std::vector<const CallArg*>> Checker::bindArgs(const CallExpr& e, 
         auto it = std::find(params.begin(), params.end(), *a.name);
         if (it == params.end()) {
             std::string hint = suggest(*a.name, params);
-            report(DiagCode::E0104, fmt::format("{} has no parameter '{}'", what, *a.name), a.span,
+            report(DiagCode::E0104, fmt::format("{} has no parameter '{}'", what(), *a.name), a.span,
                    hint.empty() ? fmt::format("parameters: {}", joinList(params)) : hint);
             return std::nullopt;
         }
@@ -1524,20 +1530,22 @@ std::optional<std::vector<const CallArg*>> Checker::bindArgs(const CallExpr& e, 
     for (size_t i = 0; i < params.size(); ++i)
         if (!bound[i]) missing.push_back(params[i]);
     if (!missing.empty()) {
-        report(DiagCode::E0104, fmt::format("{} is missing argument(s): {}", what, joinList(missing)), e.span);
+        report(DiagCode::E0104, fmt::format("{} is missing argument(s): {}", what(), joinList(missing)), e.span);
         return std::nullopt;
     }
     return bound;
 }
 
-void Checker::checkArg(const CallArg& arg, const Info& info, TypeRef expected, const std::string& what) {
+void Checker::checkArg(const CallArg& arg, const Info& info, TypeRef expected, std::string_view callee,
+                       std::string_view param) {
+    auto what = [&] { return fmt::format("'{}' parameter '{}'", callee, param); };
     if (!assignable(info.type, expected)) {
-        report(DiagCode::E0103, fmt::format("{} expects {}, found {}", what, showType(expected), showType(info.type)),
+        report(DiagCode::E0103, fmt::format("{} expects {}, found {}", what(), showType(expected), showType(info.type)),
                arg.value->span, {}, {}, mismatch(expected, info.type));
         return;
     }
     if (std::string bv = boundViolation(info.type, expected); !bv.empty())
-        report(DiagCode::E0113, fmt::format("{}: {}", what, bv), arg.value->span, "use take(xs, N) to bound the list",
+        report(DiagCode::E0113, fmt::format("{}: {}", what(), bv), arg.value->span, "use take(xs, N) to bound the list",
                {}, mismatch(expected, info.type));
 }
 
@@ -1549,7 +1557,7 @@ void Checker::modifiersOnPlainCall(const CallExpr& e) {
 
 Info Checker::call(const CallExpr& e, const Ctx& ctx) {
     const std::vector<std::string>& path = e.callee;
-    std::string dotted = path.size() >= 2 ? e.calleeName() : path[0];
+    std::string dotted = path.size() >= 2 ? e.calleeName() : std::string();  // used only for dotted paths
     ResolvedCall& resolved = result_.calls[static_cast<uint32_t>(e.id)];
     if (path.size() == 2 && path[1] == "ask" && (host_.model(path[0]) || agents_.count(path[0])))
         return modelCall(e, ctx);
@@ -1557,7 +1565,8 @@ Info Checker::call(const CallExpr& e, const Ctx& ctx) {
         if (const Capability* cap = host_.capability(dotted)) return capabilityCall(e, *cap, ctx);
     }
     modifiersOnPlainCall(e);
-    if (path.size() == 1 && fns_.count(path[0])) return functionCall(e, *fns_[path[0]], ctx);
+    if (path.size() == 1)
+        if (auto fn = fns_.find(path[0]); fn != fns_.end()) return functionCall(e, *fn->second, ctx);
     if (path.size() == 1 && isBuiltin(path[0])) {
         resolved.target = CallTarget::Builtin;
         resolved.name = path[0];
@@ -1744,7 +1753,7 @@ Info Checker::capabilityCall(const CallExpr& e, const Capability& cap, const Ctx
 
     std::vector<std::string> paramNames;
     for (const CapabilityParam& p : cap.params) paramNames.push_back(p.name);
-    auto bound = bindArgs(e, paramNames, fmt::format("'{}'", name));
+    auto bound = bindArgs(e, paramNames, name);
     std::map<const CallArg*, Info> infos;
     Effects eff;
     for (const CallArg& a : e.args) {
@@ -1774,7 +1783,7 @@ Info Checker::capabilityCall(const CallExpr& e, const Capability& cap, const Ctx
             const CapabilityParam& p = cap.params[i];
             const CallArg& arg = *(*bound)[i];
             const Info& info = infos.at(&arg);
-            checkArg(arg, info, p.type, fmt::format("'{}' parameter '{}'", name, p.name));
+            checkArg(arg, info, p.type, name, p.name);
             unionInto(all, info.taint);
             const Taint& data = info.taint;
             std::vector<std::string> denied, deniedByControl;
@@ -1961,28 +1970,29 @@ Info Checker::functionCall(const CallExpr& e, const FnDecl& fn, const Ctx& ctx) 
     ResolvedCall& resolved = result_.calls[static_cast<uint32_t>(e.id)];
     resolved.target = CallTarget::Function;
     resolved.name = fn.name;
-    std::vector<std::string> paramNames;
+    std::vector<std::string>& paramNames = paramNames_[&fn];
+    if (paramNames.size() != fn.params.size())
+        for (const Param& p : fn.params) paramNames.push_back(p.name);
     std::vector<TypeRef> paramTypes;
-    for (const Param& p : fn.params) {
-        paramNames.push_back(p.name);
-        paramTypes.push_back(resolve(*p.type));
-    }
+    for (const Param& p : fn.params) paramTypes.push_back(resolve(*p.type));
     TypeRef ret = fn.ret ? resolve(*fn.ret) : arena_.unit();
     if (ctx.record) referencedFns_.insert(fn.name);
-    auto bound = bindArgs(e, paramNames, fmt::format("'{}'", fn.name));
-    std::map<const CallArg*, Info> infos;
+    auto bound = bindArgs(e, paramNames, fn.name);
+    std::vector<Info> infos;  // by argument position
+    infos.reserve(e.args.size());
     Effects eff;
     for (const CallArg& a : e.args) {
-        Info i = expr(*a.value, ctx);
-        addInto(eff, i.eff);
-        infos.emplace(&a, std::move(i));
+        infos.push_back(expr(*a.value, ctx));
+        addInto(eff, infos.back().eff);
     }
     if (!bound) return Info{ret, {}, std::move(eff)};
     std::vector<Info> args;
+    args.reserve(fn.params.size());
     for (size_t i = 0; i < fn.params.size(); ++i) {
         const CallArg& a = *(*bound)[i];
-        checkArg(a, infos.at(&a), paramTypes[i], fmt::format("'{}' parameter '{}'", fn.name, fn.params[i].name));
-        args.push_back(infos.at(&a));
+        Info& info = infos[static_cast<size_t>(&a - e.args.data())];  // bindArgs binds each argument once
+        checkArg(a, info, paramTypes[i], fn.name, fn.params[i].name);
+        args.push_back(std::move(info));
     }
     if (recursive_) return Info{ret, {}, std::move(eff)};
     if (fnStack_.size() >= opts_.maxCallDepth) {
