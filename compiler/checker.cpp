@@ -326,10 +326,13 @@ public:
             }
             case ast::TypeKind::Named: break;
         }
-        static const std::map<std::string, TypeRef (TypeArena::*)() const> prims = {
+        // Five names: comparing them in turn is cheaper than a map's string comparisons, and this
+        // runs for every parameter of every call the walk meets.
+        static constexpr std::pair<std::string_view, TypeRef (TypeArena::*)() const> prims[] = {
             {"Int", &TypeArena::integer}, {"Float", &TypeArena::floating}, {"Bool", &TypeArena::boolean},
             {"Str", &TypeArena::str}, {"Unit", &TypeArena::unit}};
-        if (auto it = prims.find(te.name); it != prims.end()) {
+        auto it = std::find_if(std::begin(prims), std::end(prims), [&](const auto& p) { return p.first == te.name; });
+        if (it != std::end(prims)) {
             if (te.max && te.args.empty())
                 error(DiagCode::E0105, "'max' applies only to List types", te.span, "write List[T] max N");
             else if (!te.args.empty())
@@ -442,12 +445,13 @@ private:
     std::map<std::string, TypeRef> types_;  // host and program types
     std::map<std::string, const TypeExpr*> pendingTypes_;
     std::map<std::string, const FnDecl*, std::less<>> fns_;
+    std::unordered_map<std::string_view, const FnDecl*> fnByName_;  // the same, for the walk's lookups
     std::unordered_map<const FnDecl*, std::vector<std::string>> paramNames_;  // for bindArgs, once per function
     std::map<std::string, const AgentDecl*, std::less<>> agents_;
     std::set<std::string> uses_;
     std::set<std::string> usedResources_;
     std::unordered_map<const CallExpr*, std::string> siteIds_;
-    std::map<std::string, FnSummary> fnCache_;
+    std::unordered_map<std::string, FnSummary> fnCache_;  // by function, mode and context (analyseFn)
     std::set<std::string> analysedFns_;    // analysed with recording (reachable from main)
     std::set<std::string> referencedFns_;  // called from code reachable from main, even if the call is wrong
     std::map<const CallExpr*, SiteRecord> sites_;
@@ -700,7 +704,7 @@ void Checker::declareFunctionsAndAgents() {
             if (fns_.count(f.name))
                 report(DiagCode::E0112, fmt::format("function '{}' is defined more than once", f.name), f.nameSpan,
                        "rename one of them");
-            else fns_[f.name] = &f;
+            else fns_[f.name] = fnByName_[f.name] = &f;
             if (isBuiltin(f.name))
                 report(DiagCode::E0112, fmt::format("function '{}' shadows a builtin", f.name), f.nameSpan,
                        "choose a different name");
@@ -760,7 +764,7 @@ void Checker::checkRecursion() {
     walkExpr = [&](const Expr& e, std::vector<std::string>& out) {
         if (e.kind == ExprKind::Call) {
             const auto& c = e.as<CallExpr>();
-            if (c.callee.size() == 1 && fns_.count(c.callee[0])) out.push_back(c.callee[0]);
+            if (c.callee.size() == 1 && fnByName_.count(c.callee[0])) out.push_back(c.callee[0]);
         }
         forEachChild(
             e, [&](const Expr& child) { walkExpr(child, out); }, [&](const Block& block) { walkBlock(block, out); });
@@ -1566,7 +1570,7 @@ Info Checker::call(const CallExpr& e, const Ctx& ctx) {
     }
     modifiersOnPlainCall(e);
     if (path.size() == 1)
-        if (auto fn = fns_.find(path[0]); fn != fns_.end()) return functionCall(e, *fn->second, ctx);
+        if (auto fn = fnByName_.find(path[0]); fn != fnByName_.end()) return functionCall(e, *fn->second, ctx);
     if (path.size() == 1 && isBuiltin(path[0])) {
         resolved.target = CallTarget::Builtin;
         resolved.name = path[0];
