@@ -73,6 +73,14 @@ const std::vector<HabitOperator>& habitOperators() {
 // The habit operator at the start of `rest` when it is longer than any Remit punctuation there
 // (so `!=` stays Remit's and `!==` is the habit); null otherwise.
 const HabitOperator* habitOperatorAt(std::string_view rest, const Spelling* punctuation) {
+    // Most punctuation starts no habit operator: one load decides, not a comparison with each.
+    static const std::array<bool, 256> startsOne = [] {
+        std::array<bool, 256> table{};
+        for (const HabitOperator& op : habitOperators())
+            if (!op.text.empty()) table[static_cast<unsigned char>(op.text[0])] = true;
+        return table;
+    }();
+    if (!startsOne[static_cast<unsigned char>(rest[0])]) return nullptr;
     const HabitOperator* best = nullptr;
     size_t bestLength = punctuation ? punctuation->text.size() : 0;
     for (const HabitOperator& op : habitOperators())
@@ -163,9 +171,13 @@ private:
         }
         uint32_t line = 1, col = 1;
         size_t lineStart = 0;
+        bool overLong = false;
         for (size_t i = 0; i < src_.size();) {
             if (src_[i] == '\n') {
-                if (i - lineStart > limits_.maxLineBytes) break;
+                if (i - lineStart > limits_.maxLineBytes) {
+                    overLong = true;
+                    break;
+                }
                 ++line;
                 col = 1;
                 lineStart = ++i;
@@ -181,6 +193,7 @@ private:
             ++col;
         }
         // Report the first over-long line (if the loop stopped early, or the last line is long).
+        if (!overLong && src_.size() - lineStart <= limits_.maxLineBytes) return true;
         line = 1;
         lineStart = 0;
         for (size_t i = 0; i <= src_.size(); ++i) {
