@@ -170,15 +170,17 @@ Taint unite(const Taint& a, const Taint& b) {
     return out;
 }
 
-std::string freeze(const Taint& taint) {
-    std::string out;
+// Appends the text of `taint` to a memo key.
+void freezeInto(std::string& out, const Taint& taint) {
     for (const auto& [tag, origins] : taint) {
         out += tag;
         out += '{';
-        for (const std::string& o : origins) out += o + ';';
+        for (const std::string& o : origins) {
+            out += o;
+            out += ';';
+        }
         out += '}';
     }
-    return out;
 }
 
 // resource (or "agent:NAME") -> worst-case number of calls (checker.h).
@@ -233,7 +235,10 @@ class Scope {
 public:
     explicit Scope(Scope* parent) : parent_(parent) {}
     // Names are views of the syntax tree's, which outlives the walk.
-    void define(std::string_view name, VarInfo info) { vars_.emplace_back(name, std::move(info)); }
+    void define(std::string_view name, VarInfo info) {
+        if (vars_.empty()) vars_.reserve(4);  // one allocation for most blocks, not a doubling series
+        vars_.emplace_back(name, std::move(info));
+    }
     VarInfo* lookup(std::string_view name) {
         for (Scope* s = this; s; s = s->parent_)
             for (auto it = s->vars_.rbegin(); it != s->vars_.rend(); ++it)
@@ -806,8 +811,15 @@ bool Checker::isEffectfulCall(const CallExpr& call) const {
 
 FnSummary Checker::analyseFn(const FnDecl& fn, const std::vector<Info>& args, const Taint& pc, bool record) {
     record = record && !dry_;
-    std::string key = fn.name + "|" + (dry_ ? "d|" : record ? "r|" : "t|") + freeze(pc);
-    for (const Info& a : args) key += "|" + freeze(a.taint);
+    std::string key;
+    key.reserve(64);
+    key += fn.name;
+    key += dry_ ? "|d|" : record ? "|r|" : "|t|";
+    freezeInto(key, pc);
+    for (const Info& a : args) {
+        key += '|';
+        freezeInto(key, a.taint);
+    }
     if (auto it = fnCache_.find(key); it != fnCache_.end()) return it->second;
     analysedAnyFn_.insert(fn.name);
     if (!pc.empty()) calledUnderPc_.insert(fn.name);
