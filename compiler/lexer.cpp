@@ -3,7 +3,6 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -91,15 +90,25 @@ const HabitOperator* habitOperatorAt(std::string_view rest, const Spelling* punc
     return best;
 }
 
-// Keyword or identifier: one hash lookup per word.
+constexpr bool keywordsStartLowercase() {
+    for (const Spelling& k : kKeywords)
+        if (k.text.empty() || k.text[0] < 'a' || k.text[0] > 'z') return false;
+    return true;
+}
+static_assert(keywordsStartLowercase(), "keywordKind indexes keywords by their first letter, a to z");
+
+// Keyword or identifier. Keywords are lowercase: indexed by first letter, a word is compared
+// with at most a few of them (cheaper than hashing every word, which was a tenth of lexing).
 Tok keywordKind(std::string_view word) {
-    static const std::unordered_map<std::string_view, Tok> keywords = [] {
-        std::unordered_map<std::string_view, Tok> table;
-        for (const Spelling& k : kKeywords) table.emplace(k.text, k.kind);
+    static const std::array<std::vector<Spelling>, 26> byFirst = [] {
+        std::array<std::vector<Spelling>, 26> table;
+        for (const Spelling& k : kKeywords) table[static_cast<size_t>(k.text[0] - 'a')].push_back(k);
         return table;
     }();
-    auto it = keywords.find(word);
-    return it == keywords.end() ? Tok::Ident : it->second;
+    if (word.empty() || word[0] < 'a' || word[0] > 'z') return Tok::Ident;
+    for (const Spelling& k : byFirst[static_cast<size_t>(word[0] - 'a')])
+        if (k.text == word) return k.kind;
+    return Tok::Ident;
 }
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
