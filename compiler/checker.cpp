@@ -481,6 +481,10 @@ private:
         Taint sticky;
     };
     FnPasses* passes_ = nullptr;  // of the function being walked
+    // analyseFn: the loop-carried taint of a dry analysis that reached its fixed point, by calling
+    // context (the memo key without the mode), for the recording analysis in the same context.
+    std::unordered_map<std::string, std::unordered_map<NodeId, LoopCarry>> convergedLoops_;
+    uint64_t depthCuts_ = 0;  // calls not analysed because the call chain reached maxCallDepth
     bool dry_ = false;
     static constexpr int kMaxPasses = 64;
     void carryIntoLoop(const ForExpr& e, Scope& outer);
@@ -811,15 +815,18 @@ bool Checker::isEffectfulCall(const CallExpr& call) const {
 
 FnSummary Checker::analyseFn(const FnDecl& fn, const std::vector<Info>& args, const Taint& pc, bool record) {
     record = record && !dry_;
+    // The calling context (function, pc, argument tags), then the mode.
     std::string key;
     key.reserve(64);
     key += fn.name;
-    key += dry_ ? "|d|" : record ? "|r|" : "|t|";
+    key += '|';
     freezeInto(key, pc);
     for (const Info& a : args) {
         key += '|';
         freezeInto(key, a.taint);
     }
+    const size_t contextLength = key.size();
+    key += dry_ ? "|d" : record ? "|r" : "|t";
     if (auto it = fnCache_.find(key); it != fnCache_.end()) return it->second;
     analysedAnyFn_.insert(fn.name);
     if (!pc.empty()) calledUnderPc_.insert(fn.name);
@@ -854,10 +861,26 @@ FnSummary Checker::analyseFn(const FnDecl& fn, const std::vector<Info>& args, co
     FnFrame frame;
     Info body;
     int pass = 0;
-    for (bool converged = !hasLoopCarriedVars(*fn.body); !converged && pass < kMaxPasses; ++pass) {
+    bool loopCarried = hasLoopCarriedVars(*fn.body);
+    bool converged = !loopCarried;
+    std::string_view context(key.data(), contextLength);
+    // A dry analysis in this context already walked the body to its fixed point: the dry passes
+    // here would start from the same (empty) carried taint, see the same arguments, pc and callee
+    // summaries, and so end in the same state. Starting from it leaves only the last walk.
+    if (!converged && !outerDry)
+        if (auto it = convergedLoops_.find(std::string(context)); it != convergedLoops_.end()) {
+            passes.loops = it->second;
+            converged = true;
+        }
+    const uint64_t depthCutsBefore = depthCuts_;
+    for (; !converged && pass < kMaxPasses; ++pass) {
         body = walk(false, frame);
         converged = !passes.changed;
     }
+    // Kept only when nothing here depended on where the analysis ran: no call cut at the depth
+    // limit (which depends on the caller's depth), no stop, no E0003 for too many passes.
+    if (outerDry && loopCarried && converged && pass < kMaxPasses && depthCuts_ == depthCutsBefore && !stopped_)
+        convergedLoops_.try_emplace(std::string(context), passes.loops);
     if (pass == kMaxPasses) {
         dry_ = outerDry;
         report(DiagCode::E0003,
@@ -2012,6 +2035,7 @@ Info Checker::functionCall(const CallExpr& e, const FnDecl& fn, const Ctx& ctx) 
     }
     if (recursive_) return Info{ret, {}, std::move(eff)};
     if (fnStack_.size() >= opts_.maxCallDepth) {
+        ++depthCuts_;
         std::vector<std::string> chain;
         for (const FnFrame& f : fnStack_) chain.push_back(f.fn->name);
         chain.push_back(fn.name);
