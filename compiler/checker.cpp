@@ -761,37 +761,49 @@ void Checker::checkUses() {
     }
 }
 
-// Calls between program functions form a graph; a cycle is recursion (E0402).
+// Calls between program functions form a graph; a cycle is recursion (E0402). Functions are
+// numbered in name order (fns_'s) and the search runs in that order, each function's calls in the
+// order they appear, so the cycles found and reported are the same as a search by name would find.
 void Checker::checkRecursion() {
-    std::map<std::string, std::vector<std::string>> graph;
-    std::function<void(const Expr&, std::vector<std::string>&)> walkExpr;
-    std::function<void(const Block&, std::vector<std::string>&)> walkBlock = [&](const Block& b,
-                                                                                 std::vector<std::string>& out) {
+    std::vector<const FnDecl*> fns;
+    std::unordered_map<const FnDecl*, size_t> number;
+    for (const auto& [name, fn] : fns_) {
+        number.emplace(fn, fns.size());
+        fns.push_back(fn);
+    }
+    std::vector<std::vector<size_t>> graph(fns.size());
+    std::vector<size_t>* out = nullptr;
+    std::function<void(const Expr&)> walkExpr;
+    auto walkBlock = [&](const Block& b) {
         for (const StmtPtr& s : b.stmts)
-            if (s->value) walkExpr(*s->value, out);
+            if (s->value) walkExpr(*s->value);
     };
-    walkExpr = [&](const Expr& e, std::vector<std::string>& out) {
+    walkExpr = [&](const Expr& e) {
         if (e.kind == ExprKind::Call) {
             const auto& c = e.as<CallExpr>();
-            if (c.callee.size() == 1 && fnByName_.count(c.callee[0])) out.push_back(c.callee[0]);
+            if (c.callee.size() == 1)
+                if (auto it = fnByName_.find(c.callee[0]); it != fnByName_.end()) out->push_back(number.at(it->second));
         }
-        forEachChild(
-            e, [&](const Expr& child) { walkExpr(child, out); }, [&](const Block& block) { walkBlock(block, out); });
+        forEachChild(e, [&](const Expr& child) { walkExpr(child); }, [&](const Block& block) { walkBlock(block); });
     };
-    for (const auto& [name, fn] : fns_) walkBlock(*fn->body, graph[name]);
+    for (size_t i = 0; i < fns.size(); ++i) {
+        out = &graph[i];
+        walkBlock(*fns[i]->body);
+    }
 
-    std::map<std::string, int> state;  // 1 on the current path, 2 done
-    std::vector<std::string> path;
-    std::function<void(const std::string&)> dfs = [&](const std::string& u) {
+    std::vector<int> state(fns.size(), 0);  // 1 on the current path, 2 done
+    std::vector<size_t> path;
+    std::function<void(size_t)> dfs = [&](size_t u) {
         state[u] = 1;
         path.push_back(u);
-        for (const std::string& v : graph[u]) {
+        for (size_t v : graph[u]) {
             if (state[v] == 1) {
                 auto start = std::find(path.begin(), path.end(), v);
-                std::vector<std::string> cycle(start, path.end());
-                cycle.push_back(v);
+                std::vector<std::string> cycle;
+                for (auto it = start; it != path.end(); ++it) cycle.push_back(fns[*it]->name);
+                cycle.push_back(fns[v]->name);
                 report(DiagCode::E0402, fmt::format("recursion is not allowed: {}", joinList(cycle, " -> ")),
-                       fns_[v]->nameSpan,
+                       fns[v]->nameSpan,
                        "Remit programs are total so that bounds can be computed; use a bounded for-loop");
                 recursive_ = true;
             } else if (state[v] == 0) {
@@ -801,8 +813,8 @@ void Checker::checkRecursion() {
         path.pop_back();
         state[u] = 2;
     };
-    for (const auto& [name, fn] : fns_)
-        if (state[name] == 0) dfs(name);
+    for (size_t i = 0; i < fns.size(); ++i)
+        if (state[i] == 0) dfs(i);
 }
 
 bool Checker::isEffectfulCall(const CallExpr& call) const {
@@ -2396,7 +2408,7 @@ void Checker::run() {
     for (const DeclPtr& d : prog_.decls) {
         if (d->kind != DeclKind::Fn) continue;
         const FnDecl& f = d->as<FnDecl>();
-        if (fns_[f.name] != &f || analysedFns_.count(f.name)) continue;
+        if (fnByName_.at(f.name) != &f || analysedFns_.count(f.name)) continue;
         // With recursion the call graph is not walked, so "never called" would be noise.
         if (f.name != "main" && !referencedFns_.count(f.name) && !recursive_) {
             diags_.add(makeDiagnostic(DiagCode::W0101, fmt::format("function '{}' is never called from main", f.name),
