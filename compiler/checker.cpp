@@ -490,6 +490,10 @@ private:
     void carryIntoLoop(const ForExpr& e, Scope& outer);
     void carryOutOfLoop(const ForExpr& e, Scope& outer);
     bool hasLoopCarriedVars(const Block& body) const;
+    // hasLoopCarriedVars of each function body analysed: it depends only on the body (and the
+    // mode, fixed for a check), and walking the body for it at every analysis cost as much as a
+    // tenth of the walk itself.
+    std::unordered_map<const Block*, bool> loopCarriedBodies_;
 
     // ------------------------------------------------------------ strict flows
 
@@ -873,7 +877,9 @@ FnSummary Checker::analyseFn(const FnDecl& fn, const std::vector<Info>& args, co
     FnFrame frame;
     Info body;
     int pass = 0;
-    bool loopCarried = hasLoopCarriedVars(*fn.body);
+    auto [carriedIt, firstTime] = loopCarriedBodies_.try_emplace(fn.body.get(), false);
+    if (firstTime) carriedIt->second = hasLoopCarriedVars(*fn.body);
+    bool loopCarried = carriedIt->second;
     bool converged = !loopCarried;
     std::string_view context(key.data(), contextLength);
     // A dry analysis in this context already walked the body to its fixed point: the dry passes
