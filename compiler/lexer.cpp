@@ -5,6 +5,10 @@
 #include <cmath>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include <fmt/format.h>
 
 namespace remit {
@@ -130,6 +134,23 @@ std::string shortLiteral(std::string_view text) {
     return fmt::format("{}...{} ({} characters)", text.substr(0, 20), text.substr(text.size() - 10), text.size());
 }
 
+// A large program's tokens take megabytes (64 bytes each, about one per three bytes of source),
+// written once from start to end: asking for transparent huge pages there halves the page faults
+// of a `remitc check` of a 10 k-line program, which were a fifth of its time. Only the 2 MiB
+// stretches inside the buffer are advised; where huge pages are off, the call changes nothing.
+void adviseHugePages(void* start, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    constexpr uintptr_t kHuge = uintptr_t(2) << 20;
+    if (bytes < 2 * kHuge) return;
+    uintptr_t from = (reinterpret_cast<uintptr_t>(start) + kHuge - 1) & ~(kHuge - 1);
+    uintptr_t to = (reinterpret_cast<uintptr_t>(start) + bytes) & ~(kHuge - 1);
+    if (to > from) (void)madvise(reinterpret_cast<void*>(from), to - from, MADV_HUGEPAGE);
+#else
+    (void)start;
+    (void)bytes;
+#endif
+}
+
 class Lexer {
 public:
     Lexer(std::string_view text, std::string_view file, const FrontendLimits& limits, DiagnosticList& diags,
@@ -141,6 +162,7 @@ public:
         // has one per 3.2): one allocation instead of a doubling series, whose copies and page
         // faults cost more than reserving address space the kernel maps only when it is written.
         out_.tokens.reserve(std::min(src_.size() / 2 + 8, limits_.maxTokens + 2));
+        adviseHugePages(out_.tokens.data(), out_.tokens.capacity() * sizeof(Token));
         if (!isFragment_ && !checkWholeFile()) {
             finish();
             return std::move(out_);
