@@ -1,6 +1,6 @@
 // Our SHA-256 (runtime/sha256.h) against OpenSSL's, on 64 B (a trace chain link), 1 KiB (a record)
-// and 1 MiB (a large program's hash): docs/performance.md "Our own SHA-256". BM_Sha256/portable
-// and BM_Sha256/sha_ni force an engine (sha_ni is skipped on a CPU without it); BM_Sha256OpenSSL
+// and 1 MiB (a large program's hash): docs/performance.md "Our own SHA-256". BM_Sha256/portable,
+// portable_bmi2 and sha_ni force an engine (skipped on a CPU without its instructions); BM_Sha256OpenSSL
 // is OpenSSL's SHA256(), which uses SHA-NI where the CPU has it. To compare with OpenSSL's code
 // for CPUs without SHA-NI, run with OPENSSL_ia32cap=':~0x20000000' (clears the SHA bit OpenSSL
 // reads from cpuid leaf 7).
@@ -21,8 +21,9 @@ std::string input(size_t size) {
 }
 
 void BM_Sha256(benchmark::State& state, remit::Sha256::Engine engine) {
-    if (engine == remit::Sha256::Engine::shaNi && !remit::Sha256::shaNiAvailable()) {
-        state.SkipWithError("this CPU has no SHA-NI");
+    if ((engine == remit::Sha256::Engine::shaNi && !remit::Sha256::shaNiAvailable()) ||
+        (engine == remit::Sha256::Engine::portableBmi2 && !remit::Sha256::bmi2Available())) {
+        state.SkipWithError("this CPU lacks the instructions");
         return;
     }
     std::string bytes = input(static_cast<size_t>(state.range(0)));
@@ -47,6 +48,7 @@ void BM_Sha256OpenSSL(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK_CAPTURE(BM_Sha256, portable, remit::Sha256::Engine::portable)->Arg(64)->Arg(1024)->Arg(1 << 20);
+BENCHMARK_CAPTURE(BM_Sha256, portable_bmi2, remit::Sha256::Engine::portableBmi2)->Arg(64)->Arg(1024)->Arg(1 << 20);
 BENCHMARK_CAPTURE(BM_Sha256, sha_ni, remit::Sha256::Engine::shaNi)->Arg(64)->Arg(1024)->Arg(1 << 20);
 BENCHMARK(BM_Sha256OpenSSL)->Arg(64)->Arg(1024)->Arg(1 << 20);
 
