@@ -39,7 +39,7 @@ constexpr size_t kMaxKeyFileBytes = 64 * 1024;
 
 // libcrypto's functions, loaded once for the process and never unloaded. The types come from the
 // prototypes in OpenSSL's headers, so a mismatch is a compile error, not a crash.
-struct CryptoApi {
+struct CryptoApi : SharedLibraryApi {
     decltype(&EVP_PKEY_new_raw_public_key) newRawPublicKey = nullptr;
     decltype(&EVP_PKEY_new_raw_private_key) newRawPrivateKey = nullptr;
     decltype(&EVP_PKEY_get_raw_public_key) getRawPublicKey = nullptr;
@@ -66,46 +66,34 @@ struct CryptoApi {
     decltype(&PEM_read_bio_PUBKEY) readPublicKey = nullptr;
     decltype(&PEM_write_bio_PrivateKey) writePrivateKey = nullptr;
     decltype(&PEM_write_bio_PUBKEY) writePublicKey = nullptr;
-    std::string error;  // why it could not be loaded; empty when it was
-
-    bool loaded() const { return error.empty(); }
 };
 
-CryptoApi loadCrypto() {
-    CryptoApi api;
-    // OpenSSL 3's soname; an unversioned libcrypto.so of another major version lacks some of the
-    // functions below and is refused by the check after it.
-    SharedLibrary lib("OpenSSL's libcrypto", {"libcrypto.so.3", "libcrypto.so"}, "libssl3");
-    if (!lib.loaded()) {
-        api.error = lib.error();
-        return api;
-    }
-    bool ok = lib.bind("EVP_PKEY_new_raw_public_key", api.newRawPublicKey) &&
-              lib.bind("EVP_PKEY_new_raw_private_key", api.newRawPrivateKey) &&
-              lib.bind("EVP_PKEY_get_raw_public_key", api.getRawPublicKey) &&
-              lib.bind("EVP_PKEY_get_raw_private_key", api.getRawPrivateKey) &&
-              lib.bind("EVP_PKEY_get_id", api.getId) && lib.bind("EVP_PKEY_free", api.pkeyFree) &&
-              lib.bind("EVP_PKEY_CTX_new_id", api.pkeyCtxNewId) && lib.bind("EVP_PKEY_CTX_free", api.pkeyCtxFree) &&
-              lib.bind("EVP_PKEY_keygen_init", api.keygenInit) && lib.bind("EVP_PKEY_keygen", api.keygen) &&
-              lib.bind("EVP_MD_CTX_new", api.mdCtxNew) && lib.bind("EVP_MD_CTX_free", api.mdCtxFree) &&
-              lib.bind("EVP_DigestSignInit", api.digestSignInit) && lib.bind("EVP_DigestSign", api.digestSign) &&
-              lib.bind("EVP_DigestVerifyInit", api.digestVerifyInit) &&
-              lib.bind("EVP_DigestVerify", api.digestVerify) && lib.bind("OBJ_nid2sn", api.nid2sn) &&
-              lib.bind("BIO_new", api.bioNew) && lib.bind("BIO_s_mem", api.bioSMem) &&
-              lib.bind("BIO_new_mem_buf", api.bioNewMemBuf) && lib.bind("BIO_ctrl", api.bioCtrl) &&
-              lib.bind("BIO_free", api.bioFree) && lib.bind("PEM_read_bio_PrivateKey", api.readPrivateKey) &&
-              lib.bind("PEM_read_bio_PUBKEY", api.readPublicKey) &&
-              lib.bind("PEM_write_bio_PrivateKey", api.writePrivateKey) &&
-              lib.bind("PEM_write_bio_PUBKEY", api.writePublicKey);
-    if (!ok)
-        api.error = "the installed libcrypto lacks a function signatures need (OpenSSL 3 is required); install the "
-                    "libssl3 package";
-    return api;
+// OpenSSL 3's soname first; an unversioned libcrypto.so of an older major version lacks some of the
+// functions below (EVP_PKEY_get_id is new in 3.0) and is refused.
+bool bindCrypto(const SharedLibrary& lib, CryptoApi& api) {
+    return lib.bind("EVP_PKEY_new_raw_public_key", api.newRawPublicKey) &&
+           lib.bind("EVP_PKEY_new_raw_private_key", api.newRawPrivateKey) &&
+           lib.bind("EVP_PKEY_get_raw_public_key", api.getRawPublicKey) &&
+           lib.bind("EVP_PKEY_get_raw_private_key", api.getRawPrivateKey) &&
+           lib.bind("EVP_PKEY_get_id", api.getId) && lib.bind("EVP_PKEY_free", api.pkeyFree) &&
+           lib.bind("EVP_PKEY_CTX_new_id", api.pkeyCtxNewId) && lib.bind("EVP_PKEY_CTX_free", api.pkeyCtxFree) &&
+           lib.bind("EVP_PKEY_keygen_init", api.keygenInit) && lib.bind("EVP_PKEY_keygen", api.keygen) &&
+           lib.bind("EVP_MD_CTX_new", api.mdCtxNew) && lib.bind("EVP_MD_CTX_free", api.mdCtxFree) &&
+           lib.bind("EVP_DigestSignInit", api.digestSignInit) && lib.bind("EVP_DigestSign", api.digestSign) &&
+           lib.bind("EVP_DigestVerifyInit", api.digestVerifyInit) &&
+           lib.bind("EVP_DigestVerify", api.digestVerify) && lib.bind("OBJ_nid2sn", api.nid2sn) &&
+           lib.bind("BIO_new", api.bioNew) && lib.bind("BIO_s_mem", api.bioSMem) &&
+           lib.bind("BIO_new_mem_buf", api.bioNewMemBuf) && lib.bind("BIO_ctrl", api.bioCtrl) &&
+           lib.bind("BIO_free", api.bioFree) && lib.bind("PEM_read_bio_PrivateKey", api.readPrivateKey) &&
+           lib.bind("PEM_read_bio_PUBKEY", api.readPublicKey) &&
+           lib.bind("PEM_write_bio_PrivateKey", api.writePrivateKey) &&
+           lib.bind("PEM_write_bio_PUBKEY", api.writePublicKey);
 }
 
-// Only called after signatureSupportError() said it loaded.
+// Its users check loaded() (or signatureSupportError()) before calling any of its functions.
 const CryptoApi& crypto() {
-    static const CryptoApi api = loadCrypto();  // thread-safe, once
+    static const CryptoApi api = loadSharedLibraryApi<CryptoApi>(
+        "OpenSSL's libcrypto", {"libcrypto.so.3", "libcrypto.so"}, "libssl3", bindCrypto);  // thread-safe, once
     return api;
 }
 
