@@ -6,6 +6,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define REMIT_SHA256_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -157,13 +158,38 @@ __attribute__((target("sha,sse4.1,ssse3"))) void blocksShaNi(uint32_t (&state)[8
 
 }  // namespace
 
+#ifdef REMIT_SHA256_X86
+namespace {
+
+// The CPU's feature bits from cpuid (Intel SDM vol. 2, CPUID): leaf 1 ECX and leaf 7 subleaf 0 EBX.
+// Read directly rather than with __builtin_cpu_supports, whose "sha" clang 14 does not know.
+struct CpuFeatures {
+    bool ssse3 = false, sse41 = false, sha = false, bmi2 = false;
+};
+
+CpuFeatures cpuFeatures() {
+    static const CpuFeatures features = [] {
+        CpuFeatures f;
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        if (__get_cpuid(1, &eax, &ebx, &ecx, &edx)) {
+            f.ssse3 = ecx & (1u << 9);
+            f.sse41 = ecx & (1u << 19);
+        }
+        if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) {
+            f.bmi2 = ebx & (1u << 8);
+            f.sha = ebx & (1u << 29);
+        }
+        return f;
+    }();
+    return features;
+}
+
+}  // namespace
+#endif
+
 bool Sha256::bmi2Available() {
 #ifdef REMIT_SHA256_X86
-    static const bool available = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("bmi2") != 0;
-    }();
-    return available;
+    return cpuFeatures().bmi2;
 #else
     return false;
 #endif
@@ -171,11 +197,8 @@ bool Sha256::bmi2Available() {
 
 bool Sha256::shaNiAvailable() {
 #ifdef REMIT_SHA256_X86
-    static const bool available = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("ssse3");
-    }();
-    return available;
+    CpuFeatures f = cpuFeatures();
+    return f.sha && f.sse41 && f.ssse3;
 #else
     return false;
 #endif
