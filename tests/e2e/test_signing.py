@@ -5,7 +5,9 @@ directory of public keys (`--trust KEYS_DIR`, or `[artifacts] trust` in its poli
 one of them signed: an unsigned file, another builder's, or one changed after signing is refused
 with exit 1 before anything runs, while the trusted one runs, pauses, resumes and is traced with
 its signer. Keys made by the openssl command line work the same; `dis` and `manifest` name the
-signer; bad keys and trust directories are clear errors that print no key material."""
+signer; bad keys and trust directories are clear errors that print no key material. OpenSSL's
+libcrypto is loaded only for signature work, and without it signature commands say what to install
+while unsigned artifacts still run."""
 import json
 import os
 import shutil
@@ -206,6 +208,19 @@ def test_remit_front_end_builds_signed_artifacts():
         r = run(REMIT, "run", "build/noter.rbc", "--trust", "keys", "--policy", "policy.toml",
                 "--fixtures", "fixtures/run.json", "-i", "who=Ada", cwd=ws.path)
         expect(r.code == 0, "remit run --trust", r)
+
+
+def test_only_signature_work_loads_libcrypto():
+    """The dynamic loader's own log (LD_DEBUG=files) shows libcrypto.so.3 opened for a signed file
+    and never for an unsigned one: the tools do not link it, and nothing else loads it."""
+    with workspace() as ws:
+        run(REMITC, "build", "prog.rmt", "-o", "plain.rbc", cwd=ws.path)
+        run(REMITC, "build", "prog.rmt", "--sign", "builder.pem", "-o", "signed.rbc", cwd=ws.path)
+        debug = {"LD_DEBUG": "files"}
+        r = run(REMITVM, "run", "plain.rbc", "-i", "who=Ada", cwd=ws.path, env=debug)
+        expect(r.code == 0 and "libcrypto" not in r.err, "an unsigned run never loads libcrypto", r)
+        d = run(REMITC, "dis", "signed.rbc", cwd=ws.path, env=debug)
+        expect(d.code == 0 and "file=libcrypto.so.3" in d.err, "checking a signature loads it", d)
 
 
 def libcrypto_paths():
