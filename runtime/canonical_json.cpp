@@ -241,26 +241,30 @@ std::string canonicalJson(const nlohmann::json& value) { return dumpImpl(value, 
 std::string canonicalJson(const Json& value) { return dumpImpl(value, canonicalStyle()); }
 
 CanonicalObject::Member& CanonicalObject::open(std::string_view key) {
-    // std::string compares bytes as unsigned char: UTF-8 byte order is code-point order.
+    // std::string_view compares bytes as unsigned char: UTF-8 byte order is code-point order.
     if (members_.empty()) {
-        // One allocation each for a trace record's members and text (the `call` record has ~24).
+        // One allocation each for a trace record's members, keys and text (the `call` record has ~24).
         members_.reserve(24);
-        body_.reserve(512);
+        keys_.reserve(256);
+        body_.reserve(1024);
+        body_ += '{';
     }
     Member* m = nullptr;
     // In key order so far, a key after the last one is new; otherwise it may replace any member.
-    if (members_.empty() || (sorted_ && std::string_view(members_.back().key) < key)) {
-        m = &members_.emplace_back(Member{std::string(key), 0, 0});
+    if (members_.empty() || (sorted_ && keyOf(members_.back()) < key)) {
+        if (joined_ && !members_.empty()) body_.back() = ',';  // the '}' that closed the text so far
     } else {
         for (Member& old : members_)
-            if (old.key == key) {
+            if (keyOf(old) == key) {
                 m = &old;  // replaced in place (the order holds): its old text stays unused in body_
                 break;
             }
-        if (!m) {
-            sorted_ = false;
-            m = &members_.emplace_back(Member{std::string(key), 0, 0});
-        }
+        if (!m) sorted_ = false;
+        joined_ = false;  // body_ now holds text that is not part of the object: build() joins
+    }
+    if (!m) {
+        m = &members_.emplace_back(Member{static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(key.size()), 0, 0});
+        keys_ += key;
     }
     m->begin = body_.size();
     appendJsonString(body_, key, false);
@@ -271,14 +275,14 @@ CanonicalObject::Member& CanonicalObject::open(std::string_view key) {
 CanonicalObject& CanonicalObject::add(std::string_view key, const Json& value) {
     Member& m = open(key);
     dumpInto(body_, value, canonicalStyle());
-    m.end = body_.size();
+    close(m);
     return *this;
 }
 
 CanonicalObject& CanonicalObject::add(std::string_view key, std::string_view text) {
     Member& m = open(key);
     appendJsonString(body_, text, false);
-    m.end = body_.size();
+    close(m);
     return *this;
 }
 
@@ -310,7 +314,7 @@ CanonicalObject& CanonicalObject::add(std::string_view key, double number) {
 CanonicalObject& CanonicalObject::addCanonical(std::string_view key, std::string_view canonicalText) {
     Member& m = open(key);
     body_ += canonicalText;
-    m.end = body_.size();
+    close(m);
     return *this;
 }
 
@@ -320,8 +324,48 @@ std::string CanonicalObject::textWith(std::string_view key, std::string_view val
     return build(key, key, value);
 }
 
+std::vector<CanonicalObject::Member>::const_iterator CanonicalObject::lowerBound(std::string_view key) const {
+    return std::lower_bound(members_.begin(), members_.end(), key,
+                            [this](const Member& m, std::string_view k) { return keyOf(m) < k; });
+}
+
+std::string_view CanonicalObject::textWithout(std::string_view skip, std::string& scratch) const {
+    if (joined_ && !members_.empty()) {
+        auto at = lowerBound(skip);
+        if (skip.empty() || at == members_.end() || keyOf(*at) != skip) return body_;
+    }
+    buildInto(scratch, skip, {}, {});
+    return scratch;
+}
+
+void CanonicalObject::textWithInto(std::string& out, std::string_view key, std::string_view value) const {
+    out.clear();
+    auto at = joined_ && !members_.empty() ? lowerBound(key) : members_.end();
+    if (!joined_ || members_.empty() || key.empty() || (at != members_.end() && keyOf(*at) == key)) {
+        buildInto(out, key, key, value);
+        return;
+    }
+    // body_ is the text without `key`: the member goes in before the first key above it, or last.
+    size_t cut = at != members_.end() ? at->begin : body_.size() - 1;
+    out.reserve(body_.size() + key.size() + value.size() + 8);
+    out.append(body_, 0, cut);
+    if (at == members_.end()) out += ',';
+    appendJsonString(out, key, false);
+    out += ':';
+    appendJsonString(out, value, false);
+    if (at != members_.end()) out += ',';
+    out.append(body_, cut, std::string::npos);
+}
+
 std::string CanonicalObject::build(std::string_view skip, std::string_view extraKey, std::string_view extraValue) const {
     std::string out;
+    buildInto(out, skip, extraKey, extraValue);
+    return out;
+}
+
+void CanonicalObject::buildInto(std::string& out, std::string_view skip, std::string_view extraKey,
+                                std::string_view extraValue) const {
+    out.clear();
     out.reserve(body_.size() + members_.size() + extraKey.size() + extraValue.size() + 16);
     out += '{';
     bool extraDone = extraKey.empty();
@@ -329,8 +373,8 @@ std::string CanonicalObject::build(std::string_view skip, std::string_view extra
         if (out.size() > 1) out += ',';
     };
     auto put = [&](const Member& m) {
-        if (!skip.empty() && m.key == skip) return;
-        if (!extraDone && extraKey < std::string_view(m.key)) {
+        if (!skip.empty() && keyOf(m) == skip) return;
+        if (!extraDone && extraKey < keyOf(m)) {
             separate();
             appendJsonString(out, extraKey, false);
             out += ':';
@@ -346,7 +390,7 @@ std::string CanonicalObject::build(std::string_view skip, std::string_view extra
         std::vector<const Member*> order;
         order.reserve(members_.size());
         for (const Member& m : members_) order.push_back(&m);
-        std::sort(order.begin(), order.end(), [](const Member* x, const Member* y) { return x->key < y->key; });
+        std::sort(order.begin(), order.end(), [this](const Member* x, const Member* y) { return keyOf(*x) < keyOf(*y); });
         for (const Member* m : order) put(*m);
     }
     if (!extraDone) {
@@ -356,7 +400,6 @@ std::string CanonicalObject::build(std::string_view skip, std::string_view extra
         appendJsonString(out, extraValue, false);
     }
     out += '}';
-    return out;
 }
 
 }  // namespace remit

@@ -955,6 +955,20 @@ static void checkBuiltMatchesTree(const CanonicalObject& built, const Json& tree
     Json with = tree;
     with["chain"] = "0123abc";
     CHECK(built.textWith("chain", "0123abc") == canonicalJson(with));
+    // The trace writer's paths (a view of the object's own buffer when it holds the text, a line
+    // written into a reused buffer) give the same bytes; `out` starts with stale text to clear.
+    std::string scratch, out = "stale";
+    CHECK(built.textWithout("chain", scratch) == canonicalJson(without));
+    CHECK(built.textWithout("", scratch) == canonicalJson(tree));
+    built.textWithInto(out, "chain", "0123abc");
+    CHECK(out == canonicalJson(with));
+    for (const char* key : {"a", "zz", "\xc3\xa9x"}) {
+        CAPTURE(key);
+        Json other = tree;
+        other[key] = "v";
+        built.textWithInto(out, key, "v");
+        CHECK(out == canonicalJson(other));
+    }
 }
 
 TEST_CASE("canonical_json: an object built member by member is canonicalJson of the same object") {
