@@ -6,6 +6,7 @@
 #include <cassert>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "runtime/numfmt.h"
@@ -92,8 +93,42 @@ void appendScalar(std::string& out, const Json& value, bool ensureAscii) {
     }
 }
 
+// A container of at most kFlatMembers members, none of them a non-empty container (the broker's
+// arguments, tags and `meta`), written without dumpInto's frames: their two vectors are two
+// allocations a call's records would make several times. False, with nothing written, for any
+// other value; the text is the same as dumpInto's.
+constexpr size_t kFlatMembers = 8;
+
+template <class Json>
+bool dumpFlat(std::string& out, const Json& value, const JsonTextStyle& style) {
+    if (!value.is_structured() || value.empty() || value.size() > kFlatMembers || style.indent >= 0) return false;
+    typename Json::const_iterator members[kFlatMembers];
+    size_t n = 0;
+    for (auto it = value.cbegin(); it != value.cend(); ++it) {
+        if (it->is_structured() && !it->empty()) return false;
+        members[n++] = it;
+    }
+    bool isArray = value.is_array();
+    if (!isArray && style.sortKeys)
+        std::sort(members, members + n, [](const auto& x, const auto& y) { return x.key() < y.key(); });
+    out += isArray ? '[' : '{';
+    for (size_t i = 0; i < n; ++i) {
+        if (i) out += style.itemSeparator;
+        if (!isArray) {
+            appendJsonString(out, members[i].key(), style.ensureAscii);
+            out += style.keySeparator;
+        }
+        const Json& member = *members[i];
+        if (member.is_structured()) out += member.is_array() ? "[]" : "{}";
+        else appendScalar(out, member, style.ensureAscii);
+    }
+    out += isArray ? ']' : '}';
+    return true;
+}
+
 template <class Json>
 void dumpInto(std::string& out, const Json& root, const JsonTextStyle& style) {
+    if (dumpFlat(out, root, style)) return;
     // One frame per open container: its members in output order and the next one to write.
     struct Frame {
         const Json* container;
@@ -170,11 +205,22 @@ const JsonTextStyle& canonicalStyle() {
 }  // namespace
 
 void appendJsonString(std::string& out, std::string_view text, bool ensureAscii) {
+    const bool* plain = ensureAscii ? kPlainAscii.data() : kPlainUtf8.data();
+    size_t first = 0;
+    while (first < text.size() && plain[static_cast<unsigned char>(text[first])]) ++first;
+    if (first == text.size()) {
+        // Nothing to escape (keys, ids, most values): the quotes and the text in one append, as
+        // three would cost three calls into std::string.
+        size_t at = out.size();
+        out.append(text.size() + 2, '"');
+        if (!text.empty()) std::memcpy(out.data() + at + 1, text.data(), text.size());
+        return;
+    }
     out += '"';
-    size_t i = 0;
+    out.append(text.data(), first);
+    size_t i = first;
     while (i < text.size()) {
         // The bytes written as they are, appended as one run (most text is all of them).
-        const bool* plain = ensureAscii ? kPlainAscii.data() : kPlainUtf8.data();
         size_t run = i;
         while (run < text.size() && plain[static_cast<unsigned char>(text[run])]) ++run;
         if (run > i) {
@@ -308,7 +354,10 @@ CanonicalObject& CanonicalObject::addInteger(std::string_view key, uint64_t numb
 
 CanonicalObject& CanonicalObject::add(std::string_view key, double number) {
     // As a Json float prints (appendScalar): repr, or Python's names for the non-finite.
-    return add(key, Json(number));
+    Member& m = open(key);
+    appendScalar(body_, Json(number), false);
+    close(m);
+    return *this;
 }
 
 CanonicalObject& CanonicalObject::addCanonical(std::string_view key, std::string_view canonicalText) {

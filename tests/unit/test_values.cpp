@@ -1044,6 +1044,37 @@ TEST_CASE("canonical_json: an object built in key order is joined unsorted and i
     }
 }
 
+TEST_CASE("canonical_json: a small flat container is written as the general writer writes it, on generated values") {
+    // Containers of up to 8 members that are scalars or empty containers (call arguments, tags,
+    // `meta`) are written without the writer's frames; inside another container they go through
+    // the frames, so "[" + text(x) + "]" == text([x]) compares the two, in every style. Generated:
+    // objects and arrays of 0-10 members (over the limit too), keys out of order, every scalar.
+    std::mt19937 rng(2026);
+    const std::vector<std::string> keys = {"b", "a", "", "\xc3\xa9", "k\"q", "Z", "ab", "z", "\x01", "m"};
+    const std::vector<Json> members = {Json(nullptr), Json(false), Json(-3), Json(uint64_t(18446744073709551615ull)),
+                                       Json(0.1), Json(1e16), Json("t\u00e9xt\n"), Json::array(), Json::object(),
+                                       Json::array({1})};
+    const std::vector<JsonTextStyle> styles = {JsonTextStyle{true, false, -1, ",", ":"}, JsonTextStyle{},
+                                               JsonTextStyle{false, false, -1, ",", ": "}};
+    for (int round = 0; round < 2000; ++round) {
+        CAPTURE(round);
+        Json x = rng() % 2 ? Json::object() : Json::array();
+        size_t n = rng() % 11;
+        for (size_t i = 0; i < n; ++i) {
+            const Json& v = members[rng() % (rng() % 4 == 0 ? members.size() : members.size() - 1)];
+            if (x.is_array()) x.push_back(v);
+            else x[keys[rng() % keys.size()]] = v;
+        }
+        for (const JsonTextStyle& style : styles) {
+            CAPTURE(style.sortKeys);
+            CAPTURE(style.ensureAscii);
+            CHECK("[" + dumpJson(x, style) + "]" == dumpJson(Json::array({x}), style));
+            nlohmann::json plain = x;
+            CHECK("[" + dumpJson(plain, style) + "]" == dumpJson(nlohmann::json::array({plain}), style));
+        }
+    }
+}
+
 TEST_CASE("canonical_json: strings escape as json.dumps does, on generated text") {
     // The oracle is json.dumps's rule applied to one code point at a time: `"` `\` and the control
     // characters escaped (\n \r \t \b \f, others \u00xx), with ensure_ascii also DEL and every
