@@ -75,12 +75,20 @@ void appendScalar(std::string& out, const Json& value, bool ensureAscii) {
         }
         case nlohmann::json::value_t::number_float: {
             double d = value.template get<double>();
-            if (std::isnan(d))
+            if (std::isnan(d)) {
                 out += "NaN";
-            else if (std::isinf(d))
+            } else if (std::isinf(d)) {
                 out += d < 0 ? "-Infinity" : "Infinity";
-            else
+            } else if (std::fabs(d) < 9007199254740992.0 && std::trunc(d) == d) {
+                // An integral float below 2^53 (a cost of 0, an amount): its repr is the integer
+                // and ".0", without formatFloatRepr's search for the shortest digits.
+                char buf[24];
+                if (std::signbit(d)) out += '-';
+                out.append(buf, std::to_chars(buf, buf + sizeof buf, static_cast<int64_t>(std::fabs(d))).ptr);
+                out += ".0";
+            } else {
                 out += formatFloatRepr(d);
+            }
             break;
         }
         case nlohmann::json::value_t::string:

@@ -14,6 +14,7 @@
 #include "runtime/builtins.h"
 #include "runtime/canonical_json.h"
 #include "runtime/heap.h"
+#include "runtime/numfmt.h"
 #include "runtime/ops.h"
 #include "runtime/provenance.h"
 #include "runtime/tags.h"
@@ -1072,6 +1073,24 @@ TEST_CASE("canonical_json: a small flat container is written as the general writ
             nlohmann::json plain = x;
             CHECK("[" + dumpJson(plain, style) + "]" == dumpJson(nlohmann::json::array({plain}), style));
         }
+    }
+}
+
+TEST_CASE("canonical_json: an integral float prints as formatFloatRepr prints it, on generated values") {
+    // Integral floats below 2^53 are written as the integer and ".0" without the shortest-digits
+    // search; the oracle is that search (formatFloatRepr, Python's repr), on both sides of 2^53
+    // and of 1e16 (where repr switches to an exponent), negative zero and powers of two.
+    std::mt19937_64 rng(53);
+    std::vector<double> values = {0.0, -0.0, 1.0, -1.0, 9007199254740991.0, 9007199254740992.0, 9007199254740994.0,
+                                  -9007199254740991.0, 1e15, 1e16, 9999999999999998.0, 1e17, 0.5, -2.5};
+    for (int shift = 0; shift < 64; ++shift) values.push_back(std::ldexp(1.0, shift)), values.push_back(-std::ldexp(1.0, shift));
+    for (int i = 0; i < 3000; ++i) {
+        double v = static_cast<double>(static_cast<int64_t>(rng() >> (rng() % 64)));
+        values.push_back(i % 2 ? v : -v);
+    }
+    for (double v : values) {
+        CAPTURE(v);
+        CHECK(canonicalJson(Json(v)) == formatFloatRepr(v));
     }
 }
 
