@@ -872,7 +872,10 @@ RunStatus driveWith(Run& run, Broker& broker, Adapter* adapter, const Approver& 
             d = by ? broker.approved(*by) : broker.decline();
         }
         if (!watcher) {
-            status = carryOut(broker, adapter, std::move(d));
+            // carryOut's work without moving the decision twice: its request is a large value.
+            if (d.kind != Decision::Kind::Dispatch) status = broker.settle(std::move(d));
+            else if (adapter) status = broker.settle(broker.complete(adapter->perform(d.request)));
+            else status = carryOut(broker, adapter, std::move(d));
             continue;
         }
         const HostCall& call = run.hostCall();
