@@ -321,8 +321,21 @@ CanonicalObject::Member& CanonicalObject::open(std::string_view key) {
         keys_ += key;
     }
     m->begin = body_.size();
-    appendJsonString(body_, key, false);
-    body_ += ':';
+    // A short key with nothing to escape (every key the broker writes) goes in as `"key":` with
+    // one append, copied through a buffer while it is checked.
+    char buf[64];
+    size_t i = 0;
+    if (key.size() + 3 <= sizeof buf)
+        for (; i < key.size() && kPlainUtf8[static_cast<unsigned char>(key[i])]; ++i) buf[i + 1] = key[i];
+    if (i == key.size() && key.size() + 3 <= sizeof buf) {
+        buf[0] = '"';
+        buf[i + 1] = '"';
+        buf[i + 2] = ':';
+        body_.append(buf, i + 3);
+    } else {
+        appendJsonString(body_, key, false);
+        body_ += ':';
+    }
     return *m;
 }
 
