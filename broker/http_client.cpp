@@ -28,7 +28,7 @@ constexpr std::size_t kMaxHeaderBytes = 64 * 1024;
 constexpr std::size_t kMaxIdleHandles = 16;
 
 // libcurl's functions, loaded once for the process and never unloaded.
-struct CurlApi {
+struct CurlApi : SharedLibraryApi {
     CURLcode (*globalInit)(long) = nullptr;
     CURL* (*easyInit)() = nullptr;
     void (*easyCleanup)(CURL*) = nullptr;
@@ -39,33 +39,23 @@ struct CurlApi {
     const char* (*easyStrerror)(CURLcode) = nullptr;
     curl_slist* (*slistAppend)(curl_slist*, const char*) = nullptr;
     void (*slistFreeAll)(curl_slist*) = nullptr;
-    std::string error;  // why it could not be loaded; empty when it was
-
-    bool loaded() const { return error.empty(); }
 };
 
-CurlApi loadCurl() {
-    CurlApi api;
-    SharedLibrary lib("libcurl", {"libcurl.so.4", "libcurl.so"}, "libcurl4");
-    if (!lib.loaded()) {
-        api.error = lib.error();
-        return api;
-    }
-    bool ok = lib.bind("curl_global_init", api.globalInit) && lib.bind("curl_easy_init", api.easyInit) &&
-              lib.bind("curl_easy_cleanup", api.easyCleanup) && lib.bind("curl_easy_reset", api.easyReset) &&
-              lib.bind("curl_easy_setopt", api.easySetopt) && lib.bind("curl_easy_perform", api.easyPerform) &&
-              lib.bind("curl_easy_getinfo", api.easyGetinfo) && lib.bind("curl_easy_strerror", api.easyStrerror) &&
-              lib.bind("curl_slist_append", api.slistAppend) && lib.bind("curl_slist_free_all", api.slistFreeAll);
-    if (!ok) {
-        api.error = "the installed libcurl lacks a function this client needs";
-        return api;
-    }
-    if (api.globalInit(CURL_GLOBAL_DEFAULT) != CURLE_OK) api.error = "libcurl failed to initialise";
-    return api;
+bool bindCurl(const SharedLibrary& lib, CurlApi& api) {
+    return lib.bind("curl_global_init", api.globalInit) && lib.bind("curl_easy_init", api.easyInit) &&
+           lib.bind("curl_easy_cleanup", api.easyCleanup) && lib.bind("curl_easy_reset", api.easyReset) &&
+           lib.bind("curl_easy_setopt", api.easySetopt) && lib.bind("curl_easy_perform", api.easyPerform) &&
+           lib.bind("curl_easy_getinfo", api.easyGetinfo) && lib.bind("curl_easy_strerror", api.easyStrerror) &&
+           lib.bind("curl_slist_append", api.slistAppend) && lib.bind("curl_slist_free_all", api.slistFreeAll);
 }
 
 const CurlApi& curl() {
-    static const CurlApi api = loadCurl();  // thread-safe, once
+    static const CurlApi api = [] {  // thread-safe, once
+        CurlApi loaded = loadSharedLibraryApi<CurlApi>("libcurl", {"libcurl.so.4", "libcurl.so"}, "libcurl4", bindCurl);
+        if (loaded.loaded() && loaded.globalInit(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+            loaded.error = "libcurl failed to initialise";
+        return loaded;
+    }();
     return api;
 }
 

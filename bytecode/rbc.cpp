@@ -657,6 +657,13 @@ RbcLoadResult loadRbc(std::string_view file) {
     RbcParts parts;
     result.error = splitSignedRbc(file, parts);
     if (!result.error.empty()) return result;
+    if (parts.signature) {
+        if (std::string unsupported = signatureSupportError(); !unsupported.empty()) {
+            result.error = fmt::format("signature: the file is signed by {}, but its signature cannot be checked: {}",
+                                       signerName(parts.signature->publicKey), unsupported);
+            return result;
+        }
+    }
     if (parts.signature && !signatureMatches(parts.body, *parts.signature)) {
         result.error = fmt::format(
             "signature: the file is signed by {}, but its content does not match the "

@@ -11,7 +11,9 @@
 // and a different key is a different signer). loadRbc verifies the block of every signed file it
 // reads, trusted or not, so a signer shown by `remitc dis` or `manifest` is one that did sign it.
 //
-// The crypto is OpenSSL's EVP interface; no OpenSSL type appears in this header.
+// The crypto is OpenSSL's EVP interface, from libcrypto loaded on first use (not linked: a run of an
+// unsigned file never loads it); no OpenSSL type appears in this header. The body's SHA-256 is ours
+// (runtime/sha256.h).
 #pragma once
 
 #include <cstddef>
@@ -52,8 +54,15 @@ struct RbcParts {
 // missing or malformed (wrong magic, unknown algorithm).
 std::string splitSignedRbc(std::string_view bytes, RbcParts& parts);
 
+// Empty when signatures can be made and checked; otherwise why not, one line naming the package to
+// install ("OpenSSL's libcrypto is not installed (…); install the libssl3 package"). The first
+// call loads libcrypto.so.3 (once per process); every function below that needs it checks this
+// first and reports it as its error, so a host without the library gets a message, never a crash.
+std::string signatureSupportError();
+
 // True when `signature` is a valid Ed25519 signature of `body` (as the header comment says) by
-// the key it names.
+// the key it names. False when signatureSupportError() is not empty: callers check that first, so
+// that a missing library is not reported as a changed file.
 bool signatureMatches(std::string_view body, const RbcSignature& signature);
 
 // An Ed25519 private key read from a PEM file. The raw seed is wiped when the key is destroyed.

@@ -5,7 +5,6 @@
 // call a run makes goes through the broker (broker/broker.h) with the adapter the flags choose.
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <openssl/crypto.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -116,8 +115,16 @@ bool loadBytecodeFile(std::string_view tool, const std::string& path, const Trus
     }
     LoadOutcome loaded = loadProgram(bytes);
     if (!loaded.program) {
-        fmt::print(errOut(), "{}: error: {} is not a valid .rbc file: {}\n", tool, path, loaded.error);
-        fmt::print(errOut(), "  hint: rebuild it from its source with `remitc build PROG.rmt`\n");
+        // A signed file whose signature cannot be checked (no libcrypto) is not broken: its error
+        // already says what to install, and rebuilding would not help.
+        RbcParts parts;
+        bool unverifiable = splitSignedRbc(bytes, parts).empty() && parts.signature && !signatureSupportError().empty();
+        if (unverifiable) {
+            fmt::print(errOut(), "{}: error: {}: {}\n", tool, path, loaded.error);
+        } else {
+            fmt::print(errOut(), "{}: error: {} is not a valid .rbc file: {}\n", tool, path, loaded.error);
+            fmt::print(errOut(), "  hint: rebuild it from its source with `remitc build PROG.rmt`\n");
+        }
         exit = kUsage;
         return false;
     }
@@ -132,9 +139,10 @@ bool loadTrustStore(std::string_view tool, const std::string& dir, std::string_v
     std::string error;
     if (trust.load(dir, error)) return true;
     fmt::print(errOut(), "{}: error: {} (named by {})\n", tool, error, from);
-    fmt::print(errOut(),
-               "  hint: a trust directory holds the builders' Ed25519 public keys as NAME.pub.pem "
-               "(`remitc keygen` writes one beside each private key)\n");
+    if (signatureSupportError().empty())  // else the error says what to install
+        fmt::print(errOut(),
+                   "  hint: a trust directory holds the builders' Ed25519 public keys as NAME.pub.pem "
+                   "(`remitc keygen` writes one beside each private key)\n");
     return false;
 }
 
@@ -144,9 +152,10 @@ bool loadSigningKey(std::string_view tool, const std::string& path, SigningKey& 
     std::string error;
     if (!key.load(path, error)) {
         fmt::print(errOut(), "{}: error: {}\n", tool, error);
-        fmt::print(errOut(),
-                   "  hint: make a key with `remitc keygen KEY.pem` (or `openssl genpkey -algorithm ed25519 "
-                   "-out KEY.pem`)\n");
+        if (signatureSupportError().empty())  // else the error says what to install, not how to make a key
+            fmt::print(errOut(),
+                       "  hint: make a key with `remitc keygen KEY.pem` (or `openssl genpkey -algorithm ed25519 "
+                       "-out KEY.pem`)\n");
         return false;
     }
     std::error_code ec;
@@ -284,7 +293,7 @@ int keygenCommand(std::string_view tool, Args& args) {
         return kUsage;
     }
     auto problem = writeNewFile(privatePath, privateText, 0600);
-    OPENSSL_cleanse(privateText.data(), privateText.size());
+    explicit_bzero(privateText.data(), privateText.size());  // the private key's text
     if (problem) {
         ::unlink(publicPath.c_str());
         fmt::print(errOut(), "{}: error: {}\n", tool, *problem);

@@ -2,7 +2,8 @@
 # library, CMake package, pkg-config file, and the tools when they are built (docs/embedding.md).
 #
 # REMIT_SHARED_LIBRARY=ON (default) builds libremit.so exporting only the embedding API (a linker
-# version script hides everything else, including the OpenSSL, fmt and xxHash it carries);
+# version script hides everything else, including the fmt and xxHash it carries; OpenSSL's
+# libcrypto is loaded with dlopen when a signature is first checked, as in the tools);
 # OFF builds libremit.a, one archive holding every layer and those dependencies, so a C or C++
 # host links it with -lpthread -ldl only.
 include(GNUInstallDirs)
@@ -26,7 +27,7 @@ else()
     list(APPEND parts "$<TARGET_FILE:${layer}>")
   endforeach()
   if(REMIT_STATIC_DEPS)
-    list(APPEND parts "$<TARGET_FILE:remit_fmt_impl>" "${REMIT_XXHASH_ARCHIVE}" "${OPENSSL_CRYPTO_LIBRARY}")
+    list(APPEND parts "$<TARGET_FILE:remit_fmt_impl>" "${REMIT_XXHASH_ARCHIVE}")
   endif()
   add_custom_command(TARGET remit_library POST_BUILD
                      COMMAND ${CMAKE_COMMAND} -DAR=${CMAKE_AR} -DOUT=$<TARGET_FILE:remit_library> "-DPARTS=${parts}"

@@ -165,6 +165,37 @@ bool assignsVariable(const Block& b, const std::string& name) {
     return found;
 }
 
+// Does `e` name `name` anywhere: reading it, or a statement of one of its blocks assigning or
+// declaring it? (A declaration only shadows, but counting it keeps this simple and safe.)
+bool mentionsName(const Expr& e, const std::string& name) {
+    bool found = false;
+    auto inBlock = [&](const Block& b) {
+        for (const StmtPtr& s : b.stmts)
+            if ((s->kind == StmtKind::Assign || s->kind == StmtKind::Let) && s->name == name) found = true;
+    };
+    auto visit = [&](const Expr& x, int) {
+        switch (x.kind) {
+            case ExprKind::Name: found = found || x.as<NameExpr>().name == name; break;
+            case ExprKind::If: {
+                const auto& i = x.as<IfExpr>();
+                inBlock(*i.thenBlock);
+                if (i.elseBlock) inBlock(*i.elseBlock);
+                break;
+            }
+            case ExprKind::For:
+                found = found || x.as<ForExpr>().var == name;
+                inBlock(*x.as<ForExpr>().body);
+                break;
+            case ExprKind::Match:
+                for (const MatchArm& a : x.as<MatchExpr>().arms) inBlock(*a.body);
+                break;
+            default: break;
+        }
+    };
+    walkExpr(e, 0, visit);
+    return found;
+}
+
 class Generator {
 public:
     Generator(const Program& program, const CheckResult& check, Module& module)
@@ -282,6 +313,8 @@ private:
         uint16_t dest;                // the call's destination
         size_t pcMark;                // pcSaves_.size() at the call: a return restores the pc there
         std::vector<size_t> returns;  // JMPs to the end, to be patched
+        bool destIsParameter = false; // dest is a register a parameter is bound to (`x = f(x)`)
+        uint32_t mark = 0;            // the call's first register: the callee's own are at or above it
     };
     std::vector<Inline> inlines_;
     std::unordered_map<const FnDecl*, bool> inlinable_;
@@ -549,6 +582,11 @@ private:
     void function(const FnDecl& fn);
     void test(const TestDecl& t, const Span& span);
     void block(const Block& b, uint16_t dest);
+    // A block whose value is read once, right after it, by an instruction that copies it (APPEND):
+    // when its last statement names a local, that local's register, with no MOVE into `dest`;
+    // otherwise the block is compiled into `dest`, which is returned.
+    uint16_t blockValue(const Block& b, uint16_t dest);
+    uint16_t blockInto(const Block& b, uint16_t dest, bool localMayHoldValue);
     void statement(const Stmt& s);
     void assign(const Stmt& s, const Local& local);
     void afterVarWrite(const Local& local) {
@@ -562,6 +600,13 @@ private:
 
     // Compiles `e` into `dest`; with dest == kNoReg the value is not needed (a statement).
     void expr(const Expr& e, uint16_t dest);
+    // A record literal into `dest` (kNoReg: a register after its window, returned). Registers at
+    // or above `deadFrom` are read by nothing once the record is made (a `return`'s: the
+    // function's, or an inlined callee's), so locals there may be its window in place
+    // (recordWindowInPlace); kNothingDead for any other record.
+    static constexpr uint32_t kNothingDead = 0xffffffffu;
+    uint16_t record(const RecordExpr& e, uint16_t dest, uint32_t deadFrom);
+    uint16_t recordWindowInPlace(const std::vector<RecordField>& fields, uint32_t deadFrom) const;
     // A register holding `e`'s value: a local's own register when `e` names one, else a temporary.
     uint16_t operand(const Expr& e) {
         if (e.kind == ExprKind::Name)
@@ -749,13 +794,26 @@ void Generator::collectListHints(const FnDecl* fn, const Block& body) {
     }
 }
 
-void Generator::block(const Block& b, uint16_t dest) {
+void Generator::block(const Block& b, uint16_t dest) { blockInto(b, dest, false); }
+
+uint16_t Generator::blockValue(const Block& b, uint16_t dest) { return blockInto(b, dest, true); }
+
+uint16_t Generator::blockInto(const Block& b, uint16_t dest, bool localMayHoldValue) {
     size_t localsMark = locals_.size();
     uint32_t regMark = nextReg_;
     bool valueSet = false;
     for (size_t i = 0; i < b.stmts.size(); ++i) {
         const Stmt& s = *b.stmts[i];
         if (i + 1 == b.stmts.size() && s.kind == StmtKind::Expr && dest != kNoReg) {
+            // The value already sits in a local's register: reading it there is reading the same
+            // value, labels and all, as a MOVE's copy would hold. The register keeps it until the
+            // caller's instruction right after the block (freeTo below emits nothing).
+            if (localMayHoldValue && s.value->kind == ExprKind::Name)
+                if (const Local* l = findLocal(s.value->as<NameExpr>().name)) {
+                    dest = l->reg;
+                    valueSet = true;
+                    continue;
+                }
             expr(*s.value, dest);
             valueSet = true;
         } else {
@@ -768,6 +826,7 @@ void Generator::block(const Block& b, uint16_t dest) {
     }
     locals_.resize(localsMark);
     freeTo(regMark);
+    return dest;
 }
 
 void Generator::statement(const Stmt& s) {
@@ -800,6 +859,13 @@ void Generator::statement(const Stmt& s) {
         case StmtKind::Return:
             if (!inlines_.empty()) {
                 inlineReturn(s);
+            } else if (s.value && s.value->kind == ExprKind::Record) {
+                uint16_t value;
+                {
+                    SpanScope inner(*this, s.value->span);
+                    value = record(s.value->as<RecordExpr>(), kNoReg, 0);  // RET ends the frame
+                }
+                emitABC(Op::RET, value);
             } else if (s.value) {
                 emitABC(Op::RET, operand(*s.value));
             } else {
@@ -848,7 +914,9 @@ void Generator::assign(const Stmt& s, const Local& local) {
             return;
         }
     }
-    if (writesDestinationEarly(value)) {
+    // An expression that writes its destination early goes through a temporary when it may read
+    // the variable (`x = if c { x + 1 } else { 0 }`); one that never names it writes it directly.
+    if (writesDestinationEarly(value) && mentionsName(value, s.name)) {
         uint16_t tmp = allocReg();
         expr(value, tmp);
         emitABC(Op::MOVE, local.reg, tmp);
@@ -914,16 +982,7 @@ void Generator::expr(const Expr& e, uint16_t dest) {
             emitABC(Op::NEWLIST, dest, window, static_cast<uint32_t>(items.size()));
             break;
         }
-        case ExprKind::Record: {
-            const auto& fields = e.as<RecordExpr>().fields;
-            std::vector<std::string> names;
-            for (const RecordField& f : fields) names.push_back(f.name);
-            uint16_t shape = shapeIndex(std::move(names));
-            uint16_t window = allocWindow(fields.size());
-            for (size_t i = 0; i < fields.size(); ++i) expr(*fields[i].value, static_cast<uint16_t>(window + i));
-            emitABC(Op::NEWRECORD, dest, window, shape);
-            break;
-        }
+        case ExprKind::Record: record(e.as<RecordExpr>(), dest, kNothingDead); break;
         case ExprKind::Unary: {
             const auto& u = e.as<UnaryExpr>();
             uint16_t v = operand(*u.operand);
@@ -937,6 +996,48 @@ void Generator::expr(const Expr& e, uint16_t dest) {
         case ExprKind::Match: matchExpr(e.as<MatchExpr>(), dest); break;
     }
     freeTo(mark);
+}
+
+uint16_t Generator::record(const RecordExpr& e, uint16_t dest, uint32_t deadFrom) {
+    const auto& fields = e.fields;
+    std::vector<std::string> names;
+    for (const RecordField& f : fields) names.push_back(f.name);
+    uint16_t shape = shapeIndex(std::move(names));
+    uint16_t window = deadFrom == kNothingDead ? kNoReg : recordWindowInPlace(fields, deadFrom);
+    size_t first = 0;  // the fields already in place
+    if (window == kNoReg) {
+        window = allocWindow(fields.size());
+    } else {
+        while (first < fields.size() && window + first < nextReg_) ++first;
+        allocWindow(fields.size() - first);
+    }
+    for (size_t i = first; i < fields.size(); ++i) expr(*fields[i].value, static_cast<uint16_t>(window + i));
+    if (dest == kNoReg) dest = allocReg();  // after the window, so the window can end at the locals
+    emitABC(Op::NEWRECORD, dest, window, shape);
+    return dest;
+}
+
+// `return {x: x, y: y, hit: false}`: NEWRECORD copies its window and then clears it, so a window
+// made of the locals themselves — consecutive registers in field order, all at or above
+// `deadFrom`, which nothing reads after the return — needs no MOVE into fresh registers. Fields
+// after those locals go to the registers that follow, which must be the next free ones. Returns the
+// window's first register, or kNoReg. Not when a field runs statements: one could assign a local
+// whose value an earlier field has already given.
+uint16_t Generator::recordWindowInPlace(const std::vector<RecordField>& fields, uint32_t deadFrom) const {
+    for (const RecordField& f : fields)
+        if (containsBlocks(*f.value)) return kNoReg;
+    uint32_t base = kNoReg;
+    size_t inPlace = 0;
+    for (; inPlace < fields.size(); ++inPlace) {
+        const Expr& v = *fields[inPlace].value;
+        if (v.kind != ExprKind::Name) break;
+        const Local* l = findLocal(v.as<NameExpr>().name);
+        if (!l || l->reg < deadFrom || (inPlace > 0 && l->reg != base + inPlace)) break;
+        if (inPlace == 0) base = l->reg;
+    }
+    if (inPlace == 0) return kNoReg;
+    if (inPlace < fields.size() && base + inPlace != nextReg_) return kNoReg;
+    return static_cast<uint16_t>(base);
 }
 
 void Generator::binary(const BinaryExpr& e, uint16_t dest) {
@@ -1249,8 +1350,9 @@ void Generator::forExpr(const ForExpr& e, uint16_t dest) {
         }
     }
     if (collect) {
-        uint16_t value = allocReg();
-        block(*e.body, value);
+        // APPEND copies its operand, so a body ending in a local's name appends from that
+        // local's register (`for x in xs if x > 0 { x }`, `let r = {...}; r`).
+        uint16_t value = blockValue(*e.body, allocReg());
         SpanScope at(*this, e.body->span);
         emitABC(Op::APPEND, dest, value);
     } else {
@@ -1394,7 +1496,8 @@ void Generator::inlineCall(const CallExpr& e, const FnDecl& fn, uint16_t dest) {
         locals_.push_back(Local{fn.params[p].name, bound[p], std::nullopt});
     }
     size_t start = here();
-    inlines_.push_back(Inline{dest, pcSaves_.size(), {}});
+    bool destIsParameter = std::find(bound.begin(), bound.end(), dest) != bound.end();
+    inlines_.push_back(Inline{dest, pcSaves_.size(), {}, destIsParameter, mark});
     std::unordered_map<std::string, TypeRef> callerHints = std::exchange(listHints_, {});
     collectListHints(&fn, *fn.body);
     block(*fn.body, kNoReg);
@@ -1425,11 +1528,18 @@ void Generator::inlineReturn(const Stmt& s) {
         emitABC(Op::LOADUNIT, in.dest);  // RETUNIT: Unit, without the pc's tags
     } else {
         // An expression that writes its destination before reading all it needs must not write
-        // the destination early: it may be the register a parameter is bound to (`x = f(x)`).
-        if (writesDestinationEarly(*s.value)) {
+        // the destination early when it is the register a parameter is bound to (`x = f(x)`).
+        // Otherwise the callee cannot read the destination: its other registers are its own,
+        // above the call's mark, and the caller's variables are out of its scope.
+        if (in.destIsParameter && writesDestinationEarly(*s.value)) {
             uint16_t tmp = allocReg();
             expr(*s.value, tmp);
             emitABC(Op::MOVE, in.dest, tmp);
+        } else if (s.value->kind == ExprKind::Record) {
+            // The callee's registers, at or above the call's mark, are left by the jump to the end.
+            SpanScope inner(*this, s.value->span);
+            noteHeap(in.dest, typeOf(*s.value));
+            record(s.value->as<RecordExpr>(), in.dest, in.mark);
         } else {
             expr(*s.value, in.dest);
         }

@@ -1,5 +1,6 @@
 // Optional shared libraries loaded on first use (dlopen) instead of linked: libcurl for the HTTP
-// client (broker/http_client.cpp) and libpq for the PostgreSQL store (session/pg.cpp). Linking
+// client (broker/http_client.cpp), libpq for the PostgreSQL store (session/pg.cpp) and OpenSSL's
+// libcrypto for signed artifacts (bytecode/signature.cpp). Linking
 // either one makes the dynamic loader map and relocate it and its dependencies (thirty libraries
 // for libcurl, twenty for libpq) at every start of every tool, whether the run uses them or not;
 // docs/performance.md ("Start-up") has the figures.
@@ -33,5 +34,29 @@ private:
     void* handle_ = nullptr;
     std::string error_;
 };
+
+// The base of a table of one library's functions, loaded once per process by loadSharedLibraryApi
+// (each user keeps it in a function-local static and never unloads it).
+struct SharedLibraryApi {
+    std::string error;  // why the library or one of its functions could not be loaded; empty when loaded
+
+    bool loaded() const { return error.empty(); }
+};
+
+// Opens the library as SharedLibrary does, then lets `bindAll(lib, api)` bind every function of
+// `Api` (derived from SharedLibraryApi); false from it means one is missing, which is reported as
+// an older version of the package.
+template <typename Api, typename BindAll>
+Api loadSharedLibraryApi(const char* what, std::initializer_list<const char*> names, const char* package,
+                         BindAll bindAll) {
+    Api api;
+    SharedLibrary lib(what, names, package);
+    if (!lib.loaded())
+        api.error = lib.error();
+    else if (!bindAll(lib, api))
+        api.error = std::string("the installed ") + what + " lacks a function Remit needs (an older version?); " +
+                    "install the current " + package + " package";
+    return api;
+}
 
 }  // namespace remit

@@ -14,7 +14,7 @@ namespace remit::pg {
 namespace {
 
 // libpq's functions this layer calls, loaded once for the process and never unloaded.
-struct PqApi {
+struct PqApi : SharedLibraryApi {
     PGconn* (*connectdbParams)(const char* const*, const char* const*, int) = nullptr;
     ConnStatusType (*status)(const PGconn*) = nullptr;
     char* (*errorMessage)(const PGconn*) = nullptr;
@@ -37,36 +37,26 @@ struct PqApi {
     void (*freemem)(void*) = nullptr;
     PQconninfoOption* (*conninfoParse)(const char*, char**) = nullptr;
     void (*conninfoFree)(PQconninfoOption*) = nullptr;
-    std::string error;  // why it could not be loaded; empty when it was
-
-    bool loaded() const { return error.empty(); }
 };
 
-PqApi loadPq() {
-    PqApi api;
-    SharedLibrary lib("libpq", {"libpq.so.5", "libpq.so"}, "libpq5");
-    if (!lib.loaded()) {
-        api.error = lib.error();
-        return api;
-    }
-    bool ok = lib.bind("PQconnectdbParams", api.connectdbParams) && lib.bind("PQstatus", api.status) &&
-              lib.bind("PQerrorMessage", api.errorMessage) && lib.bind("PQfinish", api.finish) &&
-              lib.bind("PQsetNoticeProcessor", api.setNoticeProcessor) && lib.bind("PQexecParams", api.execParams) &&
-              lib.bind("PQexec", api.exec) && lib.bind("PQclear", api.clear) &&
-              lib.bind("PQresultStatus", api.resultStatus) && lib.bind("PQntuples", api.ntuples) &&
-              lib.bind("PQgetisnull", api.getisnull) && lib.bind("PQgetvalue", api.getvalue) &&
-              lib.bind("PQgetlength", api.getlength) && lib.bind("PQresultErrorField", api.resultErrorField) &&
-              lib.bind("PQresultErrorMessage", api.resultErrorMessage) &&
-              lib.bind("PQconsumeInput", api.consumeInput) && lib.bind("PQnotifies", api.notifies) &&
-              lib.bind("PQsocket", api.socket) && lib.bind("PQfreemem", api.freemem) &&
-              lib.bind("PQconninfoParse", api.conninfoParse) && lib.bind("PQconninfoFree", api.conninfoFree);
-    if (!ok) api.error = "the installed libpq lacks a function this store needs";
-    return api;
+bool bindPq(const SharedLibrary& lib, PqApi& api) {
+    return lib.bind("PQconnectdbParams", api.connectdbParams) && lib.bind("PQstatus", api.status) &&
+           lib.bind("PQerrorMessage", api.errorMessage) && lib.bind("PQfinish", api.finish) &&
+           lib.bind("PQsetNoticeProcessor", api.setNoticeProcessor) && lib.bind("PQexecParams", api.execParams) &&
+           lib.bind("PQexec", api.exec) && lib.bind("PQclear", api.clear) &&
+           lib.bind("PQresultStatus", api.resultStatus) && lib.bind("PQntuples", api.ntuples) &&
+           lib.bind("PQgetisnull", api.getisnull) && lib.bind("PQgetvalue", api.getvalue) &&
+           lib.bind("PQgetlength", api.getlength) && lib.bind("PQresultErrorField", api.resultErrorField) &&
+           lib.bind("PQresultErrorMessage", api.resultErrorMessage) &&
+           lib.bind("PQconsumeInput", api.consumeInput) && lib.bind("PQnotifies", api.notifies) &&
+           lib.bind("PQsocket", api.socket) && lib.bind("PQfreemem", api.freemem) &&
+           lib.bind("PQconninfoParse", api.conninfoParse) && lib.bind("PQconninfoFree", api.conninfoFree);
 }
 
 // Only called once a Connection or Result exists, or after displayUrl checked loaded().
 const PqApi& pq() {
-    static const PqApi api = loadPq();  // thread-safe, once
+    static const PqApi api =
+        loadSharedLibraryApi<PqApi>("libpq", {"libpq.so.5", "libpq.so"}, "libpq5", bindPq);  // thread-safe, once
     return api;
 }
 

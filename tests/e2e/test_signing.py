@@ -5,7 +5,9 @@ directory of public keys (`--trust KEYS_DIR`, or `[artifacts] trust` in its poli
 one of them signed: an unsigned file, another builder's, or one changed after signing is refused
 with exit 1 before anything runs, while the trusted one runs, pauses, resumes and is traced with
 its signer. Keys made by the openssl command line work the same; `dis` and `manifest` name the
-signer; bad keys and trust directories are clear errors that print no key material."""
+signer; bad keys and trust directories are clear errors that print no key material. OpenSSL's
+libcrypto is loaded only for signature work, and without it signature commands say what to install
+while unsigned artifacts still run."""
 import json
 import os
 import shutil
@@ -206,6 +208,63 @@ def test_remit_front_end_builds_signed_artifacts():
         r = run(REMIT, "run", "build/noter.rbc", "--trust", "keys", "--policy", "policy.toml",
                 "--fixtures", "fixtures/run.json", "-i", "who=Ada", cwd=ws.path)
         expect(r.code == 0, "remit run --trust", r)
+
+
+def test_only_signature_work_loads_libcrypto():
+    """The dynamic loader's own log (LD_DEBUG=files) shows libcrypto.so.3 opened for a signed file
+    and never for an unsigned one: the tools do not link it, and nothing else loads it."""
+    with workspace() as ws:
+        run(REMITC, "build", "prog.rmt", "-o", "plain.rbc", cwd=ws.path)
+        run(REMITC, "build", "prog.rmt", "--sign", "builder.pem", "-o", "signed.rbc", cwd=ws.path)
+        debug = {"LD_DEBUG": "files"}
+        r = run(REMITVM, "run", "plain.rbc", "-i", "who=Ada", cwd=ws.path, env=debug)
+        expect(r.code == 0 and "libcrypto" not in r.err, "an unsigned run never loads libcrypto", r)
+        d = run(REMITC, "dis", "signed.rbc", cwd=ws.path, env=debug)
+        expect(d.code == 0 and "file=libcrypto.so.3" in d.err, "checking a signature loads it", d)
+
+
+def libcrypto_paths():
+    """The files the dynamic loader would open for libcrypto.so.3 (ldconfig's cache), resolved."""
+    listing = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    paths = {os.path.realpath(line.split("=>")[-1].strip()) for line in listing.splitlines()
+             if line.strip().startswith("libcrypto.so.3 ") and "x86-64" in line}
+    return sorted(p for p in paths if os.path.exists(p))
+
+
+def test_without_libcrypto_signatures_are_clear_errors_and_unsigned_artifacts_still_run():
+    """The tools load OpenSSL's libcrypto only to sign or check a signature (bytecode/signature.cpp).
+    Hidden in a private mount namespace (an empty file bind-mounted over it, which needs root), every
+    signature command says what to install instead of crashing, and an unsigned artifact runs: the
+    tools do not link it. Skipped where namespaces or mounts are not allowed."""
+    libs = libcrypto_paths()
+    if os.geteuid() != 0 or not shutil.which("unshare") or not libs or \
+            subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        print("skipped: needs root, unshare and libcrypto.so.3 to hide")
+        return
+    with workspace() as ws:
+        b = run(REMITC, "build", "prog.rmt", "--sign", "builder.pem", cwd=ws.path)
+        expect(b.code == 0, "signed with libcrypto present", b)
+        b = run(REMITC, "build", "prog.rmt", "-o", "plain.rbc", cwd=ws.path)
+        expect(b.code == 0, "an unsigned build", b)
+        hide = "".join(f"mount --bind /dev/null {lib} && " for lib in libs) + 'exec "$@"'
+
+        def without_libcrypto(tool, *args):
+            return run("unshare", "-m", "sh", "-c", hide, "sh", tool, *args, cwd=ws.path)
+
+        install = "install the libssl3 package"
+        k = without_libcrypto(REMITC, "keygen", "other.pem")
+        expect(k.code == 2 and install in k.err and not (ws.path / "other.pem").exists(),
+               "keygen says what to install", k)
+        b = without_libcrypto(REMITC, "build", "prog.rmt", "--sign", "builder.pem", "-o", "x.rbc")
+        expect(b.code == 2 and install in b.err and "builder.pem" in b.err and not (ws.path / "x.rbc").exists(),
+               "build --sign says what to install and writes nothing", b)
+        r = without_libcrypto(REMITVM, "run", "prog.rbc", "--trust", "keys", "-i", "who=Ada")
+        expect(r.code == 2 and install in r.err and "keys" in r.err, "--trust says what to install", r)
+        d = without_libcrypto(REMITC, "dis", "prog.rbc")
+        expect(d.code == 2 and install in d.err and "signature cannot be checked" in d.err
+               and "rebuild it" not in d.err, "a signed file's signature cannot be checked", d)
+        r = without_libcrypto(REMITVM, "run", "plain.rbc", "-i", "who=Ada")
+        expect(r.code == 0 and json.loads(r.out) == "noted n-1", "an unsigned artifact runs without libcrypto", r)
 
 
 if __name__ == "__main__":

@@ -190,4 +190,24 @@ TEST_CASE("shared library: a missing one says what to install; a present one bin
     REQUIRE(libc.bind("atoi", fn));
     CHECK(fn("42") == 42);
     CHECK_FALSE(libc.bind("remit_no_such_function", fn));
+
+    // A table of functions: loaded when every one binds, else why not.
+    struct LibcApi : remit::SharedLibraryApi {
+        int (*atoi)(const char*) = nullptr;
+    };
+    auto bindAtoi = [](const remit::SharedLibrary& lib, LibcApi& api) { return lib.bind("atoi", api.atoi); };
+    LibcApi api = remit::loadSharedLibraryApi<LibcApi>("libc", {"libc.so.6"}, "libc6", bindAtoi);
+    REQUIRE(api.loaded());
+    CHECK(api.atoi("7") == 7);
+    LibcApi absent = remit::loadSharedLibraryApi<LibcApi>("libnothing", {"libremit-no-such-library.so.0"}, "nothing-dev",
+                                                          bindAtoi);
+    CHECK_FALSE(absent.loaded());
+    CHECK(absent.error.ends_with("); install the nothing-dev package"));
+    LibcApi older = remit::loadSharedLibraryApi<LibcApi>(
+        "libc", {"libc.so.6"}, "libc6", [](const remit::SharedLibrary& lib, LibcApi& a) {
+            return lib.bind("atoi", a.atoi) && lib.bind("remit_no_such_function", a.atoi);
+        });
+    CHECK_FALSE(older.loaded());
+    CHECK(older.error == "the installed libc lacks a function Remit needs (an older version?); install the current "
+                         "libc6 package");
 }
