@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "compiler/formatter.h"
 #include "compiler/habits.h"
@@ -73,10 +74,94 @@ std::string quotedOptions(const std::vector<std::string>& options) {
 // ---------------------------------------------------------------- tags and effects
 
 // tag -> the human-readable origins it came from ("input 'ticket'", "crm.order (line 12)").
-using Taint = std::map<std::string, std::set<std::string>>;
+using TaintMap = std::map<std::string, std::set<std::string>>;
+
+// A TaintMap with value semantics, shared until written (copy on write). The walk copies tags
+// into every expression's Info, every variable, every summary and every memo key, and nearly all
+// of those copies are never changed: sharing them made copying a map of sets of strings (and
+// freeing it) the largest cost of checking. The contents, and so every decision, are the same as
+// with a plain map. The checker's walk is single-threaded, so the count need not be atomic.
+class Taint {
+public:
+    Taint() = default;
+    Taint(const Taint& other) : node_(other.node_) {
+        if (node_) ++node_->refs;
+    }
+    Taint(Taint&& other) noexcept : node_(std::exchange(other.node_, nullptr)) {}
+    Taint& operator=(const Taint& other) {
+        if (other.node_) ++other.node_->refs;
+        release();
+        node_ = other.node_;
+        return *this;
+    }
+    Taint& operator=(Taint&& other) noexcept {
+        if (this != &other) {
+            release();
+            node_ = std::exchange(other.node_, nullptr);
+        }
+        return *this;
+    }
+    ~Taint() { release(); }
+
+    const TaintMap& map() const { return node_ ? node_->map : empty_(); }
+    bool empty() const { return !node_ || node_->map.empty(); }
+    size_t count(const std::string& tag) const { return node_ ? node_->map.count(tag) : 0; }
+    const std::set<std::string>& at(const std::string& tag) const { return map().at(tag); }
+    TaintMap::const_iterator begin() const { return map().begin(); }
+    TaintMap::const_iterator end() const { return map().end(); }
+    bool sharesWith(const Taint& other) const { return node_ == other.node_; }
+
+    // Writes: this Taint gets a map of its own first.
+    TaintMap& mut() {
+        if (!node_) node_ = new Node{1, {}};
+        else if (node_->refs > 1) {
+            --node_->refs;
+            node_ = new Node{1, node_->map};
+        }
+        return node_->map;
+    }
+    std::set<std::string>& operator[](const std::string& tag) { return mut()[tag]; }
+    void erase(const std::string& tag) {
+        if (count(tag)) mut().erase(tag);
+    }
+    void clear() { release(); }
+
+private:
+    struct Node {
+        size_t refs;
+        TaintMap map;
+    };
+    Node* node_ = nullptr;
+    void release() {
+        if (node_ && --node_->refs == 0) delete node_;
+        node_ = nullptr;
+    }
+    static const TaintMap& empty_() {
+        static const TaintMap none;
+        return none;
+    }
+};
+
+// Does `into` already hold every tag and origin of `from`?
+bool covers(const Taint& into, const Taint& from) {
+    const TaintMap& have = into.map();
+    for (const auto& [tag, origins] : from) {
+        auto it = have.find(tag);
+        if (it == have.end() || !std::includes(it->second.begin(), it->second.end(), origins.begin(), origins.end()))
+            return false;
+    }
+    return true;
+}
 
 void unionInto(Taint& into, const Taint& from) {
-    for (const auto& [tag, origins] : from) into[tag].insert(origins.begin(), origins.end());
+    if (from.empty() || into.sharesWith(from)) return;
+    if (into.empty()) {
+        into = from;
+        return;
+    }
+    if (covers(into, from)) return;  // the common case: nothing new, and nothing copied
+    TaintMap& map = into.mut();
+    for (const auto& [tag, origins] : from) map[tag].insert(origins.begin(), origins.end());
 }
 
 Taint unite(const Taint& a, const Taint& b) {
@@ -85,15 +170,17 @@ Taint unite(const Taint& a, const Taint& b) {
     return out;
 }
 
-std::string freeze(const Taint& taint) {
-    std::string out;
+// Appends the text of `taint` to a memo key.
+void freezeInto(std::string& out, const Taint& taint) {
     for (const auto& [tag, origins] : taint) {
         out += tag;
         out += '{';
-        for (const std::string& o : origins) out += o + ';';
+        for (const std::string& o : origins) {
+            out += o;
+            out += ';';
+        }
         out += '}';
     }
-    return out;
 }
 
 // resource (or "agent:NAME") -> worst-case number of calls (checker.h).
@@ -147,14 +234,18 @@ struct VarInfo {
 class Scope {
 public:
     explicit Scope(Scope* parent) : parent_(parent) {}
-    void define(const std::string& name, VarInfo info) { vars_.emplace_back(name, std::move(info)); }
-    VarInfo* lookup(const std::string& name) {
+    // Names are views of the syntax tree's, which outlives the walk.
+    void define(std::string_view name, VarInfo info) {
+        if (vars_.empty()) vars_.reserve(4);  // one allocation for most blocks, not a doubling series
+        vars_.emplace_back(name, std::move(info));
+    }
+    VarInfo* lookup(std::string_view name) {
         for (Scope* s = this; s; s = s->parent_)
             for (auto it = s->vars_.rbegin(); it != s->vars_.rend(); ++it)
                 if (it->first == name) return &it->second;
         return nullptr;
     }
-    bool definedHere(const std::string& name) const {
+    bool definedHere(std::string_view name) const {
         for (const auto& [n, v] : vars_)
             if (n == name) return true;
         return false;
@@ -162,7 +253,7 @@ public:
     std::vector<std::string> names() const {
         std::vector<std::string> out;
         for (const Scope* s = this; s; s = s->parent_)
-            for (const auto& [n, v] : s->vars_) out.push_back(n);
+            for (const auto& [n, v] : s->vars_) out.emplace_back(n);
         return out;
     }
     // Calls f(VarInfo&) for every visible `var` (shadowed ones too: they are still assignable
@@ -175,7 +266,7 @@ public:
 
 private:
     Scope* parent_;
-    std::vector<std::pair<std::string, VarInfo>> vars_;
+    std::vector<std::pair<std::string_view, VarInfo>> vars_;
 };
 
 // The summary of one function in one calling context.
@@ -240,10 +331,13 @@ public:
             }
             case ast::TypeKind::Named: break;
         }
-        static const std::map<std::string, TypeRef (TypeArena::*)() const> prims = {
+        // Five names: comparing them in turn is cheaper than a map's string comparisons, and this
+        // runs for every parameter of every call the walk meets.
+        static constexpr std::pair<std::string_view, TypeRef (TypeArena::*)() const> prims[] = {
             {"Int", &TypeArena::integer}, {"Float", &TypeArena::floating}, {"Bool", &TypeArena::boolean},
             {"Str", &TypeArena::str}, {"Unit", &TypeArena::unit}};
-        if (auto it = prims.find(te.name); it != prims.end()) {
+        auto it = std::find_if(std::begin(prims), std::end(prims), [&](const auto& p) { return p.first == te.name; });
+        if (it != std::end(prims)) {
             if (te.max && te.args.empty())
                 error(DiagCode::E0105, "'max' applies only to List types", te.span, "write List[T] max N");
             else if (!te.args.empty())
@@ -356,11 +450,13 @@ private:
     std::map<std::string, TypeRef> types_;  // host and program types
     std::map<std::string, const TypeExpr*> pendingTypes_;
     std::map<std::string, const FnDecl*, std::less<>> fns_;
+    std::unordered_map<std::string_view, const FnDecl*> fnByName_;  // the same, for the walk's lookups
+    std::unordered_map<const FnDecl*, std::vector<std::string>> paramNames_;  // for bindArgs, once per function
     std::map<std::string, const AgentDecl*, std::less<>> agents_;
     std::set<std::string> uses_;
     std::set<std::string> usedResources_;
     std::unordered_map<const CallExpr*, std::string> siteIds_;
-    std::map<std::string, FnSummary> fnCache_;
+    std::unordered_map<std::string, FnSummary> fnCache_;  // by function, mode and context (analyseFn)
     std::set<std::string> analysedFns_;    // analysed with recording (reachable from main)
     std::set<std::string> referencedFns_;  // called from code reachable from main, even if the call is wrong
     std::map<const CallExpr*, SiteRecord> sites_;
@@ -385,11 +481,19 @@ private:
         Taint sticky;
     };
     FnPasses* passes_ = nullptr;  // of the function being walked
+    // analyseFn: the loop-carried taint of a dry analysis that reached its fixed point, by calling
+    // context (the memo key without the mode), for the recording analysis in the same context.
+    std::unordered_map<std::string, std::unordered_map<NodeId, LoopCarry>> convergedLoops_;
+    uint64_t depthCuts_ = 0;  // calls not analysed because the call chain reached maxCallDepth
     bool dry_ = false;
     static constexpr int kMaxPasses = 64;
     void carryIntoLoop(const ForExpr& e, Scope& outer);
     void carryOutOfLoop(const ForExpr& e, Scope& outer);
     bool hasLoopCarriedVars(const Block& body) const;
+    // hasLoopCarriedVars of each function body analysed: it depends only on the body (and the
+    // mode, fixed for a check), and walking the body for it at every analysis cost as much as a
+    // tenth of the walk itself.
+    std::unordered_map<const Block*, bool> loopCarriedBodies_;
 
     // ------------------------------------------------------------ strict flows
 
@@ -564,9 +668,12 @@ private:
     void modifiersOnPlainCall(const CallExpr& e);
 
     // Binds call arguments to parameter names; nullopt (after an E0104) when they do not fit.
+    // `callee` names the function or capability in messages; they are formatted only when one is
+    // reported (formatting them for every call was 5 % of checking).
     std::optional<std::vector<const CallArg*>> bindArgs(const CallExpr& e, const std::vector<std::string>& params,
-                                                        const std::string& what);
-    void checkArg(const CallArg& arg, const Info& info, TypeRef expected, const std::string& what);
+                                                        std::string_view callee);
+    void checkArg(const CallArg& arg, const Info& info, TypeRef expected, std::string_view callee,
+                  std::string_view param);
 
     SiteRecord& siteFor(const CallExpr& e, const std::string& resource, const std::optional<std::string>& agent);
 
@@ -610,7 +717,7 @@ void Checker::declareFunctionsAndAgents() {
             if (fns_.count(f.name))
                 report(DiagCode::E0112, fmt::format("function '{}' is defined more than once", f.name), f.nameSpan,
                        "rename one of them");
-            else fns_[f.name] = &f;
+            else fns_[f.name] = fnByName_[f.name] = &f;
             if (isBuiltin(f.name))
                 report(DiagCode::E0112, fmt::format("function '{}' shadows a builtin", f.name), f.nameSpan,
                        "choose a different name");
@@ -658,37 +765,49 @@ void Checker::checkUses() {
     }
 }
 
-// Calls between program functions form a graph; a cycle is recursion (E0402).
+// Calls between program functions form a graph; a cycle is recursion (E0402). Functions are
+// numbered in name order (fns_'s) and the search runs in that order, each function's calls in the
+// order they appear, so the cycles found and reported are the same as a search by name would find.
 void Checker::checkRecursion() {
-    std::map<std::string, std::vector<std::string>> graph;
-    std::function<void(const Expr&, std::vector<std::string>&)> walkExpr;
-    std::function<void(const Block&, std::vector<std::string>&)> walkBlock = [&](const Block& b,
-                                                                                 std::vector<std::string>& out) {
+    std::vector<const FnDecl*> fns;
+    std::unordered_map<const FnDecl*, size_t> number;
+    for (const auto& [name, fn] : fns_) {
+        number.emplace(fn, fns.size());
+        fns.push_back(fn);
+    }
+    std::vector<std::vector<size_t>> graph(fns.size());
+    std::vector<size_t>* out = nullptr;
+    std::function<void(const Expr&)> walkExpr;
+    auto walkBlock = [&](const Block& b) {
         for (const StmtPtr& s : b.stmts)
-            if (s->value) walkExpr(*s->value, out);
+            if (s->value) walkExpr(*s->value);
     };
-    walkExpr = [&](const Expr& e, std::vector<std::string>& out) {
+    walkExpr = [&](const Expr& e) {
         if (e.kind == ExprKind::Call) {
             const auto& c = e.as<CallExpr>();
-            if (c.callee.size() == 1 && fns_.count(c.callee[0])) out.push_back(c.callee[0]);
+            if (c.callee.size() == 1)
+                if (auto it = fnByName_.find(c.callee[0]); it != fnByName_.end()) out->push_back(number.at(it->second));
         }
-        forEachChild(
-            e, [&](const Expr& child) { walkExpr(child, out); }, [&](const Block& block) { walkBlock(block, out); });
+        forEachChild(e, [&](const Expr& child) { walkExpr(child); }, [&](const Block& block) { walkBlock(block); });
     };
-    for (const auto& [name, fn] : fns_) walkBlock(*fn->body, graph[name]);
+    for (size_t i = 0; i < fns.size(); ++i) {
+        out = &graph[i];
+        walkBlock(*fns[i]->body);
+    }
 
-    std::map<std::string, int> state;  // 1 on the current path, 2 done
-    std::vector<std::string> path;
-    std::function<void(const std::string&)> dfs = [&](const std::string& u) {
+    std::vector<int> state(fns.size(), 0);  // 1 on the current path, 2 done
+    std::vector<size_t> path;
+    std::function<void(size_t)> dfs = [&](size_t u) {
         state[u] = 1;
         path.push_back(u);
-        for (const std::string& v : graph[u]) {
+        for (size_t v : graph[u]) {
             if (state[v] == 1) {
                 auto start = std::find(path.begin(), path.end(), v);
-                std::vector<std::string> cycle(start, path.end());
-                cycle.push_back(v);
+                std::vector<std::string> cycle;
+                for (auto it = start; it != path.end(); ++it) cycle.push_back(fns[*it]->name);
+                cycle.push_back(fns[v]->name);
                 report(DiagCode::E0402, fmt::format("recursion is not allowed: {}", joinList(cycle, " -> ")),
-                       fns_[v]->nameSpan,
+                       fns[v]->nameSpan,
                        "Remit programs are total so that bounds can be computed; use a bounded for-loop");
                 recursive_ = true;
             } else if (state[v] == 0) {
@@ -698,8 +817,8 @@ void Checker::checkRecursion() {
         path.pop_back();
         state[u] = 2;
     };
-    for (const auto& [name, fn] : fns_)
-        if (state[name] == 0) dfs(name);
+    for (size_t i = 0; i < fns.size(); ++i)
+        if (state[i] == 0) dfs(i);
 }
 
 bool Checker::isEffectfulCall(const CallExpr& call) const {
@@ -712,8 +831,18 @@ bool Checker::isEffectfulCall(const CallExpr& call) const {
 
 FnSummary Checker::analyseFn(const FnDecl& fn, const std::vector<Info>& args, const Taint& pc, bool record) {
     record = record && !dry_;
-    std::string key = fn.name + "|" + (dry_ ? "d|" : record ? "r|" : "t|") + freeze(pc);
-    for (const Info& a : args) key += "|" + freeze(a.taint);
+    // The calling context (function, pc, argument tags), then the mode.
+    std::string key;
+    key.reserve(64);
+    key += fn.name;
+    key += '|';
+    freezeInto(key, pc);
+    for (const Info& a : args) {
+        key += '|';
+        freezeInto(key, a.taint);
+    }
+    const size_t contextLength = key.size();
+    key += dry_ ? "|d" : record ? "|r" : "|t";
     if (auto it = fnCache_.find(key); it != fnCache_.end()) return it->second;
     analysedAnyFn_.insert(fn.name);
     if (!pc.empty()) calledUnderPc_.insert(fn.name);
@@ -748,10 +877,28 @@ FnSummary Checker::analyseFn(const FnDecl& fn, const std::vector<Info>& args, co
     FnFrame frame;
     Info body;
     int pass = 0;
-    for (bool converged = !hasLoopCarriedVars(*fn.body); !converged && pass < kMaxPasses; ++pass) {
+    auto [carriedIt, firstTime] = loopCarriedBodies_.try_emplace(fn.body.get(), false);
+    if (firstTime) carriedIt->second = hasLoopCarriedVars(*fn.body);
+    bool loopCarried = carriedIt->second;
+    bool converged = !loopCarried;
+    std::string_view context(key.data(), contextLength);
+    // A dry analysis in this context already walked the body to its fixed point: the dry passes
+    // here would start from the same (empty) carried taint, see the same arguments, pc and callee
+    // summaries, and so end in the same state. Starting from it leaves only the last walk.
+    if (!converged && !outerDry)
+        if (auto it = convergedLoops_.find(std::string(context)); it != convergedLoops_.end()) {
+            passes.loops = it->second;
+            converged = true;
+        }
+    const uint64_t depthCutsBefore = depthCuts_;
+    for (; !converged && pass < kMaxPasses; ++pass) {
         body = walk(false, frame);
         converged = !passes.changed;
     }
+    // Kept only when nothing here depended on where the analysis ran: no call cut at the depth
+    // limit (which depends on the caller's depth), no stop, no E0003 for too many passes.
+    if (outerDry && loopCarried && converged && pass < kMaxPasses && depthCuts_ == depthCutsBefore && !stopped_)
+        convergedLoops_.try_emplace(std::string(context), passes.loops);
     if (pass == kMaxPasses) {
         dry_ = outerDry;
         report(DiagCode::E0003,
@@ -1405,14 +1552,15 @@ Info Checker::matchExpr(const MatchExpr& e, const Ctx& ctx) {
 // ---------------------------------------------------------------- calls
 
 std::optional<std::vector<const CallArg*>> Checker::bindArgs(const CallExpr& e, const std::vector<std::string>& params,
-                                                             const std::string& what) {
+                                                             std::string_view callee) {
+    auto what = [&] { return fmt::format("'{}'", callee); };
     std::vector<const CallArg*> bound(params.size(), nullptr);
     size_t positional = 0;
     for (const CallArg& a : e.args)
         if (!a.name) ++positional;
     if (positional > params.size()) {
         report(DiagCode::E0104,
-               fmt::format("{} takes {} argument(s) but {} were given", what, params.size(), e.args.size()), e.span);
+               fmt::format("{} takes {} argument(s) but {} were given", what(), params.size(), e.args.size()), e.span);
         return std::nullopt;
     }
     size_t next = 0;
@@ -1424,7 +1572,7 @@ std::optional<std::vector<const CallArg*>> Checker::bindArgs(const CallExpr& e, 
         auto it = std::find(params.begin(), params.end(), *a.name);
         if (it == params.end()) {
             std::string hint = suggest(*a.name, params);
-            report(DiagCode::E0104, fmt::format("{} has no parameter '{}'", what, *a.name), a.span,
+            report(DiagCode::E0104, fmt::format("{} has no parameter '{}'", what(), *a.name), a.span,
                    hint.empty() ? fmt::format("parameters: {}", joinList(params)) : hint);
             return std::nullopt;
         }
@@ -1439,20 +1587,22 @@ std::optional<std::vector<const CallArg*>> Checker::bindArgs(const CallExpr& e, 
     for (size_t i = 0; i < params.size(); ++i)
         if (!bound[i]) missing.push_back(params[i]);
     if (!missing.empty()) {
-        report(DiagCode::E0104, fmt::format("{} is missing argument(s): {}", what, joinList(missing)), e.span);
+        report(DiagCode::E0104, fmt::format("{} is missing argument(s): {}", what(), joinList(missing)), e.span);
         return std::nullopt;
     }
     return bound;
 }
 
-void Checker::checkArg(const CallArg& arg, const Info& info, TypeRef expected, const std::string& what) {
+void Checker::checkArg(const CallArg& arg, const Info& info, TypeRef expected, std::string_view callee,
+                       std::string_view param) {
+    auto what = [&] { return fmt::format("'{}' parameter '{}'", callee, param); };
     if (!assignable(info.type, expected)) {
-        report(DiagCode::E0103, fmt::format("{} expects {}, found {}", what, showType(expected), showType(info.type)),
+        report(DiagCode::E0103, fmt::format("{} expects {}, found {}", what(), showType(expected), showType(info.type)),
                arg.value->span, {}, {}, mismatch(expected, info.type));
         return;
     }
     if (std::string bv = boundViolation(info.type, expected); !bv.empty())
-        report(DiagCode::E0113, fmt::format("{}: {}", what, bv), arg.value->span, "use take(xs, N) to bound the list",
+        report(DiagCode::E0113, fmt::format("{}: {}", what(), bv), arg.value->span, "use take(xs, N) to bound the list",
                {}, mismatch(expected, info.type));
 }
 
@@ -1464,7 +1614,7 @@ void Checker::modifiersOnPlainCall(const CallExpr& e) {
 
 Info Checker::call(const CallExpr& e, const Ctx& ctx) {
     const std::vector<std::string>& path = e.callee;
-    std::string dotted = path.size() >= 2 ? e.calleeName() : path[0];
+    std::string dotted = path.size() >= 2 ? e.calleeName() : std::string();  // used only for dotted paths
     ResolvedCall& resolved = result_.calls[static_cast<uint32_t>(e.id)];
     if (path.size() == 2 && path[1] == "ask" && (host_.model(path[0]) || agents_.count(path[0])))
         return modelCall(e, ctx);
@@ -1472,7 +1622,8 @@ Info Checker::call(const CallExpr& e, const Ctx& ctx) {
         if (const Capability* cap = host_.capability(dotted)) return capabilityCall(e, *cap, ctx);
     }
     modifiersOnPlainCall(e);
-    if (path.size() == 1 && fns_.count(path[0])) return functionCall(e, *fns_[path[0]], ctx);
+    if (path.size() == 1)
+        if (auto fn = fnByName_.find(path[0]); fn != fnByName_.end()) return functionCall(e, *fn->second, ctx);
     if (path.size() == 1 && isBuiltin(path[0])) {
         resolved.target = CallTarget::Builtin;
         resolved.name = path[0];
@@ -1659,7 +1810,7 @@ Info Checker::capabilityCall(const CallExpr& e, const Capability& cap, const Ctx
 
     std::vector<std::string> paramNames;
     for (const CapabilityParam& p : cap.params) paramNames.push_back(p.name);
-    auto bound = bindArgs(e, paramNames, fmt::format("'{}'", name));
+    auto bound = bindArgs(e, paramNames, name);
     std::map<const CallArg*, Info> infos;
     Effects eff;
     for (const CallArg& a : e.args) {
@@ -1689,7 +1840,7 @@ Info Checker::capabilityCall(const CallExpr& e, const Capability& cap, const Ctx
             const CapabilityParam& p = cap.params[i];
             const CallArg& arg = *(*bound)[i];
             const Info& info = infos.at(&arg);
-            checkArg(arg, info, p.type, fmt::format("'{}' parameter '{}'", name, p.name));
+            checkArg(arg, info, p.type, name, p.name);
             unionInto(all, info.taint);
             const Taint& data = info.taint;
             std::vector<std::string> denied, deniedByControl;
@@ -1876,31 +2027,33 @@ Info Checker::functionCall(const CallExpr& e, const FnDecl& fn, const Ctx& ctx) 
     ResolvedCall& resolved = result_.calls[static_cast<uint32_t>(e.id)];
     resolved.target = CallTarget::Function;
     resolved.name = fn.name;
-    std::vector<std::string> paramNames;
+    std::vector<std::string>& paramNames = paramNames_[&fn];
+    if (paramNames.size() != fn.params.size())
+        for (const Param& p : fn.params) paramNames.push_back(p.name);
     std::vector<TypeRef> paramTypes;
-    for (const Param& p : fn.params) {
-        paramNames.push_back(p.name);
-        paramTypes.push_back(resolve(*p.type));
-    }
+    for (const Param& p : fn.params) paramTypes.push_back(resolve(*p.type));
     TypeRef ret = fn.ret ? resolve(*fn.ret) : arena_.unit();
     if (ctx.record) referencedFns_.insert(fn.name);
-    auto bound = bindArgs(e, paramNames, fmt::format("'{}'", fn.name));
-    std::map<const CallArg*, Info> infos;
+    auto bound = bindArgs(e, paramNames, fn.name);
+    std::vector<Info> infos;  // by argument position
+    infos.reserve(e.args.size());
     Effects eff;
     for (const CallArg& a : e.args) {
-        Info i = expr(*a.value, ctx);
-        addInto(eff, i.eff);
-        infos.emplace(&a, std::move(i));
+        infos.push_back(expr(*a.value, ctx));
+        addInto(eff, infos.back().eff);
     }
     if (!bound) return Info{ret, {}, std::move(eff)};
     std::vector<Info> args;
+    args.reserve(fn.params.size());
     for (size_t i = 0; i < fn.params.size(); ++i) {
         const CallArg& a = *(*bound)[i];
-        checkArg(a, infos.at(&a), paramTypes[i], fmt::format("'{}' parameter '{}'", fn.name, fn.params[i].name));
-        args.push_back(infos.at(&a));
+        Info& info = infos[static_cast<size_t>(&a - e.args.data())];  // bindArgs binds each argument once
+        checkArg(a, info, paramTypes[i], fn.name, fn.params[i].name);
+        args.push_back(std::move(info));
     }
     if (recursive_) return Info{ret, {}, std::move(eff)};
     if (fnStack_.size() >= opts_.maxCallDepth) {
+        ++depthCuts_;
         std::vector<std::string> chain;
         for (const FnFrame& f : fnStack_) chain.push_back(f.fn->name);
         chain.push_back(fn.name);
@@ -2261,7 +2414,7 @@ void Checker::run() {
     for (const DeclPtr& d : prog_.decls) {
         if (d->kind != DeclKind::Fn) continue;
         const FnDecl& f = d->as<FnDecl>();
-        if (fns_[f.name] != &f || analysedFns_.count(f.name)) continue;
+        if (fnByName_.at(f.name) != &f || analysedFns_.count(f.name)) continue;
         // With recursion the call graph is not walked, so "never called" would be noise.
         if (f.name != "main" && !referencedFns_.count(f.name) && !recursive_) {
             diags_.add(makeDiagnostic(DiagCode::W0101, fmt::format("function '{}' is never called from main", f.name),
