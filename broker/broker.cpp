@@ -747,8 +747,17 @@ Decision Broker::complete(const AdapterReply& reply) {
         if (reply.meta.is_object()) event.add("meta", reply.meta);
         else event.addCanonical("meta", "{}");
         if (actual > a.reserve + 1e-12) event.add("overrun_usd", actual - a.reserve);
-        event.add("pc_tags", namesJson(heap, call.pcTags)).add("reserved_usd", a.reserve).add("resource", resource);
-        if (status == "ok") event.add("result", reply.result).add("result_tags", namesJson(heap, decoded.tags));
+        // No tags (most calls) is "[]" without an empty Json array made and written.
+        auto addTagNames = [&](std::string_view key, TagSetId tags) {
+            if (tags == kNoTags) event.addCanonical(key, "[]");
+            else event.add(key, namesJson(heap, tags));
+        };
+        addTagNames("pc_tags", call.pcTags);
+        event.add("reserved_usd", a.reserve).add("resource", resource);
+        if (status == "ok") {
+            event.add("result", reply.result);
+            addTagNames("result_tags", decoded.tags);
+        }
         event.add("run_id", options_.runId).add("seq", seq).add("site", site.id).add("status", status);
         assert(event.inKeyOrder() && "the call record's keys are added in byte order");
         callRecorded = record(event, true);
@@ -872,7 +881,10 @@ RunStatus driveWith(Run& run, Broker& broker, Adapter* adapter, const Approver& 
             d = by ? broker.approved(*by) : broker.decline();
         }
         if (!watcher) {
-            status = carryOut(broker, adapter, std::move(d));
+            // carryOut's work without moving the decision twice: its request is a large value.
+            if (d.kind != Decision::Kind::Dispatch) status = broker.settle(std::move(d));
+            else if (adapter) status = broker.settle(broker.complete(adapter->perform(d.request)));
+            else status = carryOut(broker, adapter, std::move(d));
             continue;
         }
         const HostCall& call = run.hostCall();

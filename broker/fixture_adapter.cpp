@@ -282,7 +282,8 @@ AdapterReply FixtureAdapter::call(const AdapterRequest& request) {
         reply.ok = true;
         reply.result = e.output;
         reply.costUsd = e.costUsd;
-        reply.meta = {{"adapter", "fixture"}};
+        static const Json kMeta = {{"adapter", "fixture"}};  // a copy, not a tree built from a list each call
+        reply.meta = kMeta;
         return reply;
     }
     AdapterReply reply;

@@ -53,7 +53,7 @@ bool syncDirectory(const std::filesystem::path& dir) {
 
 }  // namespace
 
-std::string traceChain(const std::string& previousChain, const std::string& canonicalRecord) {
+std::string traceChain(std::string_view previousChain, std::string_view canonicalRecord) {
     return sha256Hex(previousChain, canonicalRecord, 32);
 }
 
@@ -93,17 +93,20 @@ bool TraceWriter::append(const CanonicalObject& event, bool durable, bool hold) 
     if (!attached()) return true;  // not opened: tests without a trace
     if (!ok_) return false;
     ++emitted_;
-    // The chain covers the record without its own `chain` member; the line is the same text with it.
-    std::string chain = traceChain(chain_, event.text("chain"));
-    std::string line = event.textWith("chain", chain);
-    line += '\n';
+    // The chain covers the record without its own `chain` member (for the broker's records, the
+    // record's own buffer: nothing is copied to hash it); the line is the same text with it, built
+    // once into line_, whose buffer is reused from record to record.
+    std::string scratch;
+    std::string chain = traceChain(chain_, event.textWithout("chain", scratch));
+    event.textWithInto(line_, "chain", chain);
+    line_ += '\n';
     if (failAt_ && emitted_ >= failAt_) return fail(std::strerror(failErrno_));
     if (hold) {
-        held_ = std::move(line);
+        held_.swap(line_);  // line_ takes held_'s old buffer for the next record
         chain_ = std::move(chain);
         return true;
     }
-    std::string_view lines[2] = {held_, line};
+    std::string_view lines[2] = {held_, line_};
     std::span<const std::string_view> all = held_.empty() ? std::span<const std::string_view>(lines + 1, 1)
                                                           : std::span<const std::string_view>(lines, 2);
     if (std::string why; !writeLines(all, durable, why)) return fail(std::move(why));

@@ -104,6 +104,7 @@ private:
     size_t failAt_ = 0;
     int failErrno_ = 0;
     std::string held_;  // a write-ahead record not written yet (emitWriteAhead), with its newline
+    std::string line_;  // the line being written (a buffer reused by every record)
     bool fail(std::string why);
     bool append(const CanonicalObject& event, bool durable, bool hold = false);
     static CanonicalObject canonicalRecord(const Json& event);
@@ -111,7 +112,7 @@ private:
 
 // The `chain` of a record: the first 32 hex digits of SHA-256 of the previous record's chain ("" for
 // the first record) followed by the record's canonical JSON without its `chain` field.
-std::string traceChain(const std::string& previousChain, const std::string& canonicalRecord);
+std::string traceChain(std::string_view previousChain, std::string_view canonicalRecord);
 
 // A trace read back: its events (without `chain`) in file order with their line numbers. `error`
 // names the file and line of the first record that is damaged — not one canonical JSON object with

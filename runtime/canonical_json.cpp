@@ -6,6 +6,7 @@
 #include <cassert>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "runtime/numfmt.h"
@@ -74,12 +75,20 @@ void appendScalar(std::string& out, const Json& value, bool ensureAscii) {
         }
         case nlohmann::json::value_t::number_float: {
             double d = value.template get<double>();
-            if (std::isnan(d))
+            if (std::isnan(d)) {
                 out += "NaN";
-            else if (std::isinf(d))
+            } else if (std::isinf(d)) {
                 out += d < 0 ? "-Infinity" : "Infinity";
-            else
+            } else if (std::fabs(d) < 9007199254740992.0 && std::trunc(d) == d) {
+                // An integral float below 2^53 (a cost of 0, an amount): its repr is the integer
+                // and ".0", without formatFloatRepr's search for the shortest digits.
+                char buf[24];
+                if (std::signbit(d)) out += '-';
+                out.append(buf, std::to_chars(buf, buf + sizeof buf, static_cast<int64_t>(std::fabs(d))).ptr);
+                out += ".0";
+            } else {
                 out += formatFloatRepr(d);
+            }
             break;
         }
         case nlohmann::json::value_t::string:
@@ -92,8 +101,42 @@ void appendScalar(std::string& out, const Json& value, bool ensureAscii) {
     }
 }
 
+// A container of at most kFlatMembers members, none of them a non-empty container (the broker's
+// arguments, tags and `meta`), written without dumpInto's frames: their two vectors are two
+// allocations a call's records would make several times. False, with nothing written, for any
+// other value; the text is the same as dumpInto's.
+constexpr size_t kFlatMembers = 8;
+
+template <class Json>
+bool dumpFlat(std::string& out, const Json& value, const JsonTextStyle& style) {
+    if (!value.is_structured() || value.empty() || value.size() > kFlatMembers || style.indent >= 0) return false;
+    typename Json::const_iterator members[kFlatMembers];
+    size_t n = 0;
+    for (auto it = value.cbegin(); it != value.cend(); ++it) {
+        if (it->is_structured() && !it->empty()) return false;
+        members[n++] = it;
+    }
+    bool isArray = value.is_array();
+    if (!isArray && style.sortKeys)
+        std::sort(members, members + n, [](const auto& x, const auto& y) { return x.key() < y.key(); });
+    out += isArray ? '[' : '{';
+    for (size_t i = 0; i < n; ++i) {
+        if (i) out += style.itemSeparator;
+        if (!isArray) {
+            appendJsonString(out, members[i].key(), style.ensureAscii);
+            out += style.keySeparator;
+        }
+        const Json& member = *members[i];
+        if (member.is_structured()) out += member.is_array() ? "[]" : "{}";
+        else appendScalar(out, member, style.ensureAscii);
+    }
+    out += isArray ? ']' : '}';
+    return true;
+}
+
 template <class Json>
 void dumpInto(std::string& out, const Json& root, const JsonTextStyle& style) {
+    if (dumpFlat(out, root, style)) return;
     // One frame per open container: its members in output order and the next one to write.
     struct Frame {
         const Json* container;
@@ -170,11 +213,22 @@ const JsonTextStyle& canonicalStyle() {
 }  // namespace
 
 void appendJsonString(std::string& out, std::string_view text, bool ensureAscii) {
+    const bool* plain = ensureAscii ? kPlainAscii.data() : kPlainUtf8.data();
+    size_t first = 0;
+    while (first < text.size() && plain[static_cast<unsigned char>(text[first])]) ++first;
+    if (first == text.size()) {
+        // Nothing to escape (keys, ids, most values): the quotes and the text in one append, as
+        // three would cost three calls into std::string.
+        size_t at = out.size();
+        out.append(text.size() + 2, '"');
+        if (!text.empty()) std::memcpy(out.data() + at + 1, text.data(), text.size());
+        return;
+    }
     out += '"';
-    size_t i = 0;
+    out.append(text.data(), first);
+    size_t i = first;
     while (i < text.size()) {
         // The bytes written as they are, appended as one run (most text is all of them).
-        const bool* plain = ensureAscii ? kPlainAscii.data() : kPlainUtf8.data();
         size_t run = i;
         while (run < text.size() && plain[static_cast<unsigned char>(text[run])]) ++run;
         if (run > i) {
@@ -240,45 +294,76 @@ std::string dumpJson(const Json& value, const JsonTextStyle& style) { return dum
 std::string canonicalJson(const nlohmann::json& value) { return dumpImpl(value, canonicalStyle()); }
 std::string canonicalJson(const Json& value) { return dumpImpl(value, canonicalStyle()); }
 
+namespace {
+
+// Whether key `a` sorts before `b` (byte order, as std::string_view's <), compared inline: a
+// record's keys are short and mostly differ in their first bytes, where a call to memcmp for each
+// comparison cost more than the comparison.
+bool keyBefore(std::string_view a, std::string_view b) {
+    size_t n = std::min(a.size(), b.size());
+    for (size_t i = 0; i < n; ++i)
+        if (a[i] != b[i]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[i]);
+    return a.size() < b.size();
+}
+
+}  // namespace
+
 CanonicalObject::Member& CanonicalObject::open(std::string_view key) {
-    // std::string compares bytes as unsigned char: UTF-8 byte order is code-point order.
+    // std::string_view compares bytes as unsigned char: UTF-8 byte order is code-point order.
     if (members_.empty()) {
-        // One allocation each for a trace record's members and text (the `call` record has ~24).
+        // One allocation each for a trace record's members, keys and text (the `call` record has ~24).
         members_.reserve(24);
-        body_.reserve(512);
+        keys_.reserve(256);
+        body_.reserve(1024);
+        body_ += '{';
     }
     Member* m = nullptr;
     // In key order so far, a key after the last one is new; otherwise it may replace any member.
-    if (members_.empty() || (sorted_ && std::string_view(members_.back().key) < key)) {
-        m = &members_.emplace_back(Member{std::string(key), 0, 0});
+    if (members_.empty() || (sorted_ && keyBefore(keyOf(members_.back()), key))) {
+        if (joined_ && !members_.empty()) body_.back() = ',';  // the '}' that closed the text so far
     } else {
         for (Member& old : members_)
-            if (old.key == key) {
+            if (keyOf(old) == key) {
                 m = &old;  // replaced in place (the order holds): its old text stays unused in body_
                 break;
             }
-        if (!m) {
-            sorted_ = false;
-            m = &members_.emplace_back(Member{std::string(key), 0, 0});
-        }
+        if (!m) sorted_ = false;
+        joined_ = false;  // body_ now holds text that is not part of the object: build() joins
+    }
+    if (!m) {
+        m = &members_.emplace_back(Member{static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(key.size()), 0, 0});
+        keys_ += key;
     }
     m->begin = body_.size();
-    appendJsonString(body_, key, false);
-    body_ += ':';
+    // A short key with nothing to escape (every key the broker writes) goes in as `"key":` with
+    // one append, copied through a buffer while it is checked.
+    char buf[64];
+    size_t i = 0;
+    if (key.size() + 3 <= sizeof buf)
+        for (; i < key.size() && kPlainUtf8[static_cast<unsigned char>(key[i])]; ++i) buf[i + 1] = key[i];
+    if (i == key.size() && key.size() + 3 <= sizeof buf) {
+        buf[0] = '"';
+        buf[i + 1] = '"';
+        buf[i + 2] = ':';
+        body_.append(buf, i + 3);
+    } else {
+        appendJsonString(body_, key, false);
+        body_ += ':';
+    }
     return *m;
 }
 
 CanonicalObject& CanonicalObject::add(std::string_view key, const Json& value) {
     Member& m = open(key);
     dumpInto(body_, value, canonicalStyle());
-    m.end = body_.size();
+    close(m);
     return *this;
 }
 
 CanonicalObject& CanonicalObject::add(std::string_view key, std::string_view text) {
     Member& m = open(key);
     appendJsonString(body_, text, false);
-    m.end = body_.size();
+    close(m);
     return *this;
 }
 
@@ -304,13 +389,16 @@ CanonicalObject& CanonicalObject::addInteger(std::string_view key, uint64_t numb
 
 CanonicalObject& CanonicalObject::add(std::string_view key, double number) {
     // As a Json float prints (appendScalar): repr, or Python's names for the non-finite.
-    return add(key, Json(number));
+    Member& m = open(key);
+    appendScalar(body_, Json(number), false);
+    close(m);
+    return *this;
 }
 
 CanonicalObject& CanonicalObject::addCanonical(std::string_view key, std::string_view canonicalText) {
     Member& m = open(key);
     body_ += canonicalText;
-    m.end = body_.size();
+    close(m);
     return *this;
 }
 
@@ -320,8 +408,48 @@ std::string CanonicalObject::textWith(std::string_view key, std::string_view val
     return build(key, key, value);
 }
 
+std::vector<CanonicalObject::Member>::const_iterator CanonicalObject::lowerBound(std::string_view key) const {
+    return std::lower_bound(members_.begin(), members_.end(), key,
+                            [this](const Member& m, std::string_view k) { return keyBefore(keyOf(m), k); });
+}
+
+std::string_view CanonicalObject::textWithout(std::string_view skip, std::string& scratch) const {
+    if (joined_ && !members_.empty()) {
+        auto at = lowerBound(skip);
+        if (skip.empty() || at == members_.end() || keyOf(*at) != skip) return body_;
+    }
+    buildInto(scratch, skip, {}, {});
+    return scratch;
+}
+
+void CanonicalObject::textWithInto(std::string& out, std::string_view key, std::string_view value) const {
+    out.clear();
+    auto at = joined_ && !members_.empty() ? lowerBound(key) : members_.end();
+    if (!joined_ || members_.empty() || key.empty() || (at != members_.end() && keyOf(*at) == key)) {
+        buildInto(out, key, key, value);
+        return;
+    }
+    // body_ is the text without `key`: the member goes in before the first key above it, or last.
+    size_t cut = at != members_.end() ? at->begin : body_.size() - 1;
+    out.reserve(body_.size() + key.size() + value.size() + 8);
+    out.append(body_, 0, cut);
+    if (at == members_.end()) out += ',';
+    appendJsonString(out, key, false);
+    out += ':';
+    appendJsonString(out, value, false);
+    if (at != members_.end()) out += ',';
+    out.append(body_, cut, std::string::npos);
+}
+
 std::string CanonicalObject::build(std::string_view skip, std::string_view extraKey, std::string_view extraValue) const {
     std::string out;
+    buildInto(out, skip, extraKey, extraValue);
+    return out;
+}
+
+void CanonicalObject::buildInto(std::string& out, std::string_view skip, std::string_view extraKey,
+                                std::string_view extraValue) const {
+    out.clear();
     out.reserve(body_.size() + members_.size() + extraKey.size() + extraValue.size() + 16);
     out += '{';
     bool extraDone = extraKey.empty();
@@ -329,8 +457,8 @@ std::string CanonicalObject::build(std::string_view skip, std::string_view extra
         if (out.size() > 1) out += ',';
     };
     auto put = [&](const Member& m) {
-        if (!skip.empty() && m.key == skip) return;
-        if (!extraDone && extraKey < std::string_view(m.key)) {
+        if (!skip.empty() && keyOf(m) == skip) return;
+        if (!extraDone && extraKey < keyOf(m)) {
             separate();
             appendJsonString(out, extraKey, false);
             out += ':';
@@ -346,7 +474,7 @@ std::string CanonicalObject::build(std::string_view skip, std::string_view extra
         std::vector<const Member*> order;
         order.reserve(members_.size());
         for (const Member& m : members_) order.push_back(&m);
-        std::sort(order.begin(), order.end(), [](const Member* x, const Member* y) { return x->key < y->key; });
+        std::sort(order.begin(), order.end(), [this](const Member* x, const Member* y) { return keyOf(*x) < keyOf(*y); });
         for (const Member* m : order) put(*m);
     }
     if (!extraDone) {
@@ -356,7 +484,6 @@ std::string CanonicalObject::build(std::string_view skip, std::string_view extra
         appendJsonString(out, extraValue, false);
     }
     out += '}';
-    return out;
 }
 
 }  // namespace remit

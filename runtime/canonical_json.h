@@ -73,25 +73,47 @@ public:
     std::string text(std::string_view skip = {}) const;
     // The same with the string member `key` set to `value` (replacing any member of that name).
     std::string textWith(std::string_view key, std::string_view value) const;
+    // The trace writer's two texts of a record without copies it does not need (broker/trace.cpp):
+    // text(skip) as a view of the object's own buffer when the members went in in key order and
+    // none was replaced — the buffer then holds exactly that text — else built into `scratch`;
+    // and textWith(key, value) written into `out` (cleared first; its capacity is reused). As for
+    // text() and textWith(), an empty `skip` or `key` names no member.
+    std::string_view textWithout(std::string_view skip, std::string& scratch) const;
+    void textWithInto(std::string& out, std::string_view key, std::string_view value) const;
     // Whether every key was added after the ones before it, so text() joins without sorting. The
     // broker asserts it of its records, whose keys it adds in order for speed: a key added out of
     // place later would still give the right text, only slower, and the assertion says so.
     bool inKeyOrder() const { return sorted_; }
 
 private:
+    // A member: its key (raw, in keys_) and its text, "key":value, in body_. Keys live in one
+    // buffer rather than a std::string each: a record has ~24 members.
     struct Member {
-        std::string key;
-        size_t begin, end;  // the member's text, "key":value, in body_
+        uint32_t keyAt, keyLength;
+        size_t begin, end;
     };
     std::vector<Member> members_;
+    std::string keys_;
+    // '{', then the members' texts. While `joined_` (every member added in key order, none
+    // replaced) they are separated by ',' and closed by '}', so body_ is the object's canonical
+    // text as it is; otherwise build() joins the members' ranges.
     std::string body_;
     bool sorted_ = true;  // members_ is in key order (every key was added after the ones before it)
+    bool joined_ = true;
+    std::string_view keyOf(const Member& m) const { return {keys_.data() + m.keyAt, m.keyLength}; }
+    // The first member whose key is not below `key` (members_ sorted), or members_.end().
+    std::vector<Member>::const_iterator lowerBound(std::string_view key) const;
     // Starts the member `key` (a new one, or the one it replaces) and writes its key into body_;
-    // the caller writes the value and closes it with `m.end = body_.size()`.
+    // the caller writes the value and closes it with close().
     Member& open(std::string_view key);
+    void close(Member& m) {
+        m.end = body_.size();
+        if (joined_) body_ += '}';
+    }
     CanonicalObject& addInteger(std::string_view key, int64_t number);
     CanonicalObject& addInteger(std::string_view key, uint64_t number);
     std::string build(std::string_view skip, std::string_view extraKey, std::string_view extraValue) const;
+    void buildInto(std::string& out, std::string_view skip, std::string_view extraKey, std::string_view extraValue) const;
 };
 
 }  // namespace remit

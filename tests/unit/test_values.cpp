@@ -14,6 +14,7 @@
 #include "runtime/builtins.h"
 #include "runtime/canonical_json.h"
 #include "runtime/heap.h"
+#include "runtime/numfmt.h"
 #include "runtime/ops.h"
 #include "runtime/provenance.h"
 #include "runtime/tags.h"
@@ -955,6 +956,20 @@ static void checkBuiltMatchesTree(const CanonicalObject& built, const Json& tree
     Json with = tree;
     with["chain"] = "0123abc";
     CHECK(built.textWith("chain", "0123abc") == canonicalJson(with));
+    // The trace writer's paths (a view of the object's own buffer when it holds the text, a line
+    // written into a reused buffer) give the same bytes; `out` starts with stale text to clear.
+    std::string scratch, out = "stale";
+    CHECK(built.textWithout("chain", scratch) == canonicalJson(without));
+    CHECK(built.textWithout("", scratch) == canonicalJson(tree));
+    built.textWithInto(out, "chain", "0123abc");
+    CHECK(out == canonicalJson(with));
+    for (const char* key : {"a", "zz", "\xc3\xa9x"}) {
+        CAPTURE(key);
+        Json other = tree;
+        other[key] = "v";
+        built.textWithInto(out, key, "v");
+        CHECK(out == canonicalJson(other));
+    }
 }
 
 TEST_CASE("canonical_json: an object built member by member is canonicalJson of the same object") {
@@ -1027,6 +1042,55 @@ TEST_CASE("canonical_json: an object built in key order is joined unsorted and i
             CHECK(built.inKeyOrder() == inPlace);
         }
         checkBuiltMatchesTree(built, tree);
+    }
+}
+
+TEST_CASE("canonical_json: a small flat container is written as the general writer writes it, on generated values") {
+    // Containers of up to 8 members that are scalars or empty containers (call arguments, tags,
+    // `meta`) are written without the writer's frames; inside another container they go through
+    // the frames, so "[" + text(x) + "]" == text([x]) compares the two, in every style. Generated:
+    // objects and arrays of 0-10 members (over the limit too), keys out of order, every scalar.
+    std::mt19937 rng(2026);
+    const std::vector<std::string> keys = {"b", "a", "", "\xc3\xa9", "k\"q", "Z", "ab", "z", "\x01", "m"};
+    const std::vector<Json> members = {Json(nullptr), Json(false), Json(-3), Json(uint64_t(18446744073709551615ull)),
+                                       Json(0.1), Json(1e16), Json("t\u00e9xt\n"), Json::array(), Json::object(),
+                                       Json::array({1})};
+    const std::vector<JsonTextStyle> styles = {JsonTextStyle{true, false, -1, ",", ":"}, JsonTextStyle{},
+                                               JsonTextStyle{false, false, -1, ",", ": "}};
+    for (int round = 0; round < 2000; ++round) {
+        CAPTURE(round);
+        Json x = rng() % 2 ? Json::object() : Json::array();
+        size_t n = rng() % 11;
+        for (size_t i = 0; i < n; ++i) {
+            const Json& v = members[rng() % (rng() % 4 == 0 ? members.size() : members.size() - 1)];
+            if (x.is_array()) x.push_back(v);
+            else x[keys[rng() % keys.size()]] = v;
+        }
+        for (const JsonTextStyle& style : styles) {
+            CAPTURE(style.sortKeys);
+            CAPTURE(style.ensureAscii);
+            CHECK("[" + dumpJson(x, style) + "]" == dumpJson(Json::array({x}), style));
+            nlohmann::json plain = x;
+            CHECK("[" + dumpJson(plain, style) + "]" == dumpJson(nlohmann::json::array({plain}), style));
+        }
+    }
+}
+
+TEST_CASE("canonical_json: an integral float prints as formatFloatRepr prints it, on generated values") {
+    // Integral floats below 2^53 are written as the integer and ".0" without the shortest-digits
+    // search; the oracle is that search (formatFloatRepr, Python's repr), on both sides of 2^53
+    // and of 1e16 (where repr switches to an exponent), negative zero and powers of two.
+    std::mt19937_64 rng(53);
+    std::vector<double> values = {0.0, -0.0, 1.0, -1.0, 9007199254740991.0, 9007199254740992.0, 9007199254740994.0,
+                                  -9007199254740991.0, 1e15, 1e16, 9999999999999998.0, 1e17, 0.5, -2.5};
+    for (int shift = 0; shift < 64; ++shift) values.push_back(std::ldexp(1.0, shift)), values.push_back(-std::ldexp(1.0, shift));
+    for (int i = 0; i < 3000; ++i) {
+        double v = static_cast<double>(static_cast<int64_t>(rng() >> (rng() % 64)));
+        values.push_back(i % 2 ? v : -v);
+    }
+    for (double v : values) {
+        CAPTURE(v);
+        CHECK(canonicalJson(Json(v)) == formatFloatRepr(v));
     }
 }
 
