@@ -1,4 +1,5 @@
 #include "cli/commands.h"
+#include "cli/large_input_heap.h"
 #include "cli/terminal.h"
 
 #include <fmt/format.h>
@@ -218,6 +219,13 @@ int checkCommand(std::string_view tool, Args& args) {
         fmt::print(stderr, "{}: error: {}\n", tool, e.message);
         exit = kUsage;
     }
+    uintmax_t inputBytes = 0;
+    for (const std::string& file : files) {
+        std::error_code ec;
+        uintmax_t size = std::filesystem::file_size(file, ec);
+        if (!ec) inputBytes += size;
+    }
+    prepareHeapForLargeInput(inputBytes);
     Json results = Json::array();
     CheckOutcome last;  // assigning the next program's outcome frees the previous one
     for (const std::string& file : files) {
