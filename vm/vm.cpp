@@ -511,8 +511,16 @@ dispatch:
             DISPATCH();                                                                                  \
         }                                                                                                \
     }
+// Two unlabelled Floats read as Floats: through asNumber() GCC kept a test of the kind it had just
+// compared (three instructions in ADDF). A mixed pair converts its Int.
 #define ARITH_FLOAT(x, y, op)                                                                            \
-    if (REMIT_LIKELY(BOTH_UNLABELLED(x, y, ValueKind::Float) || (isFloatPair(x, y) && UNTAGGED2(x, y)))) { \
+    if (REMIT_LIKELY(BOTH_UNLABELLED(x, y, ValueKind::Float))) {                                         \
+        double out_ = x.asFloat() op y.asFloat();                                                        \
+        if (REMIT_LIKELY(std::isfinite(out_))) {                                                         \
+            R[INS.a] = Value::floating(out_);                                                              \
+            DISPATCH();                                                                                  \
+        }                                                                                                \
+    } else if (isFloatPair(x, y) && UNTAGGED2(x, y)) {                                                   \
         double out_ = x.asNumber() op y.asNumber();                                                      \
         if (REMIT_LIKELY(std::isfinite(out_))) {                                                         \
             R[INS.a] = Value::floating(out_);                                                              \
@@ -566,7 +574,14 @@ dispatch:
         // (Floats, and Ints within 2^53); anything else goes through ops.h's correctly rounded path.
         const Value& x = R[INS.b];
         const Value& y = R[INS.c];
-        if (isExactDouble(x) && isExactDouble(y) && UNTAGGED2(x, y)) {
+        if (REMIT_LIKELY(BOTH_UNLABELLED(x, y, ValueKind::Float))) {  // DIVF's case, without asNumber's kind tests
+            double q = y.asFloat();
+            double out = x.asFloat() / q;
+            if (REMIT_LIKELY(q != 0 && std::isfinite(out))) {
+                R[INS.a] = Value::floating(out);
+                DISPATCH();
+            }
+        } else if (isExactDouble(x) && isExactDouble(y) && UNTAGGED2(x, y)) {
             double q = y.asNumber();
             double out = x.asNumber() / q;
             if (q != 0 && std::isfinite(out)) {
