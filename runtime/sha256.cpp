@@ -217,6 +217,8 @@ Sha256::Sha256(Engine engine) : blocks_(blocksPortable) {
 }
 
 void Sha256::update(std::string_view bytes) {
+    // An empty view may have a null data(), which memcpy must not be given even with a size of 0.
+    if (bytes.empty()) return;
     auto data = reinterpret_cast<const unsigned char*>(bytes.data());
     size_t size = bytes.size();
     length_ += size;
