@@ -79,6 +79,7 @@ bench: deps build
 	@$(RELEASE_DIR)/bench/remit_bench_frontend
 	@$(RELEASE_DIR)/bench/remit_bench_vm
 	@$(RELEASE_DIR)/bench/remit_bench_broker
+	@$(RELEASE_DIR)/bench/remit_bench_sha256
 	@python3 bench/compare/run.py --remitvm $(RELEASE_DIR)/cli/remitvm --remitc $(RELEASE_DIR)/cli/remitc
 	@$(RELEASE_DIR)/bench/remit_bench_load --remitvm $(RELEASE_DIR)/cli/remitvm
 	@python3 bench/fleet/run.py --remitvm $(RELEASE_DIR)/cli/remitvm
