@@ -511,21 +511,22 @@ dispatch:
             DISPATCH();                                                                                  \
         }                                                                                                \
     }
+// An unlabelled Float result: stored and dispatched when finite; otherwise the handler goes on to
+// the generic operation, which reports the error.
+#define STORE_IF_FINITE(out)                       \
+    if (REMIT_LIKELY(std::isfinite(out))) {        \
+        R[INS.a] = Value::floating(out);           \
+        DISPATCH();                                \
+    }
 // Two unlabelled Floats read as Floats: through asNumber() GCC kept a test of the kind it had just
 // compared (three instructions in ADDF). A mixed pair converts its Int.
-#define ARITH_FLOAT(x, y, op)                                                                            \
-    if (REMIT_LIKELY(BOTH_UNLABELLED(x, y, ValueKind::Float))) {                                         \
-        double out_ = x.asFloat() op y.asFloat();                                                        \
-        if (REMIT_LIKELY(std::isfinite(out_))) {                                                         \
-            R[INS.a] = Value::floating(out_);                                                              \
-            DISPATCH();                                                                                  \
-        }                                                                                                \
-    } else if (isFloatPair(x, y) && UNTAGGED2(x, y)) {                                                   \
-        double out_ = x.asNumber() op y.asNumber();                                                      \
-        if (REMIT_LIKELY(std::isfinite(out_))) {                                                         \
-            R[INS.a] = Value::floating(out_);                                                              \
-            DISPATCH();                                                                                  \
-        }                                                                                                \
+#define ARITH_FLOAT(x, y, op)                                          \
+    if (REMIT_LIKELY(BOTH_UNLABELLED(x, y, ValueKind::Float))) {       \
+        double out_ = x.asFloat() op y.asFloat();                      \
+        STORE_IF_FINITE(out_)                                          \
+    } else if (isFloatPair(x, y) && UNTAGGED2(x, y)) {                 \
+        double out_ = x.asNumber() op y.asNumber();                    \
+        STORE_IF_FINITE(out_)                                          \
     }
 #define ARITH(name, intFirst, builtin, op, generic)                                                      \
     CASE(name) {                                                                                         \
@@ -574,24 +575,20 @@ dispatch:
         // (Floats, and Ints within 2^53); anything else goes through ops.h's correctly rounded path.
         const Value& x = R[INS.b];
         const Value& y = R[INS.c];
+        // A zero divisor goes on to the generic operation, which reports it.
         if (REMIT_LIKELY(BOTH_UNLABELLED(x, y, ValueKind::Float))) {  // DIVF's case, without asNumber's kind tests
-            double q = y.asFloat();
-            double out = x.asFloat() / q;
-            if (REMIT_LIKELY(q != 0 && std::isfinite(out))) {
-                R[INS.a] = Value::floating(out);
-                DISPATCH();
+            if (REMIT_LIKELY(y.asFloat() != 0)) {
+                double out = x.asFloat() / y.asFloat();
+                STORE_IF_FINITE(out)
             }
-        } else if (isExactDouble(x) && isExactDouble(y) && UNTAGGED2(x, y)) {
-            double q = y.asNumber();
-            double out = x.asNumber() / q;
-            if (q != 0 && std::isfinite(out)) {
-                R[INS.a] = Value::floating(out);
-                DISPATCH();
-            }
+        } else if (isExactDouble(x) && isExactDouble(y) && UNTAGGED2(x, y) && y.asNumber() != 0) {
+            double out = x.asNumber() / y.asNumber();
+            STORE_IF_FINITE(out)
         }
         SET_FROM(R[INS.a], divide(heap, x, y));
         DISPATCH();
     }
+#undef STORE_IF_FINITE
     CASE(NEG) {
         SET_FROM(R[INS.a], negate(heap, R[INS.b]));
         DISPATCH();
